@@ -1,0 +1,67 @@
+// What a check answers: allowed or not, per limit the count and what remains, and what the call
+// cost the store.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "hourglass/limit.h"
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+// What one engine call cost. A round trip is one wait for the store's answer.
+struct Cost {
+  uint64_t keys_written = 0;  // increments and decrements sent
+  uint64_t keys_read = 0;     // keys fetched
+  uint64_t round_trips = 0;   // waits for the store
+  Cost& operator+=(const Cost& o) {
+    keys_written += o.keys_written;
+    keys_read += o.keys_read;
+    round_trips += o.round_trips;
+    return *this;
+  }
+  bool operator==(const Cost&) const = default;
+};
+
+struct LimitOutcome {
+  Limit limit;
+  uint64_t count = 0;      // hits in the window, including this one if it was recorded
+  uint64_t remaining = 0;  // max_hits - count, floored at 0
+  bool exceeded = false;   // this hit did not fit under this limit
+  // Seconds until this hit would fit under this limit if nothing else happened: 0 when it fits,
+  // never earlier than the truth, nullopt when it can never fit (cost > max_hits).
+  std::optional<Seconds> retry_after = Seconds{0};
+};
+
+struct Decision {
+  bool allowed = false;
+  bool recorded = false;  // the hit's increments stay in the store
+  bool degraded = false;  // the store failed; `allowed` follows the policy's FailureMode
+  std::optional<Error> store_error;  // set exactly when degraded
+  // Per limit, in the policy's order. Empty when degraded: no count was read.
+  std::vector<LimitOutcome> limits;
+  // The largest retry_after over the limits (0 when allowed; nullopt: never).
+  std::optional<Seconds> retry_after = Seconds{0};
+  Cost cost;
+};
+
+// Hits counted in a span of seconds: a piece of a window's cover (see planner.h).
+struct CountedSpan {
+  Span span;
+  uint64_t hits = 0;
+};
+
+// Seconds from `t` until a hit of `cost` fits under `limit`, if nothing else happens.
+// `pieces` partition the window at `t` and hold the hits that stay recorded. A hit in a piece is
+// assumed to leave a sliding window only when the piece's last second does, so the answer is
+// never too early (and late by less than the width of the piece that frees the room).
+// 0 when the hit fits now; nullopt when it can never fit (cost > max_hits).
+std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
+                                  std::span<const CountedSpan> pieces);
+
+}  // namespace hourglass

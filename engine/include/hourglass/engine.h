@@ -1,0 +1,112 @@
+// The engine: exact hit counting and limit checks for event+feature pairs over a Store.
+//
+//   SystemClock clock;
+//   MemoryStore store(clock);  // or *MemcachedStore::Create(options)
+//   Engine engine = *Engine::Create(store, clock, EngineOptions{});
+//   Policy signup{.limits = *ParseLimits("3/h, 10/d")};
+//   Result<Decision> d = engine.Check("signup", "ann@example.com", signup);
+//   if (d.ok() && !d->allowed) { /* answer 429, Retry-After: d->retry_after */ }
+//
+// Every hit increments one bucket per ladder level (three keys by default). A count or check
+// reads the buckets that cover its windows exactly (planner.h) in the same round trip as the
+// increments: one round trip to one server per check, plus a fire-and-forget take-back when an
+// admitted-mode check denies.
+//
+// Exactness: counts at "now" (no `at`, or `at` >= the clock) and at explicit past instants are
+// exact, provided the buckets read are alive: a bucket lives ttl(level) from its creation, which
+// covers `retention` plus the margins at the current time. Hits written for past instants
+// (replays) live for their TTL from the moment they are written.
+//
+// Thread-safety: an Engine is immutable after Create and may be used from many threads; the
+// Store and Clock it was given must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/clock.h"
+#include "hourglass/decision.h"
+#include "hourglass/key_codec.h"
+#include "hourglass/ladder.h"
+#include "hourglass/limit.h"
+#include "hourglass/planner.h"
+#include "hourglass/status.h"
+#include "hourglass/store.h"
+
+namespace hourglass {
+
+struct EngineOptions {
+  std::string name_space = "hg";  // first part of every key; [A-Za-z0-9._-]{1,64}
+  Ladder ladder = Ladder::Default();
+  // The longest window the engine answers; sets the buckets' TTLs. Default one day.
+  Seconds retention{86400};
+  // Allowance for clock skew between app servers, added to every TTL. Default 5s.
+  Seconds settle_margin{5};
+  CoverOptions cover;  // planner switches (for benchmarks and tests)
+};
+
+struct WindowCount {
+  Window window;
+  uint64_t count = 0;
+};
+
+struct Counts {
+  Instant at;
+  std::vector<WindowCount> windows;
+  Cost cost;
+};
+
+class Engine {
+ public:
+  static Result<Engine> Create(Store& store, const Clock& clock, EngineOptions options);
+
+  // Records a hit of `cost` (>= 1) at `at` (default now). One round trip: it reads back the
+  // current buckets, which confirms the increments landed.
+  Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t cost = 1,
+                      std::optional<Instant> at = std::nullopt) const;
+
+  // Exact hits in each window ending at `at` (default now). One round trip.
+  Result<Counts> Count(std::string_view event, std::string_view feature,
+                       std::span<const Window> windows,
+                       std::optional<Instant> at = std::nullopt) const;
+
+  // Checks a hit of `cost` (>= 1) against every limit of `policy` and records it per the policy's
+  // counting mode. One round trip. A store failure gives a degraded decision per the policy's
+  // FailureMode, not an error; errors are for bad arguments only.
+  Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
+                         uint64_t cost = 1, std::optional<Instant> at = std::nullopt) const;
+
+  // Deletes every bucket of event+feature that can still be alive for hits around `around`
+  // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
+  // only buckets that hold hits: a few round trips.
+  Result<Cost> Reset(std::string_view event, std::string_view feature,
+                     std::optional<Instant> around = std::nullopt) const;
+
+  // How long a bucket of `level` lives after its creation.
+  Seconds Ttl(size_t level) const;
+  const EngineOptions& options() const { return options_; }
+  const KeyCodec& codec() const { return codec_; }
+  // The keys of event+feature's buckets.
+  std::string GroupKey(std::string_view event, std::string_view feature) const;
+  std::string BucketKey(const std::string& group, const Bucket& bucket) const;
+
+ private:
+  Engine(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec)
+      : store_(&store), clock_(&clock), options_(std::move(options)), codec_(std::move(codec)) {}
+
+  Status CheckWindows(std::span<const Window> windows) const;
+  Result<std::string> Group(std::string_view event, std::string_view feature) const;
+  // The increments of a hit at `t`.
+  std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
+
+  Store* store_;
+  const Clock* clock_;
+  EngineOptions options_;
+  KeyCodec codec_;
+};
+
+}  // namespace hourglass

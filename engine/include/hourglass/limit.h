@@ -1,0 +1,53 @@
+// Limits and policies: "at most N hits per window", and an event's set of limits.
+//
+//   Result<Limit> l = ParseLimit("5/m");              // 5 hits in any sliding minute
+//   Result<std::vector<Limit>> ls = ParseLimits("2/s, 5/m, 10/h, 100/d");
+//   Policy p{.limits = *ls, .mode = CountingMode::kAdmitted};
+//
+// Thread-safety: immutable values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/status.h"
+#include "hourglass/window.h"
+
+namespace hourglass {
+
+struct Limit {
+  Window window;
+  uint64_t max_hits = 0;  // 0 denies every hit (a ban)
+  // "5/m", "100/fixed 1d"
+  std::string ToString() const;
+  bool operator==(const Limit&) const = default;
+};
+
+// "N/DUR" with DUR as in ParseDuration (e.g. "5/m", "20/10m", "100/d", "7/90"): a sliding
+// window. Errors name the bad part and show a valid example.
+Result<Limit> ParseLimit(std::string_view spec);
+// Comma- or space-separated specs: "2/s, 5/m, 10/h, 100/d".
+Result<std::vector<Limit>> ParseLimits(std::string_view specs);
+
+enum class CountingMode {
+  kAdmitted,  // only admitted hits count; a denied hit's increments are taken back
+  kAttempts,  // every attempt counts, admitted or not (keeps a brute-forcer locked out)
+};
+
+enum class FailureMode {
+  kFailOpen,    // store unreachable: admit, flagged degraded
+  kFailClosed,  // store unreachable: deny, flagged degraded
+};
+
+struct Policy {
+  std::vector<Limit> limits;
+  CountingMode mode = CountingMode::kAdmitted;
+  FailureMode on_store_failure = FailureMode::kFailOpen;
+};
+
+std::string_view CountingModeName(CountingMode mode);  // "admitted" / "attempts"
+std::string_view FailureModeName(FailureMode mode);    // "open" / "closed"
+
+}  // namespace hourglass

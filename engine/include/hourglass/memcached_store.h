@@ -1,0 +1,63 @@
+// A Store on memcached through libmemcached (ASCII protocol).
+//
+// Per batch, on one pooled connection to the server the group key hashes to (consistent hashing):
+// for each increment `add key 0 ttl noreply` then `incr key delta noreply` (race-free creation,
+// atomic add), then one `get` of every read key: the whole batch is one round trip. TCP_NODELAY
+// is on; timeouts are short and configurable; a failed server is retried after retry_timeout and,
+// once ejected, comes back after dead_timeout.
+//
+//   MemcachedOptions options;
+//   options.servers = *ParseServers("10.0.0.1:11211,10.0.0.2:11211");
+//   Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+//
+// Thread-safety: all methods may be called from many threads at once (a connection pool of
+// `pool_size`; further threads wait up to `pool_wait` for a connection).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/status.h"
+#include "hourglass/store.h"
+
+namespace hourglass {
+
+struct MemcachedOptions {
+  // "host:port" (or "[v6]:port"). Every client must list the servers the same way: the ring
+  // hashes the strings.
+  std::vector<std::string> servers = {"127.0.0.1:11211"};
+  std::chrono::milliseconds connect_timeout{100};  // to open a connection
+  std::chrono::milliseconds io_timeout{100};       // each wait for the server to answer
+  std::chrono::seconds retry_timeout{1};  // after a failure, the server fails fast this long
+  std::chrono::seconds dead_timeout{2};   // an ejected server is tried again after this; > 0
+  uint32_t pool_size = 8;                 // connections per server, shared by all threads
+  std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
+};
+
+// "h1:11211,h2:11211" -> {"h1:11211", "h2:11211"}; rejects missing or bad ports.
+Result<std::vector<std::string>> ParseServers(std::string_view list);
+
+class MemcachedStore final : public Store {
+ public:
+  static Result<std::unique_ptr<MemcachedStore>> Create(const MemcachedOptions& options);
+  ~MemcachedStore() override;
+
+  Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
+  Status Delete(const std::string& group, std::span<const std::string> keys) override;
+  std::string Describe() const override;
+
+  // The server ("host:port") that holds `group`'s keys.
+  Result<std::string> ServerFor(const std::string& group);
+
+  struct Impl;
+
+ private:
+  explicit MemcachedStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hourglass

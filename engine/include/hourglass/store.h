@@ -1,0 +1,55 @@
+// The store seam: the primitive memcached really has, batched.
+//
+// One batch = "add these deltas to these keys (creating missing ones at 0 with this TTL), then
+// read these keys", all keys sharing one group key (the server-affinity key), answered in one
+// round trip. Two implementations pass one contract test suite: MemoryStore and MemcachedStore.
+//
+//   Batch batch{.group = group, .increments = {{key, 1, Seconds{90}}}, .reads = {key}};
+//   Result<std::vector<uint64_t>> values = store.Apply(batch);
+//
+// Thread-safety: every Store is safe to use from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hourglass/clock.h"
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+struct Increment {
+  std::string key;
+  // > 0: add, creating the key at 0 with `ttl` first if it is missing (atomic against concurrent
+  // creators). < 0: subtract, floored at 0; a missing key stays missing.
+  int64_t delta = 0;
+  // Relative time to live, set only when the key is created. Any length >= 1s.
+  Seconds ttl{0};
+};
+
+struct Batch {
+  std::string group;  // every key of the batch lives where this group key hashes to
+  std::vector<Increment> increments;
+  std::vector<std::string> reads;  // read after the increments; missing keys read 0
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Applies the increments, then reads. values[i] is the value of batch.reads[i].
+  // A batch without reads may return before the store has applied it (fire-and-forget).
+  // Errors: kUnavailable / kDeadlineExceeded when the store cannot answer (some increments may
+  // then have been applied), kInvalidArgument for a malformed key.
+  virtual Result<std::vector<uint64_t>> Apply(const Batch& batch) = 0;
+
+  // Deletes `keys` of `group`; deleting a missing key is not an error.
+  virtual Status Delete(const std::string& group, std::span<const std::string> keys) = 0;
+
+  // "memory" or "memcached 127.0.0.1:11211", for messages.
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace hourglass

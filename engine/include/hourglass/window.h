@@ -1,0 +1,75 @@
+// Windows: which seconds a count covers, evaluated at an instant T (design.md).
+//
+// - sliding W: the hits with T-W < t <= T (the ground truth a sorted log answers);
+// - fixed W:   the hits in [floor(T/W)*W, T], windows aligned to the Unix epoch;
+// - calendar:  the hits since the start of the current hour, day or month in a UTC offset.
+//
+//   Result<Window> w = Window::Sliding(std::chrono::minutes{10});
+//   Span s = w->SpanAt(now);  // [now - 599, now]
+//
+// Thread-safety: immutable value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hourglass/clock.h"
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+// Unix seconds [first, last], both inclusive; empty when first > last.
+struct Span {
+  int64_t first = 0;
+  int64_t last = -1;
+  int64_t length() const { return last >= first ? last - first + 1 : 0; }
+  bool Contains(int64_t t) const { return first <= t && t <= last; }
+  bool operator==(const Span&) const = default;
+};
+
+enum class WindowKind { kSliding, kFixed, kCalendar };
+enum class CalendarUnit { kHour, kDay, kMonth };
+
+class Window {
+ public:
+  // A window of `length` seconds ending at T. length >= 1s.
+  static Result<Window> Sliding(Seconds length);
+  // Epoch-aligned windows of `length`. length >= 1s.
+  static Result<Window> Fixed(Seconds length);
+  // Since the start of the current hour/day/month at `utc_offset` (within +-18h, whole minutes).
+  static Result<Window> Calendar(CalendarUnit unit, Seconds utc_offset = Seconds{0});
+
+  WindowKind kind() const { return kind_; }
+  CalendarUnit unit() const { return unit_; }
+  Seconds utc_offset() const { return offset_; }
+  // Sliding and fixed: the window's length. Calendar: the longest span it can have (an hour, a
+  // day, 31 days): what the store must retain to answer it.
+  Seconds length() const;
+  // The seconds the window covers when evaluated at `t`.
+  Span SpanAt(Instant t) const;
+  // Fixed and calendar: the first second of the next window after `t`. Sliding: nullopt.
+  std::optional<Instant> NextStart(Instant t) const;
+  // "1m", "fixed 1h", "calendar day+02:00"
+  std::string ToString() const;
+
+  bool operator==(const Window&) const = default;
+
+ private:
+  Window(WindowKind kind, Seconds length, CalendarUnit unit, Seconds offset)
+      : kind_(kind), length_(length), unit_(unit), offset_(offset) {}
+  int64_t StartOf(int64_t t) const;
+
+  WindowKind kind_;
+  Seconds length_;
+  CalendarUnit unit_;
+  Seconds offset_;
+};
+
+// "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w), or plain
+// seconds ("3600"). Errors name the bad part.
+Result<Seconds> ParseDuration(std::string_view text);
+// The shortest exact form: 86400 -> "1d", 600 -> "10m", 90 -> "90s".
+std::string FormatDuration(Seconds d);
+
+}  // namespace hourglass

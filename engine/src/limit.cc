@@ -1,0 +1,66 @@
+#include "hourglass/limit.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace hourglass {
+
+std::string Limit::ToString() const { return fmt::format("{}/{}", max_hits, window.ToString()); }
+
+Result<Limit> ParseLimit(std::string_view spec) {
+  const std::string_view kExample = "write N/DUR, e.g. 5/m, 20/10m, 100/d";
+  const size_t slash = spec.find('/');
+  if (slash == std::string_view::npos) {
+    return InvalidArgument(fmt::format("limit \"{}\": missing \"/\"; {}", spec, kExample));
+  }
+  const std::string_view count = spec.substr(0, slash);
+  if (count.empty() || count.size() > 18) {
+    return InvalidArgument(fmt::format("limit \"{}\": bad count \"{}\"; {}", spec, count, kExample));
+  }
+  uint64_t max_hits = 0;
+  for (char c : count) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      return InvalidArgument(
+          fmt::format("limit \"{}\": bad count \"{}\"; {}", spec, count, kExample));
+    }
+    max_hits = max_hits * 10 + static_cast<uint64_t>(c - '0');
+  }
+  Result<Seconds> length = ParseDuration(spec.substr(slash + 1));
+  if (!length.ok()) {
+    return InvalidArgument(fmt::format("limit \"{}\": {}", spec, length.error().message()));
+  }
+  Result<Window> window = Window::Sliding(*length);
+  if (!window.ok()) return window.error();
+  return Limit{*window, max_hits};
+}
+
+Result<std::vector<Limit>> ParseLimits(std::string_view specs) {
+  std::vector<Limit> limits;
+  size_t pos = 0;
+  while (pos < specs.size()) {
+    const char c = specs[pos];
+    if (c == ',' || c == ' ' || c == '\t') {
+      ++pos;
+      continue;
+    }
+    size_t end = specs.find_first_of(", \t", pos);
+    if (end == std::string_view::npos) end = specs.size();
+    Result<Limit> limit = ParseLimit(specs.substr(pos, end - pos));
+    if (!limit.ok()) return limit.error();
+    limits.push_back(*limit);
+    pos = end;
+  }
+  if (limits.empty()) return InvalidArgument("no limits given; e.g. \"2/s, 5/m, 10/h, 100/d\"");
+  return limits;
+}
+
+std::string_view CountingModeName(CountingMode mode) {
+  return mode == CountingMode::kAdmitted ? "admitted" : "attempts";
+}
+
+std::string_view FailureModeName(FailureMode mode) {
+  return mode == FailureMode::kFailOpen ? "open" : "closed";
+}
+
+}  // namespace hourglass

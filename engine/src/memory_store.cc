@@ -1,0 +1,76 @@
+#include "hourglass/memory_store.h"
+
+#include <fmt/format.h>
+
+#include "hourglass/key_codec.h"
+
+namespace hourglass {
+namespace {
+
+Status CheckKey(const std::string& key) {
+  if (key.empty() || key.size() > KeyCodec::kMaxKeyLength) {
+    return InvalidArgument(fmt::format("key of {} bytes: must be 1 to 250", key.size()));
+  }
+  for (unsigned char c : key) {
+    if (c <= 0x20 || c >= 0x7f) return InvalidArgument("key with whitespace or a control byte");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<uint64_t>> MemoryStore::Apply(const Batch& batch) {
+  for (const Increment& inc : batch.increments) {
+    if (Status s = CheckKey(inc.key); !s.ok()) return s.error();
+    if (inc.delta > 0 && inc.ttl < Seconds{1}) return InvalidArgument("increment TTL must be >= 1s");
+  }
+  for (const std::string& key : batch.reads) {
+    if (Status s = CheckKey(key); !s.ok()) return s.error();
+  }
+  const Instant now = clock_.Now();
+  std::vector<uint64_t> values;
+  values.reserve(batch.reads.size());
+  std::lock_guard lock(mu_);
+  MaybeSweep(now);
+  for (const Increment& inc : batch.increments) {
+    auto it = entries_.find(inc.key);
+    if (it != entries_.end() && it->second.expires <= now) {
+      entries_.erase(it);
+      it = entries_.end();
+    }
+    if (inc.delta > 0) {
+      if (it == entries_.end()) it = entries_.emplace(inc.key, Entry{0, now + inc.ttl}).first;
+      it->second.value += static_cast<uint64_t>(inc.delta);
+    } else if (it != entries_.end()) {
+      const auto down = static_cast<uint64_t>(-inc.delta);
+      it->second.value = it->second.value > down ? it->second.value - down : 0;
+    }
+  }
+  for (const std::string& key : batch.reads) {
+    auto it = entries_.find(key);
+    values.push_back(it != entries_.end() && it->second.expires > now ? it->second.value : 0);
+  }
+  return values;
+}
+
+Status MemoryStore::Delete(const std::string& /*group*/, std::span<const std::string> keys) {
+  std::lock_guard lock(mu_);
+  for (const std::string& key : keys) entries_.erase(key);
+  return {};
+}
+
+size_t MemoryStore::LiveKeys() const {
+  const Instant now = clock_.Now();
+  std::lock_guard lock(mu_);
+  size_t live = 0;
+  for (const auto& [key, entry] : entries_) live += entry.expires > now;
+  return live;
+}
+
+void MemoryStore::MaybeSweep(Instant now) {
+  if (entries_.size() < sweep_at_) return;
+  std::erase_if(entries_, [now](const auto& kv) { return kv.second.expires <= now; });
+  sweep_at_ = std::max<size_t>(1024, entries_.size() * 2);
+}
+
+}  // namespace hourglass

@@ -1,0 +1,161 @@
+#include "hourglass/window.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <chrono>
+
+#include "hourglass/ladder.h"
+
+namespace hourglass {
+namespace {
+
+constexpr int64_t kMinute = 60;
+constexpr int64_t kHour = 3600;
+constexpr int64_t kDay = 86400;
+constexpr int64_t kWeek = 7 * kDay;
+constexpr int64_t kMaxDuration = 3660 * kDay;  // ten years: far beyond any useful window
+
+int64_t UnitSeconds(char unit) {
+  switch (unit) {
+    case 's':
+      return 1;
+    case 'm':
+      return kMinute;
+    case 'h':
+      return kHour;
+    case 'd':
+      return kDay;
+    case 'w':
+      return kWeek;
+    default:
+      return 0;
+  }
+}
+
+std::string_view UnitName(CalendarUnit unit) {
+  switch (unit) {
+    case CalendarUnit::kHour:
+      return "hour";
+    case CalendarUnit::kDay:
+      return "day";
+    case CalendarUnit::kMonth:
+      return "month";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<Seconds> ParseDuration(std::string_view text) {
+  const std::string_view kHint = "use a count and a unit s, m, h, d or w (e.g. 90s, 10m, 1d)";
+  if (text.empty()) return InvalidArgument(fmt::format("empty duration; {}", kHint));
+  size_t digits = 0;
+  int64_t count = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+    count = count * 10 + (text[digits] - '0');
+    if (count > kMaxDuration) {
+      return InvalidArgument(fmt::format("duration \"{}\" is too long (at most 3660d)", text));
+    }
+    ++digits;
+  }
+  std::string_view unit = text.substr(digits);
+  if (digits == 0) count = 1;  // "m" means one minute
+  int64_t unit_seconds = 1;
+  if (!unit.empty()) {
+    unit_seconds = unit.size() == 1 ? UnitSeconds(unit[0]) : 0;
+    if (unit_seconds == 0) {
+      return InvalidArgument(
+          fmt::format("duration \"{}\": unknown unit \"{}\"; {}", text, unit, kHint));
+    }
+  } else if (digits == 0) {
+    return InvalidArgument(fmt::format("duration \"{}\": {}", text, kHint));
+  }
+  if (count == 0) return InvalidArgument(fmt::format("duration \"{}\" must be positive", text));
+  if (count > kMaxDuration / unit_seconds) {
+    return InvalidArgument(fmt::format("duration \"{}\" is too long (at most 3660d)", text));
+  }
+  return Seconds{count * unit_seconds};
+}
+
+std::string FormatDuration(Seconds d) {
+  const int64_t s = d.count();
+  for (auto [unit, size] : {std::pair{'w', kWeek}, {'d', kDay}, {'h', kHour}, {'m', kMinute}}) {
+    if (s != 0 && s % size == 0) {
+      return s == size ? std::string(1, unit) : fmt::format("{}{}", s / size, unit);
+    }
+  }
+  return fmt::format("{}s", s);
+}
+
+Result<Window> Window::Sliding(Seconds length) {
+  if (length < Seconds{1}) return InvalidArgument("a sliding window must be at least 1s long");
+  return Window(WindowKind::kSliding, length, CalendarUnit::kDay, Seconds{0});
+}
+
+Result<Window> Window::Fixed(Seconds length) {
+  if (length < Seconds{1}) return InvalidArgument("a fixed window must be at least 1s long");
+  return Window(WindowKind::kFixed, length, CalendarUnit::kDay, Seconds{0});
+}
+
+Result<Window> Window::Calendar(CalendarUnit unit, Seconds utc_offset) {
+  if (utc_offset.count() % kMinute != 0 || utc_offset > Seconds{18 * kHour} ||
+      utc_offset < Seconds{-18 * kHour}) {
+    return InvalidArgument(fmt::format(
+        "UTC offset {}s: must be whole minutes within -18:00..+18:00", utc_offset.count()));
+  }
+  const int64_t length = unit == CalendarUnit::kHour  ? kHour
+                         : unit == CalendarUnit::kDay ? kDay
+                                                      : 31 * kDay;
+  return Window(WindowKind::kCalendar, Seconds{length}, unit, utc_offset);
+}
+
+Seconds Window::length() const { return length_; }
+
+int64_t Window::StartOf(int64_t t) const {
+  switch (kind_) {
+    case WindowKind::kSliding:
+      return t - length_.count() + 1;
+    case WindowKind::kFixed:
+      return FloorDiv(t, length_.count()) * length_.count();
+    case WindowKind::kCalendar:
+      break;
+  }
+  const int64_t off = offset_.count();
+  const int64_t local = t + off;
+  if (unit_ == CalendarUnit::kHour) return FloorDiv(local, kHour) * kHour - off;
+  const int64_t day_start = FloorDiv(local, kDay) * kDay;
+  if (unit_ == CalendarUnit::kDay) return day_start - off;
+  using std::chrono::sys_days;
+  const std::chrono::year_month_day ymd{sys_days{std::chrono::days{day_start / kDay}}};
+  const sys_days first{ymd.year() / ymd.month() / std::chrono::day{1}};
+  return first.time_since_epoch().count() * kDay - off;
+}
+
+Span Window::SpanAt(Instant t) const { return Span{StartOf(ToUnix(t)), ToUnix(t)}; }
+
+std::optional<Instant> Window::NextStart(Instant t) const {
+  if (kind_ == WindowKind::kSliding) return std::nullopt;
+  const int64_t start = StartOf(ToUnix(t));
+  if (kind_ == WindowKind::kFixed) return FromUnix(start + length_.count());
+  if (unit_ != CalendarUnit::kMonth) return FromUnix(start + (unit_ == CalendarUnit::kHour ? kHour : kDay));
+  // The next month starts within 28..31 days of this one's start.
+  return FromUnix(StartOf(start + 31 * kDay));
+}
+
+std::string Window::ToString() const {
+  switch (kind_) {
+    case WindowKind::kSliding:
+      return FormatDuration(length_);
+    case WindowKind::kFixed:
+      return "fixed " + FormatDuration(length_);
+    case WindowKind::kCalendar:
+      break;
+  }
+  const int64_t off = offset_.count();
+  const int64_t a = off < 0 ? -off : off;
+  return fmt::format("calendar {}{}{:02}:{:02}", UnitName(unit_), off < 0 ? '-' : '+', a / kHour,
+                     (a % kHour) / kMinute);
+}
+
+}  // namespace hourglass
