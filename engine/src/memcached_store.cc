@@ -199,6 +199,7 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
 std::string MemcachedStore::Describe() const { return impl_->description; }
 
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
+  if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
   memcached_return_t rc;
   Impl::Lease lease(*impl_, rc);
   memcached_st* m = lease.get();
@@ -272,6 +273,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
 }
 
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
+  if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
   memcached_return_t rc;
   Impl::Lease lease(*impl_, rc);
   memcached_st* m = lease.get();

@@ -5,28 +5,9 @@
 #include "hourglass/key_codec.h"
 
 namespace hourglass {
-namespace {
-
-Status CheckKey(const std::string& key) {
-  if (key.empty() || key.size() > KeyCodec::kMaxKeyLength) {
-    return InvalidArgument(fmt::format("key of {} bytes: must be 1 to 250", key.size()));
-  }
-  for (unsigned char c : key) {
-    if (c <= 0x20 || c >= 0x7f) return InvalidArgument("key with whitespace or a control byte");
-  }
-  return {};
-}
-
-}  // namespace
 
 Result<std::vector<uint64_t>> MemoryStore::Apply(const Batch& batch) {
-  for (const Increment& inc : batch.increments) {
-    if (Status s = CheckKey(inc.key); !s.ok()) return s.error();
-    if (inc.delta > 0 && inc.ttl < Seconds{1}) return InvalidArgument("increment TTL must be >= 1s");
-  }
-  for (const std::string& key : batch.reads) {
-    if (Status s = CheckKey(key); !s.ok()) return s.error();
-  }
+  if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
   const Instant now = clock_.Now();
   std::vector<uint64_t> values;
   values.reserve(batch.reads.size());
@@ -53,7 +34,8 @@ Result<std::vector<uint64_t>> MemoryStore::Apply(const Batch& batch) {
   return values;
 }
 
-Status MemoryStore::Delete(const std::string& /*group*/, std::span<const std::string> keys) {
+Status MemoryStore::Delete(const std::string& group, std::span<const std::string> keys) {
+  if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
   std::lock_guard lock(mu_);
   for (const std::string& key : keys) entries_.erase(key);
   return {};

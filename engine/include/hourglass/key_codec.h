@@ -49,6 +49,9 @@ class KeyCodec {
   static std::optional<std::string> DecodeField(std::string_view encoded);
   // '#' + hex SHA-256 of `raw`.
   static std::string HashField(std::string_view raw);
+  // What memcached accepts as a key: 1 to 250 bytes, printable ASCII, no whitespace. Stores check
+  // every key with it before anything is sent.
+  static Status CheckKey(std::string_view key);
 
  private:
   explicit KeyCodec(std::string ns) : ns_(std::move(ns)) {}

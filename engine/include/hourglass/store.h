@@ -35,6 +35,12 @@ struct Batch {
   std::vector<std::string> reads;  // read after the increments; missing keys read 0
 };
 
+// Checks every key of a batch (KeyCodec::CheckKey) and every creating increment's TTL (>= 1s).
+// Each Store calls it before anything is applied, so a malformed batch changes nothing.
+Status ValidateBatch(const Batch& batch);
+// The same for a delete.
+Status ValidateKeys(const std::string& group, std::span<const std::string> keys);
+
 class Store {
  public:
   virtual ~Store() = default;

@@ -1,0 +1,27 @@
+#include "hourglass/store.h"
+
+#include "hourglass/key_codec.h"
+
+namespace hourglass {
+
+Status ValidateBatch(const Batch& batch) {
+  if (Status s = KeyCodec::CheckKey(batch.group); !s.ok()) return s;
+  for (const Increment& inc : batch.increments) {
+    if (Status s = KeyCodec::CheckKey(inc.key); !s.ok()) return s;
+    if (inc.delta > 0 && inc.ttl < Seconds{1}) return InvalidArgument("increment TTL must be >= 1s");
+  }
+  for (const std::string& key : batch.reads) {
+    if (Status s = KeyCodec::CheckKey(key); !s.ok()) return s;
+  }
+  return {};
+}
+
+Status ValidateKeys(const std::string& group, std::span<const std::string> keys) {
+  if (Status s = KeyCodec::CheckKey(group); !s.ok()) return s;
+  for (const std::string& key : keys) {
+    if (Status s = KeyCodec::CheckKey(key); !s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace hourglass

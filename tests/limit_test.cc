@@ -1,0 +1,56 @@
+// Limit specs: "N/DUR" parses to a sliding-window limit; garbage gets a message naming the part.
+#include "hourglass/limit.h"
+
+#include <gtest/gtest.h>
+
+namespace hourglass {
+namespace {
+
+TEST(ParseLimit, ParsesTheSpecsOfTheIssue) {
+  EXPECT_EQ(*ParseLimit("5/m"), (Limit{*Window::Sliding(Seconds{60}), 5}));
+  EXPECT_EQ(*ParseLimit("100/d"), (Limit{*Window::Sliding(Seconds{86400}), 100}));
+  EXPECT_EQ(*ParseLimit("20/10m"), (Limit{*Window::Sliding(Seconds{600}), 20}));
+  EXPECT_EQ(*ParseLimit("2/s"), (Limit{*Window::Sliding(Seconds{1}), 2}));
+  EXPECT_EQ(*ParseLimit("7/90"), (Limit{*Window::Sliding(Seconds{90}), 7}));
+  EXPECT_EQ(ParseLimit("0/h")->max_hits, 0u);  // a ban
+  EXPECT_EQ(ParseLimit("20/10m")->ToString(), "20/10m");
+}
+
+TEST(ParseLimit, RejectsGarbageNamingTheBadPart) {
+  struct Case {
+    const char* spec;
+    const char* names;
+  };
+  for (const Case& c : {Case{"5", "missing \"/\""}, Case{"/m", "bad count \"\""},
+                        Case{"x/m", "bad count \"x\""}, Case{"-1/m", "bad count \"-1\""},
+                        Case{"5/", "empty duration"}, Case{"5/x", "unknown unit \"x\""},
+                        Case{"5/0s", "must be positive"}, Case{"5/m/h", "unknown unit"},
+                        Case{"1234567890123456789/m", "bad count"}}) {
+    Result<Limit> limit = ParseLimit(c.spec);
+    ASSERT_FALSE(limit.ok()) << c.spec;
+    EXPECT_EQ(limit.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(limit.error().message().find(c.names), std::string::npos)
+        << c.spec << " -> " << limit.error().message();
+    EXPECT_NE(limit.error().message().find(c.spec), std::string::npos) << "quotes the spec";
+  }
+}
+
+TEST(ParseLimits, ParsesAListAndStopsAtTheFirstBadOne) {
+  Result<std::vector<Limit>> limits = ParseLimits("2/s, 5/m, 10/h, 100/d");
+  ASSERT_TRUE(limits.ok());
+  ASSERT_EQ(limits->size(), 4u);
+  EXPECT_EQ((*limits)[3].window.length(), Seconds{86400});
+  EXPECT_EQ(ParseLimits("2/s,5/q").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(ParseLimits("2/s,5/q").error().message().find("5/q"), std::string::npos);
+  EXPECT_FALSE(ParseLimits(" , ").ok());
+}
+
+TEST(Modes, HaveStableNames) {
+  EXPECT_EQ(CountingModeName(CountingMode::kAdmitted), "admitted");
+  EXPECT_EQ(CountingModeName(CountingMode::kAttempts), "attempts");
+  EXPECT_EQ(FailureModeName(FailureMode::kFailOpen), "open");
+  EXPECT_EQ(FailureModeName(FailureMode::kFailClosed), "closed");
+}
+
+}  // namespace
+}  // namespace hourglass

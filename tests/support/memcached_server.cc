@@ -1,0 +1,154 @@
+#include "memcached_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace hourglass::testing {
+namespace {
+
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string FindMemcached() {
+  for (const char* path : {"/usr/bin/memcached", "/usr/local/bin/memcached", "/usr/sbin/memcached"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+MemcachedServer::MemcachedServer() {
+  for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
+    port_ = FreeLoopbackPort();
+    Start();
+  }
+}
+
+MemcachedServer::~MemcachedServer() { Kill(); }
+
+bool MemcachedServer::Start() {
+  if (running()) return true;
+  const std::string binary = FindMemcached();
+  if (binary.empty()) {
+    error_ = "memcached is not installed (apt-get install memcached)";
+    return false;
+  }
+  const std::string port = std::to_string(port_);
+  std::vector<std::string> args = {binary, "-l", "127.0.0.1", "-p", port, "-U", "0",
+                                   "-t", "2", "-m", "256", "-c", "4096"};
+  if (geteuid() == 0) {
+    args.push_back("-u");
+    args.push_back("root");
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  for (int i = 0; i < 500; ++i) {  // up to 5 s
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      error_ = "memcached exited at start (port " + port + " taken?)";
+      return false;
+    }
+    const int fd = Connect(port_);
+    if (fd >= 0) {
+      close(fd);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Kill();
+  error_ = "memcached did not accept connections on port " + port;
+  return false;
+}
+
+void MemcachedServer::Stop() {
+  if (!running()) return;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 300; ++i) {  // up to 3 s, then SIGKILL
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+void MemcachedServer::Kill() {
+  if (!running()) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string MemcachedServer::Raw(const std::string& command) const {
+  const int fd = Connect(port_);
+  if (fd < 0) return "";
+  (void)!write(fd, command.data(), command.size());
+  std::string answer;
+  char buffer[4096];
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, 500) > 0) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<size_t>(n));
+    if (answer.ends_with("END\r\n") || answer.ends_with("ERROR\r\n")) break;
+  }
+  close(fd);
+  return answer;
+}
+
+long long MemcachedServer::Stat(const std::string& name) const {
+  const std::string stats = Raw("stats\r\n");
+  const std::string needle = "STAT " + name + " ";
+  const size_t at = stats.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::atoll(stats.c_str() + at + needle.size());
+}
+
+}  // namespace hourglass::testing

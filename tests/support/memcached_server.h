@@ -1,0 +1,51 @@
+// A real memcached for tests: started on a free loopback port, stopped by its PID.
+//
+//   MemcachedServer server;            // starts it, or the test fails
+//   ASSERT_TRUE(server.running());
+//   options.servers = {server.address()};
+//   server.Stop(); server.Start();     // same port: a restart
+//
+// Thread-safety: one thread drives a server.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace hourglass::testing {
+
+class MemcachedServer {
+ public:
+  // Starts memcached on 127.0.0.1 and a free port (as root with -u root).
+  MemcachedServer();
+  ~MemcachedServer();
+  MemcachedServer(const MemcachedServer&) = delete;
+  MemcachedServer& operator=(const MemcachedServer&) = delete;
+
+  // Starts the server again on the same port; true when it accepts connections.
+  bool Start();
+  // SIGTERM, then waits for the process to exit (memcached takes about a second).
+  void Stop();
+  // SIGKILL, then waits: an abrupt crash, and the quick way to tear down.
+  void Kill();
+
+  bool running() const { return pid_ > 0; }
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Sends "stats\r\n" and returns the value of `name` (e.g. "curr_items"), or -1.
+  long long Stat(const std::string& name) const;
+  // Sends one raw ASCII command and returns the whole answer (up to "END\r\n" or a timeout).
+  std::string Raw(const std::string& command) const;
+  // The reason the last Start() failed, for assertion messages.
+  const std::string& error() const { return error_; }
+
+ private:
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string error_;
+};
+
+// A port on 127.0.0.1 nobody listens on right now.
+int FreeLoopbackPort();
+
+}  // namespace hourglass::testing

@@ -1,0 +1,78 @@
+// Harnesses that give tests a real Store of each kind plus a way to let time pass for it:
+// the in-memory store on a ManualClock (time advances instantly), and a MemcachedStore on a real
+// memcached started on a free loopback port (time really passes).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "hourglass/memcached_store.h"
+#include "hourglass/memory_store.h"
+#include "memcached_server.h"
+
+namespace hourglass::testing {
+
+class StoreHarness {
+ public:
+  virtual ~StoreHarness() = default;
+  virtual Store& store() = 0;
+  // The clock the engine should use with this store.
+  virtual Clock& clock() = 0;
+  // Lets `d` pass for the store's TTLs.
+  virtual void Advance(Seconds d) = 0;
+  virtual std::string name() const = 0;
+};
+
+class MemoryHarness final : public StoreHarness {
+ public:
+  MemoryHarness() : clock_(FromUnix(1'700'000'000)), store_(clock_) {}
+  Store& store() override { return store_; }
+  Clock& clock() override { return clock_; }
+  void Advance(Seconds d) override { clock_.Advance(d); }
+  std::string name() const override { return "memory"; }
+  ManualClock& manual_clock() { return clock_; }
+
+ private:
+  ManualClock clock_;
+  MemoryStore store_;
+};
+
+// Real memcached, real time.
+class MemcachedHarness final : public StoreHarness {
+ public:
+  explicit MemcachedHarness(MemcachedOptions options = {}) {
+    if (!server_.running()) {
+      ADD_FAILURE() << "cannot start memcached: " << server_.error();
+      return;
+    }
+    options.servers = {server_.address()};
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    if (!store.ok()) {
+      ADD_FAILURE() << store.error().ToString();
+      return;
+    }
+    store_ = std::move(*store);
+  }
+  Store& store() override { return *store_; }
+  Clock& clock() override { return clock_; }
+  void Advance(Seconds d) override { std::this_thread::sleep_for(d); }
+  std::string name() const override { return "memcached"; }
+  MemcachedServer& server() { return server_; }
+  MemcachedStore& memcached() { return *store_; }
+
+ private:
+  MemcachedServer server_;
+  SystemClock clock_;
+  std::unique_ptr<MemcachedStore> store_;
+};
+
+inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
+  if (kind == "memory") return std::make_unique<MemoryHarness>();
+  return std::make_unique<MemcachedHarness>();
+}
+
+}  // namespace hourglass::testing
