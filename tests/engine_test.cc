@@ -1,0 +1,369 @@
+// The engine against both stores (in-memory and a real memcached), driven by a manual clock:
+// exact counts on a 2-day random trace, decisions identical to a perfect sliding-window limiter,
+// counting modes, costs, reset, hostile features and store failures.
+#include "hourglass/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "failing_store.h"
+#include "sliding_log.h"
+#include "store_harness.h"
+
+namespace hourglass {
+namespace {
+
+using testing::SlidingLog;
+
+constexpr int64_t kStart = 1'431'820'800;  // 2015-05-17 00:00:00 UTC
+
+class EngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    harness_ = testing::MakeHarness(GetParam());
+    ASSERT_FALSE(HasFailure());
+    // The memory store expires keys against the engine's clock; memcached against real time.
+    if (auto* memory = dynamic_cast<testing::MemoryHarness*>(harness_.get())) {
+      clock_ = &memory->manual_clock();
+    } else {
+      own_clock_ = std::make_unique<ManualClock>(FromUnix(kStart));
+      clock_ = own_clock_.get();
+    }
+    clock_->Set(FromUnix(kStart));
+  }
+
+  Engine MakeEngine(EngineOptions options = {}) {
+    Result<Engine> engine = Engine::Create(harness_->store(), *clock_, options);
+    EXPECT_TRUE(engine.ok());
+    return std::move(*engine);
+  }
+  static std::vector<Window> Windows(std::initializer_list<int64_t> seconds) {
+    std::vector<Window> out;
+    for (int64_t s : seconds) out.push_back(*Window::Sliding(Seconds{s}));
+    return out;
+  }
+  static Policy MakePolicy(std::string_view limits, CountingMode mode = CountingMode::kAdmitted) {
+    return Policy{*ParseLimits(limits), mode, FailureMode::kFailOpen};
+  }
+
+  std::unique_ptr<testing::StoreHarness> harness_;
+  std::unique_ptr<ManualClock> own_clock_;
+  ManualClock* clock_ = nullptr;
+};
+
+TEST_P(EngineTest, TtlCoversRetentionPlusTheParentWidthPlusTheMargin) {
+  const Engine engine = MakeEngine();
+  EXPECT_EQ(engine.Ttl(0), Seconds{86400 + 60 + 5});
+  EXPECT_EQ(engine.Ttl(1), Seconds{86400 + 3600 + 5});
+  EXPECT_EQ(engine.Ttl(2), Seconds{86400 + 3600 + 5});
+}
+
+TEST_P(EngineTest, RecordThenCount) {
+  const Engine engine = MakeEngine();
+  Result<Cost> cost = engine.Record("signup", "ann@example.com");
+  ASSERT_TRUE(cost.ok()) << cost.error().ToString();
+  EXPECT_EQ(*cost, (Cost{3, 3, 1}));
+  clock_->Advance(Seconds{30});
+  ASSERT_TRUE(engine.Record("signup", "ann@example.com", 2).ok());
+  Result<Counts> counts = engine.Count("signup", "ann@example.com", Windows({1, 30, 31, 86400}));
+  ASSERT_TRUE(counts.ok()) << counts.error().ToString();
+  EXPECT_EQ(counts->windows[0].count, 2u);
+  EXPECT_EQ(counts->windows[1].count, 2u);
+  EXPECT_EQ(counts->windows[2].count, 3u);
+  EXPECT_EQ(counts->windows[3].count, 3u);
+  EXPECT_EQ(counts->cost.round_trips, 1u);
+  EXPECT_EQ(counts->cost.keys_written, 0u);
+}
+
+// The issue's exactness test: a 2-day random trace, counts for 1s/1m/1h/1d at thousands of
+// instants (live and in the past) equal the brute-force sliding-log count.
+TEST_P(EngineTest, TwoDayRandomTraceCountsEqualTheSlidingLog) {
+  EngineOptions options;
+  options.retention = Seconds{3 * 86400};  // keep every bucket of the trace for the past queries
+  const Engine engine = MakeEngine(options);
+  const std::vector<Window> windows = Windows({1, 60, 3600, 86400});
+  std::mt19937_64 rng(42);
+  SlidingLog log, other_log;
+  int64_t t = kStart;
+  const int64_t end = kStart + 2 * 86400;
+  int live_queries = 0;
+  while (t < end) {
+    // Bursty traffic: mostly gaps of a few seconds, sometimes long pauses, sometimes same-second.
+    const uint64_t r = rng() % 100;
+    t += r < 30 ? 0 : r < 98 ? static_cast<int64_t>(rng() % 12) : static_cast<int64_t>(rng() % 600);
+    if (t >= end) break;
+    clock_->Set(FromUnix(t));
+    const uint64_t cost = 1 + rng() % 3;
+    const bool other = rng() % 5 == 0;
+    ASSERT_TRUE(engine.Record("url_shorten", other ? "10.0.0.2" : "10.0.0.1", cost).ok());
+    (other ? other_log : log).Add(t, cost);
+    if (rng() % 8 == 0) {  // a live query, at now or a few seconds later
+      clock_->Set(FromUnix(t + static_cast<int64_t>(rng() % 5)));
+      Result<Counts> counts = engine.Count("url_shorten", "10.0.0.1", windows);
+      ASSERT_TRUE(counts.ok()) << counts.error().ToString();
+      const int64_t now = ToUnix(clock_->Now());
+      for (size_t i = 0; i < windows.size(); ++i) {
+        ASSERT_EQ(counts->windows[i].count, log.Window(now, windows[i].length().count()))
+            << "live, now " << now << " window " << windows[i].ToString();
+      }
+      ++live_queries;
+      clock_->Set(FromUnix(t));
+    }
+  }
+  EXPECT_GT(live_queries, 1000);
+  // Past queries: exact although later hits exist.
+  for (int q = 0; q < 2000; ++q) {
+    const int64_t at = kStart + static_cast<int64_t>(rng() % (2 * 86400 + 100));
+    Result<Counts> counts = engine.Count("url_shorten", "10.0.0.1", windows, FromUnix(at));
+    ASSERT_TRUE(counts.ok()) << counts.error().ToString();
+    for (size_t i = 0; i < windows.size(); ++i) {
+      ASSERT_EQ(counts->windows[i].count, log.Window(at, windows[i].length().count()))
+          << "past, at " << at << " window " << windows[i].ToString();
+    }
+    Result<Counts> others = engine.Count("url_shorten", "10.0.0.2", windows, FromUnix(at));
+    ASSERT_TRUE(others.ok());
+    ASSERT_EQ(others->windows[3].count, other_log.Window(at, 86400));
+  }
+}
+
+// Admitted mode must decide exactly as a perfect sliding-window limiter over admitted hits;
+// attempts mode as one over all attempts.
+TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
+  const Engine engine = MakeEngine();
+  for (CountingMode mode : {CountingMode::kAdmitted, CountingMode::kAttempts}) {
+    const Policy policy = MakePolicy("2/s, 5/m, 10/h, 100/d", mode);
+    const std::string feature = std::string("client-") + std::string(CountingModeName(mode));
+    std::mt19937_64 rng(mode == CountingMode::kAdmitted ? 1 : 2);
+    SlidingLog counted;
+    int64_t t = kStart;
+    int denied = 0, admitted = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const uint64_t r = rng() % 100;
+      t += r < 40 ? 0 : r < 80 ? static_cast<int64_t>(rng() % 30) : static_cast<int64_t>(rng() % 1800);
+      clock_->Set(FromUnix(t));
+      const uint64_t cost = rng() % 10 == 0 ? 2 : 1;
+      bool expect = true;
+      for (const Limit& limit : policy.limits) {
+        expect = expect && counted.Window(t, limit.window.length().count()) + cost <= limit.max_hits;
+      }
+      Result<Decision> d = engine.Check("url_shorten", feature, policy, cost);
+      ASSERT_TRUE(d.ok()) << d.error().ToString();
+      ASSERT_FALSE(d->degraded);
+      ASSERT_EQ(d->allowed, expect) << "check " << i << " at " << t;
+      ASSERT_EQ(d->cost.round_trips, 1u);
+      if (expect || mode == CountingMode::kAttempts) counted.Add(t, cost);
+      for (const LimitOutcome& o : d->limits) {
+        ASSERT_EQ(o.count, counted.Window(t, o.limit.window.length().count()));
+        ASSERT_EQ(o.remaining, o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0);
+      }
+      EXPECT_EQ(d->recorded, expect || mode == CountingMode::kAttempts);
+      if (!d->allowed) {
+        // retry_after is never too early: after it, with nothing else happening, the hit fits.
+        ASSERT_TRUE(d->retry_after.has_value());
+        const int64_t later = t + d->retry_after->count();
+        for (const Limit& limit : policy.limits) {
+          EXPECT_LE(counted.Window(later, limit.window.length().count()) + cost, limit.max_hits)
+              << "retry_after " << d->retry_after->count() << " too early for " << limit.ToString();
+        }
+      }
+      (d->allowed ? admitted : denied)++;
+    }
+    EXPECT_GT(denied, 100) << CountingModeName(mode);
+    // Attempts mode keeps a persistent client locked out, so few get through.
+    EXPECT_GT(admitted, mode == CountingMode::kAdmitted ? 100 : 10) << CountingModeName(mode);
+  }
+}
+
+TEST_P(EngineTest, AttemptsModeKeepsABruteForcerLockedOut) {
+  const Engine engine = MakeEngine();
+  const Policy attempts = MakePolicy("3/m", CountingMode::kAttempts);
+  const Policy admitted = MakePolicy("3/m", CountingMode::kAdmitted);
+  // One attempt every 10 s: admitted mode lets 3 a minute through forever; attempts mode keeps
+  // the window full and denies everything after the first 3.
+  int through_attempts = 0, through_admitted = 0;
+  for (int i = 0; i < 60; ++i) {
+    clock_->Set(FromUnix(kStart + 10 * i));
+    through_attempts += engine.Check("login", "mallory", attempts)->allowed;
+    through_admitted += engine.Check("login", "eve", admitted)->allowed;
+  }
+  EXPECT_EQ(through_attempts, 3);
+  EXPECT_EQ(through_admitted, 60 / 2);  // 3 per 6 attempts
+}
+
+TEST_P(EngineTest, DenialReportsRetryAfterAndTakesTheHitBack) {
+  const Engine engine = MakeEngine();
+  const Policy policy = MakePolicy("3/m, 10/h");
+  for (int i = 0; i < 3; ++i) {
+    clock_->Set(FromUnix(kStart + 10 * i));
+    ASSERT_TRUE(engine.Check("signup", "ann", policy)->allowed);
+  }
+  clock_->Set(FromUnix(kStart + 30));
+  Result<Decision> d = engine.Check("signup", "ann", policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_FALSE(d->recorded);
+  ASSERT_EQ(d->limits.size(), 2u);
+  EXPECT_TRUE(d->limits[0].exceeded);
+  EXPECT_EQ(d->limits[0].count, 3u);
+  EXPECT_EQ(d->limits[0].remaining, 0u);
+  // The hit at kStart leaves the window at kStart + 60, 30 s from now. All three hits sit in the
+  // open minute bucket, whose finer spread this check did not read: retry_after may be late by
+  // less than that bucket's width, never early.
+  ASSERT_TRUE(d->limits[0].retry_after.has_value());
+  EXPECT_GE(*d->limits[0].retry_after, Seconds{30});
+  EXPECT_LT(*d->limits[0].retry_after, Seconds{30 + 60});
+  EXPECT_FALSE(d->limits[1].exceeded);
+  EXPECT_EQ(d->limits[1].remaining, 7u);
+  EXPECT_EQ(d->retry_after, d->limits[0].retry_after);
+  EXPECT_EQ(d->cost.keys_written, 6u) << "three increments and three take-backs";
+  EXPECT_EQ(d->cost.round_trips, 1u) << "the take-back is not waited for";
+  // The count stays at 3: the denied hit left no trace.
+  EXPECT_EQ(engine.Count("signup", "ann", Windows({60}))->windows[0].count, 3u);
+  clock_->Set(FromUnix(kStart + 30) + *d->retry_after);
+  EXPECT_TRUE(engine.Check("signup", "ann", policy)->allowed);
+  // A hit that can never fit says so.
+  Result<Decision> never = engine.Check("signup", "bob", policy, 4);
+  ASSERT_TRUE(never.ok());
+  EXPECT_FALSE(never->allowed);
+  EXPECT_EQ(never->retry_after, std::nullopt);
+}
+
+TEST_P(EngineTest, FourLimitsAreOneRoundTripWithThreeWrites) {
+  const Engine engine = MakeEngine();
+  clock_->Set(FromUnix(kStart + 12345));
+  Result<Decision> d = engine.Check("url_shorten", "1.2.3.4", MakePolicy("2/s, 5/m, 10/h, 100/d"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->cost.round_trips, 1u);
+  EXPECT_EQ(d->cost.keys_written, 3u);
+  EXPECT_GE(d->cost.keys_read, 1u);
+  EXPECT_LE(d->cost.keys_read, 142u);
+}
+
+TEST_P(EngineTest, FixedAndCalendarWindows) {
+  const Engine engine = MakeEngine();
+  const Policy policy{{Limit{*Window::Fixed(Seconds{60}), 2},
+                       Limit{*Window::Calendar(CalendarUnit::kDay, Seconds{2 * 3600}), 3}},
+                      CountingMode::kAdmitted, FailureMode::kFailOpen};
+  // 21:59:58 UTC is 23:59:58 at +02:00.
+  const int64_t t0 = kStart + 22 * 3600 - 2;
+  clock_->Set(FromUnix(t0));
+  EXPECT_TRUE(engine.Check("api", "key1", policy)->allowed);
+  EXPECT_TRUE(engine.Check("api", "key1", policy)->allowed);
+  Result<Decision> d = engine.Check("api", "key1", policy);
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->retry_after, Seconds{2});  // the fixed minute turns over at 22:00:00
+  clock_->Set(FromUnix(t0 + 2));  // a new fixed minute and a new local day
+  EXPECT_TRUE(engine.Check("api", "key1", policy)->allowed);
+  EXPECT_EQ(engine.Check("api", "key1", policy)->limits[1].count, 2u);
+}
+
+TEST_P(EngineTest, HostileFeaturesAreCountedAsThemselves) {
+  const Engine engine = MakeEngine();
+  const std::vector<std::string> features = {
+      "x\r\nflush_all\r\n", "a b", std::string(10 * 1024, 'z'), std::string(10 * 1024, 'y'),
+      std::string("\0\0", 2), "caf\xc3\xa9", "%", "#", "", "plain"};
+  for (size_t i = 0; i < features.size(); ++i) {
+    for (size_t n = 0; n <= i; ++n) {
+      Result<Cost> c = engine.Record("signup", features[i]);
+      ASSERT_TRUE(c.ok()) << i << ": " << c.error().ToString();
+    }
+  }
+  for (size_t i = 0; i < features.size(); ++i) {
+    Result<Counts> counts = engine.Count("signup", features[i], Windows({86400}));
+    ASSERT_TRUE(counts.ok());
+    EXPECT_EQ(counts->windows[0].count, i + 1) << "feature " << i;
+  }
+  // The store still holds everything: no flush_all went through.
+  EXPECT_EQ(engine.Count("signup", "plain", Windows({60}))->windows[0].count, features.size());
+}
+
+TEST_P(EngineTest, ResetZeroesEveryWindowOfOneFeatureOnly) {
+  const Engine engine = MakeEngine();
+  for (int i = 0; i < 50; ++i) {
+    clock_->Set(FromUnix(kStart + 997 * i));
+    ASSERT_TRUE(engine.Record("signup", "ann").ok());
+    ASSERT_TRUE(engine.Record("signup", "bob").ok());
+  }
+  const int64_t now = ToUnix(clock_->Now());
+  Result<Cost> cost = engine.Reset("signup", "ann");
+  ASSERT_TRUE(cost.ok()) << cost.error().ToString();
+  EXPECT_EQ(cost->keys_written, 50u * 2 + 14);  // each hit its own second and minute; 14 hours
+  const std::vector<Window> windows = Windows({1, 60, 3600, 86400});
+  for (int64_t at = now - 86400; at <= now; at += 37) {
+    Result<Counts> ann = engine.Count("signup", "ann", windows, FromUnix(at));
+    ASSERT_TRUE(ann.ok());
+    for (const WindowCount& w : ann->windows) ASSERT_EQ(w.count, 0u) << at;
+  }
+  EXPECT_EQ(engine.Count("signup", "bob", Windows({86400}))->windows[0].count, 50u);
+}
+
+TEST_P(EngineTest, ResetAroundAPastInstantClearsReplayedHits) {
+  const Engine engine = MakeEngine();
+  clock_->Set(FromUnix(kStart + 30 * 86400));
+  ASSERT_TRUE(engine.Record("replay", "ip", 5, FromUnix(kStart)).ok());
+  EXPECT_EQ(engine.Count("replay", "ip", Windows({60}), FromUnix(kStart))->windows[0].count, 5u);
+  ASSERT_TRUE(engine.Reset("replay", "ip", FromUnix(kStart)).ok());
+  EXPECT_EQ(engine.Count("replay", "ip", Windows({60}), FromUnix(kStart))->windows[0].count, 0u);
+}
+
+TEST_P(EngineTest, BadArgumentsAreInvalidArgumentErrors) {
+  const Engine engine = MakeEngine();
+  EXPECT_EQ(engine.Record("", "f").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(engine.Record("e", "f", 0).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(engine.Check("e", "f", MakePolicy("1/m"), 0).error().code(),
+            ErrorCode::kInvalidArgument);
+  Result<Counts> too_long = engine.Count("e", "f", Windows({2 * 86400}));
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(too_long.error().message().find("retention"), std::string::npos);
+  EXPECT_FALSE(engine.Check("e", "f", MakePolicy("1/2d")).ok());
+  EngineOptions bad;
+  bad.name_space = "bad namespace";
+  EXPECT_EQ(Engine::Create(harness_->store(), *clock_, bad).error().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST_P(EngineTest, StoreFailureFailsOpenOrClosedAsThePolicySays) {
+  testing::FailingStore failing(harness_->store());
+  const Engine engine = *Engine::Create(failing, *clock_, EngineOptions{});
+  Policy open = MakePolicy("1/m");
+  Policy closed = open;
+  closed.on_store_failure = FailureMode::kFailClosed;
+  failing.Fail(true);
+  Result<Decision> d = engine.Check("e", "f", open);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_TRUE(d->degraded);
+  ASSERT_TRUE(d->store_error.has_value());
+  EXPECT_EQ(d->store_error->code(), ErrorCode::kUnavailable);
+  EXPECT_TRUE(d->limits.empty()) << "no count was read, none is pretended";
+  d = engine.Check("e", "f", closed);
+  EXPECT_FALSE(d->allowed);
+  EXPECT_TRUE(d->degraded);
+  EXPECT_EQ(engine.Count("e", "f", Windows({60})).error().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(engine.Record("e", "f").error().code(), ErrorCode::kUnavailable);
+  failing.Fail(false);
+  d = engine.Check("e", "f", open);
+  EXPECT_TRUE(d->allowed);
+  EXPECT_FALSE(d->degraded);
+}
+
+TEST_P(EngineTest, FailedTakeBackIsReportedAsRecorded) {
+  testing::FailingStore failing(harness_->store());
+  const Engine engine = *Engine::Create(failing, *clock_, EngineOptions{});
+  const Policy policy = MakePolicy("1/m");
+  ASSERT_TRUE(engine.Check("e", "f", policy)->allowed);
+  failing.FailWritesOnly(true);
+  Result<Decision> d = engine.Check("e", "f", policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_TRUE(d->recorded) << "the increments could not be taken back";
+  EXPECT_EQ(d->limits[0].count, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, EngineTest, ::testing::Values("memory", "memcached"),
+                         [](const auto& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace hourglass

@@ -1,0 +1,40 @@
+// A Store decorator that fails on demand: a fault we cannot provoke for real at a precise call
+// (the real-server faults are in fault_test.cc).
+#pragma once
+
+#include <atomic>
+
+#include "hourglass/store.h"
+
+namespace hourglass::testing {
+
+class FailingStore final : public Store {
+ public:
+  explicit FailingStore(Store& inner) : inner_(inner) {}
+  // While set, every call fails with `code` and reaches nothing.
+  void Fail(bool on, ErrorCode code = ErrorCode::kUnavailable) {
+    code_ = code;
+    failing_ = on;
+  }
+  // Fails only batches without reads (the fire-and-forget take-backs).
+  void FailWritesOnly(bool on) { fail_writes_only_ = on; }
+  Result<std::vector<uint64_t>> Apply(const Batch& batch) override {
+    if (failing_ || (fail_writes_only_ && batch.reads.empty())) {
+      return Error(code_, "injected fault");
+    }
+    return inner_.Apply(batch);
+  }
+  Status Delete(const std::string& group, std::span<const std::string> keys) override {
+    if (failing_) return Error(code_, "injected fault");
+    return inner_.Delete(group, keys);
+  }
+  std::string Describe() const override { return "failing " + inner_.Describe(); }
+
+ private:
+  Store& inner_;
+  std::atomic<bool> failing_{false};
+  std::atomic<bool> fail_writes_only_{false};
+  ErrorCode code_ = ErrorCode::kUnavailable;
+};
+
+}  // namespace hourglass::testing
