@@ -31,6 +31,7 @@ class MemcachedServer {
 
   bool running() const { return pid_ > 0; }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // Sends "stats\r\n" and returns the value of `name` (e.g. "curr_items"), or -1.
   long long Stat(const std::string& name) const;

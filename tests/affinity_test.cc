@@ -1,0 +1,63 @@
+// Server affinity with two real memcached servers: every bucket of one event+feature lives on the
+// server its group key hashes to, a check talks to that server only, and features spread over
+// both.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "hourglass/engine.h"
+#include "hourglass/memcached_store.h"
+#include "memcached_server.h"
+
+namespace hourglass {
+namespace {
+
+struct Traffic {
+  long long gets, incrs, total;
+};
+
+Traffic Snapshot(const testing::MemcachedServer& s) {
+  const long long gets = s.Stat("cmd_get");
+  const long long incrs = s.Stat("incr_hits") + s.Stat("incr_misses");
+  return Traffic{gets, incrs, s.Stat("cmd_get") + s.Stat("cmd_set") + incrs};
+}
+
+TEST(AffinityTest, OneCheckIsOneRoundTripToOneServer) {
+  testing::MemcachedServer a, b;
+  ASSERT_TRUE(a.running() && b.running());
+  MemcachedOptions options;
+  options.servers = {a.address(), b.address()};
+  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(options));
+  ManualClock clock(FromUnix(1'431'857'103));
+  const Engine engine = *Engine::Create(*store, clock, EngineOptions{});
+  const Policy policy{*ParseLimits("2/s, 5/m, 10/h, 100/d"), CountingMode::kAdmitted,
+                      FailureMode::kFailOpen};
+  std::set<std::string> used;
+  for (int i = 0; i < 60; ++i) {
+    const std::string feature = "10.0.0." + std::to_string(i);
+    const std::string group = engine.GroupKey("url_shorten", feature);
+    Result<std::string> holder = store->ServerFor(group);
+    ASSERT_TRUE(holder.ok());
+    used.insert(*holder);
+    const testing::MemcachedServer& mine = *holder == a.address() ? a : b;
+    const testing::MemcachedServer& other = *holder == a.address() ? b : a;
+    const Traffic mine_before = Snapshot(mine), other_before = Snapshot(other);
+    clock.Advance(Seconds{7});
+    Result<Decision> d = engine.Check("url_shorten", feature, policy);
+    ASSERT_TRUE(d.ok() && !d->degraded);
+    EXPECT_EQ(d->cost.round_trips, 1u);
+    const Traffic mine_after = Snapshot(mine), other_after = Snapshot(other);
+    EXPECT_EQ(other_after.total, other_before.total) << "the other server saw nothing";
+    EXPECT_EQ(mine_after.incrs - mine_before.incrs, 3) << "three increments";
+    // memcached counts every key fetched: the engine's cost report must match the server's.
+    EXPECT_EQ(mine_after.gets - mine_before.gets, static_cast<long long>(d->cost.keys_read));
+    // The buckets are on the holder and nowhere else.
+    const std::string key = engine.BucketKey(group, Bucket{0, ToUnix(clock.Now())});
+    EXPECT_NE(mine.Raw("get " + key + "\r\n").find("VALUE " + key), std::string::npos);
+    EXPECT_EQ(other.Raw("get " + key + "\r\n"), "END\r\n");
+  }
+  EXPECT_EQ(used.size(), 2u) << "features spread over both servers";
+}
+
+}  // namespace
+}  // namespace hourglass

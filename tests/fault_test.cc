@@ -1,0 +1,152 @@
+// Faults with a real memcached: killed, frozen (SIGSTOP) and restarted. Calls answer within the
+// timeout with a clear error, or fail open/closed as the policy says; after a restart, counting
+// resumes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "hourglass/engine.h"
+#include "hourglass/memcached_store.h"
+#include "memcached_server.h"
+
+namespace hourglass {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.running()) << server_.error();
+    MemcachedOptions options;
+    options.servers = {server_.address()};
+    options.connect_timeout = milliseconds{100};
+    options.io_timeout = milliseconds{100};
+    options.retry_timeout = std::chrono::seconds{1};
+    options.dead_timeout = std::chrono::seconds{1};
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(*store);
+    engine_ = std::make_unique<Engine>(*Engine::Create(*store_, clock_, EngineOptions{}));
+    open_ = Policy{*ParseLimits("5/m, 100/d"), CountingMode::kAdmitted, FailureMode::kFailOpen};
+    closed_ = open_;
+    closed_.on_store_failure = FailureMode::kFailClosed;
+  }
+
+  // Well above the 100 ms timeouts (a connect and a read), far below a hang.
+  static constexpr milliseconds kBound{1500};
+
+  testing::MemcachedServer server_;
+  SystemClock clock_;
+  std::unique_ptr<MemcachedStore> store_;
+  std::unique_ptr<Engine> engine_;
+  Policy open_, closed_;
+};
+
+TEST_F(FaultTest, KilledServerGivesClearErrorsAndPolicyDecisionsWithinTheTimeout) {
+  ASSERT_TRUE(engine_->Record("signup", "ann").ok());
+  server_.Kill();
+  for (int i = 0; i < 5; ++i) {
+    const auto start = steady_clock::now();
+    Result<Cost> recorded = engine_->Record("signup", "ann");
+    EXPECT_LT(steady_clock::now() - start, kBound);
+    ASSERT_FALSE(recorded.ok());
+    EXPECT_EQ(recorded.error().code(), ErrorCode::kUnavailable) << recorded.error().ToString();
+    EXPECT_NE(recorded.error().message().find("memcached 127.0.0.1:" + std::to_string(server_.port())),
+              std::string::npos)
+        << "names the server: " << recorded.error().message();
+
+    const auto check_start = steady_clock::now();
+    Result<Decision> open = engine_->Check("signup", "ann", open_);
+    Result<Decision> closed = engine_->Check("signup", "ann", closed_);
+    EXPECT_LT(steady_clock::now() - check_start, 2 * kBound);
+    ASSERT_TRUE(open.ok() && closed.ok());
+    EXPECT_TRUE(open->allowed && open->degraded);
+    EXPECT_TRUE(!closed->allowed && closed->degraded);
+    ASSERT_TRUE(closed->store_error.has_value());
+    EXPECT_EQ(closed->store_error->code(), ErrorCode::kUnavailable);
+
+    const Window minute = *Window::Sliding(Seconds{60});
+    EXPECT_FALSE(engine_->Count("signup", "ann", {&minute, 1}).ok());
+    EXPECT_FALSE(engine_->Reset("signup", "ann").ok());
+  }
+}
+
+TEST_F(FaultTest, FrozenServerTimesOutInsteadOfHanging) {
+  ASSERT_TRUE(engine_->Record("signup", "ann").ok());
+  ASSERT_EQ(kill(server_.pid(), SIGSTOP), 0);
+  const auto start = steady_clock::now();
+  Result<Cost> recorded = engine_->Record("signup", "ann");
+  const auto elapsed = steady_clock::now() - start;
+  kill(server_.pid(), SIGCONT);
+  EXPECT_LT(elapsed, kBound);
+  ASSERT_FALSE(recorded.ok());
+  EXPECT_TRUE(recorded.error().code() == ErrorCode::kDeadlineExceeded ||
+              recorded.error().code() == ErrorCode::kUnavailable)
+      << recorded.error().ToString();
+  const auto check_start = steady_clock::now();
+  ASSERT_EQ(kill(server_.pid(), SIGSTOP), 0);
+  Result<Decision> closed = engine_->Check("signup", "bob", closed_);
+  const auto check_elapsed = steady_clock::now() - check_start;
+  kill(server_.pid(), SIGCONT);
+  EXPECT_LT(check_elapsed, kBound);
+  ASSERT_TRUE(closed.ok());
+  EXPECT_TRUE(closed->degraded);
+  EXPECT_FALSE(closed->allowed);
+}
+
+TEST_F(FaultTest, CountingResumesAfterARestart) {
+  ASSERT_TRUE(engine_->Record("signup", "ann").ok());
+  server_.Kill();
+  EXPECT_FALSE(engine_->Record("signup", "ann").ok());
+  ASSERT_TRUE(server_.Start()) << server_.error();
+  // The failed server is retried after retry_timeout / dead_timeout (1 s each here).
+  const auto deadline = steady_clock::now() + std::chrono::seconds{10};
+  bool back = false;
+  while (!back && steady_clock::now() < deadline) {
+    back = engine_->Record("signup", "carol").ok();
+    if (!back) std::this_thread::sleep_for(milliseconds{100});
+  }
+  ASSERT_TRUE(back) << "counting did not resume within 10 s of the restart";
+  ASSERT_TRUE(engine_->Record("signup", "carol").ok());
+  const Window minute = *Window::Sliding(Seconds{60});
+  EXPECT_EQ(engine_->Count("signup", "carol", {&minute, 1})->windows[0].count, 2u);
+  Result<Decision> d = engine_->Check("signup", "carol", closed_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->degraded);
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->limits[0].count, 3u);
+}
+
+TEST_F(FaultTest, GracefulStopMidRunIsAnErrorNotACrash) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0}, bad_code{0};
+  std::thread worker([&] {
+    while (!stop) {
+      Result<Decision> d = engine_->Check("url_shorten", "1.2.3.4", closed_);
+      if (!d.ok()) {
+        ++bad_code;
+      } else if (d->degraded) {
+        ++failed;
+        const ErrorCode code = d->store_error->code();
+        if (code != ErrorCode::kUnavailable && code != ErrorCode::kDeadlineExceeded) ++bad_code;
+      } else {
+        ++ok;
+      }
+    }
+  });
+  std::this_thread::sleep_for(milliseconds{200});
+  server_.Stop();
+  std::this_thread::sleep_for(milliseconds{300});
+  stop = true;
+  worker.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_GT(failed.load(), 0);
+  EXPECT_EQ(bad_code.load(), 0);
+}
+
+}  // namespace
+}  // namespace hourglass
