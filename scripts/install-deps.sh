@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hourglass needs to build, test and run (as root, or with sudo).
+# Does nothing when all of them are installed already.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  memcached libmemcached-dev
+  libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
