@@ -29,6 +29,11 @@ class MemcachedServer {
   // SIGKILL, then waits: an abrupt crash, and the quick way to tear down.
   void Kill();
 
+  // SIGSTOP, and waits until every thread of the server has stopped: connections stay open and
+  // nothing answers, like a hung host. Thaw() sends SIGCONT.
+  bool Freeze();
+  void Thaw();
+
   bool running() const { return pid_ > 0; }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
