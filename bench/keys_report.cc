@@ -19,9 +19,8 @@ namespace {
 
 void Report(const char* what, std::vector<uint64_t> keys) {
   std::sort(keys.begin(), keys.end());
-  const double mean =
-      static_cast<double>(std::accumulate(keys.begin(), keys.end(), uint64_t{0})) /
-      static_cast<double>(keys.size());
+  const double mean = static_cast<double>(std::accumulate(keys.begin(), keys.end(), uint64_t{0})) /
+                      static_cast<double>(keys.size());
   fmt::print("| {} | {} | {} | {:.1f} | {} | {} |\n", what, keys.front(), keys[keys.size() / 2],
              mean, keys[keys.size() * 99 / 100], keys.back());
 }

@@ -22,7 +22,8 @@ namespace {
 std::string Describe(const Decision& d) {
   std::string out;
   for (const LimitOutcome& o : d.limits) {
-    out += fmt::format(" {:>3}/{:<2}", o.count, o.limit.ToString().substr(o.limit.ToString().find('/') + 1));
+    out += fmt::format(" {:>3}/{:<2}", o.count,
+                       o.limit.ToString().substr(o.limit.ToString().find('/') + 1));
   }
   return out;
 }
@@ -57,8 +58,8 @@ int main(int argc, char** argv) {
                       FailureMode::kFailOpen};
 
   const std::vector<std::string> clients = {"203.0.113.7 (abusive)", "198.51.100.1",
-                                            "198.51.100.2", "198.51.100.3", "198.51.100.4",
-                                            "198.51.100.5"};
+                                            "198.51.100.2",          "198.51.100.3",
+                                            "198.51.100.4",          "198.51.100.5"};
   for (const std::string& client : clients) {
     if (Result<Cost> reset = engine.Reset("url_shorten", client); !reset.ok()) {
       std::fprintf(stderr, "shorten_url_demo: %s\n", reset.error().ToString().c_str());
@@ -100,8 +101,9 @@ int main(int argc, char** argv) {
           std::printf("+%3ds    %-22s %-7s%s%s\n", second, clients[c].c_str(),
                       d->allowed ? "allow" : "DENY", Describe(*d).c_str(),
                       d->allowed ? ""
-                      : d->retry_after ? fmt::format("  retry in {}s", d->retry_after->count()).c_str()
-                                       : "  never");
+                      : d->retry_after
+                          ? fmt::format("  retry in {}s", d->retry_after->count()).c_str()
+                          : "  never");
         }
       }
     }
@@ -110,10 +112,11 @@ int main(int argc, char** argv) {
   for (const std::string& client : clients) {
     std::printf("%-22s %8d %8d\n", client.c_str(), tally[client].allowed, tally[client].denied);
   }
-  std::printf("\n%d checks, %.1f keys read and %.1f keys written per check, %.2f round trips per "
-              "check\n",
-              checks, static_cast<double>(total_cost.keys_read) / checks,
-              static_cast<double>(total_cost.keys_written) / checks,
-              static_cast<double>(total_cost.round_trips) / checks);
+  std::printf(
+      "\n%d checks, %.1f keys read and %.1f keys written per check, %.2f round trips per "
+      "check\n",
+      checks, static_cast<double>(total_cost.keys_read) / checks,
+      static_cast<double>(total_cost.keys_written) / checks,
+      static_cast<double>(total_cost.round_trips) / checks);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <barrier>
+#include <mutex>
 #include <thread>
 
 #include "hourglass/engine.h"
@@ -29,6 +30,45 @@ uint64_t EventualCount(const Engine& engine, const std::string& feature, uint64_
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   }
   return count;
+}
+
+// What a run of checks saw.
+struct Tally {
+  uint64_t admitted = 0;
+  uint64_t failures = 0;  // errors and degraded decisions
+};
+
+Tally RunChecks(const Engine& engine, const std::string& feature, const Policy& policy, int n) {
+  Tally tally;
+  for (int c = 0; c < n; ++c) {
+    Result<Decision> d = engine.Check("signup", feature, policy);
+    if (!d.ok() || d->degraded) {
+      ++tally.failures;
+    } else if (d->allowed) {
+      ++tally.admitted;
+    }
+  }
+  return tally;
+}
+
+// `threads` threads released at once by a barrier, each running `n` checks.
+Tally RunThreads(const Engine& engine, const std::string& feature, const Policy& policy,
+                 int threads, int n) {
+  std::barrier start(threads);
+  std::mutex mu;
+  Tally total;
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] {
+      start.arrive_and_wait();
+      const Tally tally = RunChecks(engine, feature, policy, n);
+      std::lock_guard lock(mu);
+      total.admitted += tally.admitted;
+      total.failures += tally.failures;
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  return total;
 }
 
 class ConcurrencyTest : public ::testing::Test {
@@ -59,30 +99,13 @@ TEST_F(ConcurrencyTest, EightThreadsAtOneInstantNeverAdmitMoreThanTheLimit) {
   constexpr int kChecksPerThread = 5;
   for (int round = 0; round < 30; ++round) {
     const std::string feature = "thread-round-" + std::to_string(round);
-    std::atomic<uint64_t> admitted{0};
-    std::atomic<int> degraded{0};
-    std::barrier start(kThreads);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kThreads; ++i) {
-      threads.emplace_back([&] {
-        start.arrive_and_wait();
-        for (int c = 0; c < kChecksPerThread; ++c) {
-          Result<Decision> d = engine.Check("signup", feature, policy);
-          if (!d.ok() || d->degraded) {
-            ++degraded;
-          } else if (d->allowed) {
-            ++admitted;
-          }
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
-    ASSERT_EQ(degraded.load(), 0);
-    ASSERT_LE(admitted.load(), kLimit) << "round " << round;
-    ASSERT_GE(admitted.load(), 1u);
+    const Tally tally = RunThreads(engine, feature, policy, kThreads, kChecksPerThread);
+    ASSERT_EQ(tally.failures, 0u);
+    ASSERT_LE(tally.admitted, kLimit) << "round " << round;
+    ASSERT_GE(tally.admitted, 1u);
     // What the store holds converges to exactly what was admitted: take-backs are sent without
     // waiting, on other connections, so a read may briefly run ahead of the last of them.
-    EXPECT_EQ(EventualCount(engine, feature, admitted.load()), admitted.load());
+    EXPECT_EQ(EventualCount(engine, feature, tally.admitted), tally.admitted);
   }
 }
 
@@ -93,37 +116,18 @@ TEST_F(ConcurrencyTest, EightThreadsInAttemptsModeLoseNoIncrement) {
   const Policy policy = LimitPolicy(CountingMode::kAttempts);
   constexpr int kThreads = 8;
   constexpr int kChecksPerThread = 200;
-  std::barrier start(kThreads);
-  std::atomic<int> errors{0};
-  std::atomic<uint64_t> admitted{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&] {
-      start.arrive_and_wait();
-      for (int c = 0; c < kChecksPerThread; ++c) {
-        Result<Decision> d = engine.Check("login", "mallory", policy);
-        if (!d.ok() || d->degraded) ++errors;
-        if (d.ok() && d->allowed) ++admitted;
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  ASSERT_EQ(errors.load(), 0);
+  const Tally tally = RunThreads(engine, "mallory", policy, kThreads, kChecksPerThread);
+  ASSERT_EQ(tally.failures, 0u);
   // Concurrent attempts can push one another over, so at most (not exactly) the limit fits.
-  EXPECT_LE(admitted.load(), kLimit);
-  EXPECT_GE(admitted.load(), 1u);
+  EXPECT_LE(tally.admitted, kLimit);
+  EXPECT_GE(tally.admitted, 1u);
   const Window minute = *Window::Sliding(Seconds{60});
-  EXPECT_EQ(engine.Count("login", "mallory", {&minute, 1})->windows[0].count,
+  EXPECT_EQ(engine.Count("signup", "mallory", {&minute, 1})->windows[0].count,
             uint64_t{kThreads * kChecksPerThread});
 }
 
 // Each child process opens its own connections, waits for the start signal, checks, and
-// writes its admitted count to a pipe.
-struct ChildResult {
-  uint64_t admitted = 0;
-  uint64_t failures = 0;
-};
-
+// writes its tally to a pipe.
 TEST_F(ConcurrencyTest, FourProcessesNeverAdmitMoreThanTheLimitAndLoseNoAttempt) {
   constexpr int kProcesses = 4;
   constexpr int kChecks = 100;
@@ -139,7 +143,7 @@ TEST_F(ConcurrencyTest, FourProcessesNeverAdmitMoreThanTheLimitAndLoseNoAttempt)
       if (pid == 0) {
         close(go[1]);
         close(results[0]);
-        ChildResult result;
+        Tally result{0, kChecks};
         MemcachedOptions options;
         options.servers = {server_.address()};
         options.io_timeout = std::chrono::milliseconds{2000};
@@ -149,17 +153,7 @@ TEST_F(ConcurrencyTest, FourProcessesNeverAdmitMoreThanTheLimitAndLoseNoAttempt)
         const bool started = read(go[0], &byte, 1) == 0;  // EOF is the start signal
         if (store.ok() && started) {
           const Engine engine = *Engine::Create(**store, clock, EngineOptions{});
-          const Policy policy = LimitPolicy(mode);
-          for (int c = 0; c < kChecks; ++c) {
-            Result<Decision> d = engine.Check("signup", feature, policy);
-            if (!d.ok() || d->degraded) {
-              ++result.failures;
-            } else if (d->allowed) {
-              ++result.admitted;
-            }
-          }
-        } else {
-          result.failures = kChecks;
+          result = RunChecks(engine, feature, LimitPolicy(mode), kChecks);
         }
         (void)!write(results[1], &result, sizeof result);
         _exit(0);
@@ -169,9 +163,9 @@ TEST_F(ConcurrencyTest, FourProcessesNeverAdmitMoreThanTheLimitAndLoseNoAttempt)
     close(go[0]);
     close(results[1]);
     close(go[1]);  // all children start now
-    ChildResult total;
+    Tally total;
     for (int p = 0; p < kProcesses; ++p) {
-      ChildResult r;
+      Tally r;
       ASSERT_EQ(read(results[0], &r, sizeof r), static_cast<ssize_t>(sizeof r));
       total.admitted += r.admitted;
       total.failures += r.failures;

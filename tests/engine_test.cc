@@ -140,12 +140,15 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
     int denied = 0, admitted = 0;
     for (int i = 0; i < 3000; ++i) {
       const uint64_t r = rng() % 100;
-      t += r < 40 ? 0 : r < 80 ? static_cast<int64_t>(rng() % 30) : static_cast<int64_t>(rng() % 1800);
+      t += r < 40   ? 0
+           : r < 80 ? static_cast<int64_t>(rng() % 30)
+                    : static_cast<int64_t>(rng() % 1800);
       clock_->Set(FromUnix(t));
       const uint64_t cost = rng() % 10 == 0 ? 2 : 1;
       bool expect = true;
       for (const Limit& limit : policy.limits) {
-        expect = expect && counted.Window(t, limit.window.length().count()) + cost <= limit.max_hits;
+        expect =
+            expect && counted.Window(t, limit.window.length().count()) + cost <= limit.max_hits;
       }
       Result<Decision> d = engine.Check("url_shorten", feature, policy, cost);
       ASSERT_TRUE(d.ok()) << d.error().ToString();
@@ -244,7 +247,8 @@ TEST_P(EngineTest, FixedAndCalendarWindows) {
   const Engine engine = MakeEngine();
   const Policy policy{{Limit{*Window::Fixed(Seconds{60}), 2},
                        Limit{*Window::Calendar(CalendarUnit::kDay, Seconds{2 * 3600}), 3}},
-                      CountingMode::kAdmitted, FailureMode::kFailOpen};
+                      CountingMode::kAdmitted,
+                      FailureMode::kFailOpen};
   // 21:59:58 UTC is 23:59:58 at +02:00.
   const int64_t t0 = kStart + 22 * 3600 - 2;
   clock_->Set(FromUnix(t0));
@@ -253,16 +257,23 @@ TEST_P(EngineTest, FixedAndCalendarWindows) {
   Result<Decision> d = engine.Check("api", "key1", policy);
   EXPECT_FALSE(d->allowed);
   EXPECT_EQ(d->retry_after, Seconds{2});  // the fixed minute turns over at 22:00:00
-  clock_->Set(FromUnix(t0 + 2));  // a new fixed minute and a new local day
+  clock_->Set(FromUnix(t0 + 2));          // a new fixed minute and a new local day
   EXPECT_TRUE(engine.Check("api", "key1", policy)->allowed);
   EXPECT_EQ(engine.Check("api", "key1", policy)->limits[1].count, 2u);
 }
 
 TEST_P(EngineTest, HostileFeaturesAreCountedAsThemselves) {
   const Engine engine = MakeEngine();
-  const std::vector<std::string> features = {
-      "x\r\nflush_all\r\n", "a b", std::string(10 * 1024, 'z'), std::string(10 * 1024, 'y'),
-      std::string("\0\0", 2), "caf\xc3\xa9", "%", "#", "", "plain"};
+  const std::vector<std::string> features = {"x\r\nflush_all\r\n",
+                                             "a b",
+                                             std::string(10 * 1024, 'z'),
+                                             std::string(10 * 1024, 'y'),
+                                             std::string("\0\0", 2),
+                                             "caf\xc3\xa9",
+                                             "%",
+                                             "#",
+                                             "",
+                                             "plain"};
   for (size_t i = 0; i < features.size(); ++i) {
     for (size_t n = 0; n <= i; ++n) {
       Result<Cost> c = engine.Record("signup", features[i]);

@@ -54,8 +54,9 @@ TEST_F(FaultTest, KilledServerGivesClearErrorsAndPolicyDecisionsWithinTheTimeout
     EXPECT_LT(steady_clock::now() - start, kBound);
     ASSERT_FALSE(recorded.ok());
     EXPECT_EQ(recorded.error().code(), ErrorCode::kUnavailable) << recorded.error().ToString();
-    EXPECT_NE(recorded.error().message().find("memcached 127.0.0.1:" + std::to_string(server_.port())),
-              std::string::npos)
+    EXPECT_NE(
+        recorded.error().message().find("memcached 127.0.0.1:" + std::to_string(server_.port())),
+        std::string::npos)
         << "names the server: " << recorded.error().message();
 
     const auto check_start = steady_clock::now();

@@ -44,8 +44,8 @@ TEST(KeyCodec, HostileInputNeverReachesTheKeyRaw) {
   EXPECT_EQ(key.find(' '), std::string::npos);
   EXPECT_EQ(Codec().GroupKey("e", injection), "hg:e:x%0D%0Aflush_all%0D%0A");
   for (const std::string& hostile :
-       {std::string("a b"), std::string("\0\0", 2), std::string("caf\xc3\xa9"),
-        std::string(":"), std::string("%41"), std::string("#"), std::string(10 * 1024, 'z'),
+       {std::string("a b"), std::string("\0\0", 2), std::string("caf\xc3\xa9"), std::string(":"),
+        std::string("%41"), std::string("#"), std::string(10 * 1024, 'z'),
         std::string(10 * 1024, '\n'), std::string(""), std::string("\x7f\xff")}) {
     EXPECT_TRUE(IsValidMemcachedKey(FullKey("e", hostile))) << FullKey("e", hostile);
     EXPECT_TRUE(IsValidMemcachedKey(FullKey(hostile.empty() ? "e" : hostile, hostile)));
@@ -69,13 +69,14 @@ TEST(KeyCodec, EncodingIsReversible) {
 TEST(KeyCodec, DistinctInputsGiveDistinctKeys) {
   // Near-collisions: separators, escapes, the hash marker, lengths around the hashing threshold.
   std::vector<std::pair<std::string, std::string>> inputs = {
-      {"a", "b:c"}, {"a:b", "c"}, {"a", "b%3Ac"}, {"a", "%"}, {"a", "%25"},
+      {"a", "b:c"}, {"a:b", "c"}, {"a", "b%3Ac"}, {"a", "%"},  {"a", "%25"},
       {"a", "#"},   {"a", ""},    {"a", " "},     {"a", "\n"}, {"a", std::string(1, '\0')}};
   for (size_t n = 150; n < 260; ++n) {
     inputs.emplace_back("e", std::string(n, 'f'));
     inputs.emplace_back("e", std::string(n / 3, '\n'));
   }
-  inputs.emplace_back("e", KeyCodec::HashField(std::string(300, 'f')));  // a feature that looks hashed
+  inputs.emplace_back("e",
+                      KeyCodec::HashField(std::string(300, 'f')));  // a feature that looks hashed
   std::mt19937_64 rng(2);
   for (int i = 0; i < 3000; ++i) {
     std::string raw(rng() % 300, '\0');

@@ -14,8 +14,8 @@ TEST(Ladder, DefaultIsSecondsMinutesHours) {
 TEST(Ladder, ParsesDurations) {
   Result<Ladder> ladder = Ladder::Parse("1s, 1m, 1h, 1d");
   ASSERT_TRUE(ladder.ok()) << ladder.error().message();
-  EXPECT_EQ(ladder->widths(), (std::vector<Seconds>{Seconds{1}, Seconds{60}, Seconds{3600},
-                                                    Seconds{86400}}));
+  EXPECT_EQ(ladder->widths(),
+            (std::vector<Seconds>{Seconds{1}, Seconds{60}, Seconds{3600}, Seconds{86400}}));
   EXPECT_TRUE(Ladder::Parse("1,10,60").ok());
 }
 

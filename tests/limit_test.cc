@@ -21,11 +21,11 @@ TEST(ParseLimit, RejectsGarbageNamingTheBadPart) {
     const char* spec;
     const char* names;
   };
-  for (const Case& c : {Case{"5", "missing \"/\""}, Case{"/m", "bad count \"\""},
-                        Case{"x/m", "bad count \"x\""}, Case{"-1/m", "bad count \"-1\""},
-                        Case{"5/", "empty duration"}, Case{"5/x", "unknown unit \"x\""},
-                        Case{"5/0s", "must be positive"}, Case{"5/m/h", "unknown unit"},
-                        Case{"1234567890123456789/m", "bad count"}}) {
+  for (const Case& c :
+       {Case{"5", "missing \"/\""}, Case{"/m", "bad count \"\""}, Case{"x/m", "bad count \"x\""},
+        Case{"-1/m", "bad count \"-1\""}, Case{"5/", "empty duration"},
+        Case{"5/x", "unknown unit \"x\""}, Case{"5/0s", "must be positive"},
+        Case{"5/m/h", "unknown unit"}, Case{"1234567890123456789/m", "bad count"}}) {
     Result<Limit> limit = ParseLimit(c.spec);
     ASSERT_FALSE(limit.ok()) << c.spec;
     EXPECT_EQ(limit.error().code(), ErrorCode::kInvalidArgument);

@@ -89,9 +89,9 @@ TEST(PlannerProperty, CoversAreExactOnRandomTracesLaddersAndInstants) {
       const int64_t length = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
       const Span span{last - length + 1, last};
       for (bool complements : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "ladder " << ladder.ToString() << " span ["
-                                          << span.first << "," << span.last << "] complements "
-                                          << complements);
+        SCOPED_TRACE(::testing::Message()
+                     << "ladder " << ladder.ToString() << " span [" << span.first << ","
+                     << span.last << "] complements " << complements);
         ExpectExactCover(ladder, trace, span, std::nullopt, CoverOptions{complements});
       }
     }
@@ -134,8 +134,8 @@ TEST(PlannerProperty, UnionPlanGivesEachWindowItsExactCount) {
     for (int i = 0; i < 500; ++i) {
       trace.Add(now - static_cast<int64_t>(rng() % 90000), 1 + rng() % 2);
     }
-    const std::vector<Span> spans = {{now, now}, {now - 59, now}, {now - 3599, now},
-                                     {now - 86399, now}};
+    const std::vector<Span> spans = {
+        {now, now}, {now - 59, now}, {now - 3599, now}, {now - 86399, now}};
     const bool live = round % 2 == 0;
     const ReadPlan plan = PlanReads(ladder, spans, live ? std::optional(now) : std::nullopt);
     std::vector<uint64_t> values;

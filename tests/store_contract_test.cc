@@ -20,9 +20,7 @@ class StoreContract : public ::testing::TestWithParam<std::string> {
   }
   Store& store() { return harness_->store(); }
   // A group and keys unique to this test, so cases never see each other's data.
-  std::string Key(const std::string& suffix) const {
-    return group_ + ":" + suffix;
-  }
+  std::string Key(const std::string& suffix) const { return group_ + ":" + suffix; }
   std::vector<uint64_t> Read(std::vector<std::string> keys) {
     Result<std::vector<uint64_t>> values = store().Apply(Batch{group_, {}, std::move(keys)});
     EXPECT_TRUE(values.ok()) << values.error().ToString();
@@ -30,8 +28,8 @@ class StoreContract : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<StoreHarness> harness_;
-  std::string group_ = std::string("t:") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string group_ =
+      std::string("t:") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
 };
 
 TEST_P(StoreContract, MissingKeysReadZero) {
@@ -52,12 +50,13 @@ TEST_P(StoreContract, ReadsInTheSameBatchSeeTheIncrements) {
 TEST_P(StoreContract, NegativeDeltasFloorAtZeroAndDoNotCreate) {
   const Seconds ttl{60};
   ASSERT_TRUE(store().Apply(Batch{group_, {{Key("a"), 2, ttl}}, {}}).ok());
-  Result<std::vector<uint64_t>> values =
-      store().Apply(Batch{group_, {{Key("a"), -5, ttl}, {Key("new"), -1, ttl}}, {Key("a"), Key("new")}});
+  Result<std::vector<uint64_t>> values = store().Apply(
+      Batch{group_, {{Key("a"), -5, ttl}, {Key("new"), -1, ttl}}, {Key("a"), Key("new")}});
   ASSERT_TRUE(values.ok()) << values.error().ToString();
   EXPECT_EQ(*values, (std::vector<uint64_t>{0, 0}));
   // Both can count up again.
-  values = store().Apply(Batch{group_, {{Key("a"), 1, ttl}, {Key("new"), 1, ttl}}, {Key("a"), Key("new")}});
+  values = store().Apply(
+      Batch{group_, {{Key("a"), 1, ttl}, {Key("new"), 1, ttl}}, {Key("a"), Key("new")}});
   ASSERT_TRUE(values.ok());
   EXPECT_EQ(*values, (std::vector<uint64_t>{1, 1}));
 }
@@ -87,7 +86,10 @@ TEST_P(StoreContract, TtlsLongerThanThirtyDaysWork) {
 }
 
 TEST_P(StoreContract, DeleteRemovesKeysAndToleratesMissingOnes) {
-  ASSERT_TRUE(store().Apply(Batch{group_, {{Key("a"), 1, Seconds{60}}, {Key("b"), 1, Seconds{60}}}, {}}).ok());
+  ASSERT_TRUE(
+      store()
+          .Apply(Batch{group_, {{Key("a"), 1, Seconds{60}}, {Key("b"), 1, Seconds{60}}}, {}})
+          .ok());
   const std::vector<std::string> doomed = {Key("a"), Key("missing")};
   Status s = store().Delete(group_, doomed);
   ASSERT_TRUE(s.ok()) << s.error().ToString();
@@ -118,7 +120,8 @@ TEST_P(StoreContract, ManyKeysInOneBatch) {
   }
   Result<std::vector<uint64_t>> values = store().Apply(batch);
   ASSERT_TRUE(values.ok()) << values.error().ToString();
-  for (int i = 0; i < 500; ++i) EXPECT_EQ((*values)[static_cast<size_t>(i)], static_cast<uint64_t>(i + 1));
+  for (int i = 0; i < 500; ++i)
+    EXPECT_EQ((*values)[static_cast<size_t>(i)], static_cast<uint64_t>(i + 1));
 }
 
 TEST_P(StoreContract, ConcurrentCreationLosesNoIncrement) {

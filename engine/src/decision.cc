@@ -8,8 +8,9 @@ namespace hourglass {
 std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
                                   std::span<const CountedSpan> pieces) {
   if (cost > limit.max_hits) return std::nullopt;
-  const uint64_t count = std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
-                                         [](uint64_t a, const CountedSpan& p) { return a + p.hits; });
+  const uint64_t count =
+      std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
+                      [](uint64_t a, const CountedSpan& p) { return a + p.hits; });
   if (count + cost <= limit.max_hits) return Seconds{0};
   if (std::optional<Instant> next = limit.window.NextStart(t)) {
     return *next - t;  // the next window starts empty, and cost <= max_hits

@@ -15,8 +15,8 @@ Result<Engine> Engine::Create(Store& store, const Clock& clock, EngineOptions op
   Result<KeyCodec> codec = KeyCodec::Create(options.name_space);
   if (!codec.ok()) return codec.error();
   if (options.retention < Seconds{1} || options.retention > kMaxRetention) {
-    return InvalidArgument(fmt::format("retention {}: must be 1s to 400d",
-                                       FormatDuration(options.retention)));
+    return InvalidArgument(
+        fmt::format("retention {}: must be 1s to 400d", FormatDuration(options.retention)));
   }
   if (options.settle_margin < Seconds{0} || options.settle_margin > Seconds{3600}) {
     return InvalidArgument("settle margin must be 0s to 1h");
@@ -61,8 +61,8 @@ std::vector<Increment> Engine::HitIncrements(const std::string& group, int64_t t
                                              int64_t delta) const {
   std::vector<Increment> increments;
   for (size_t level = 0; level < options_.ladder.levels(); ++level) {
-    increments.push_back(Increment{BucketKey(group, options_.ladder.BucketAt(level, t)), delta,
-                                   Ttl(level)});
+    increments.push_back(
+        Increment{BucketKey(group, options_.ladder.BucketAt(level, t)), delta, Ttl(level)});
   }
   return increments;
 }
@@ -198,7 +198,8 @@ Result<Cost> Engine::Reset(std::string_view event, std::string_view feature,
     const int64_t w = ladder.width(top).count();
     const int64_t first = FloorDiv(t - Ttl(top).count(), w);
     const int64_t last = FloorDiv(t + options_.settle_margin.count(), w);
-    for (int64_t i = first; i <= last; ++i) candidates.push_back(Bucket{static_cast<uint32_t>(top), i});
+    for (int64_t i = first; i <= last; ++i)
+      candidates.push_back(Bucket{static_cast<uint32_t>(top), i});
   }
   for (size_t level = top + 1; level-- > 0 && !candidates.empty();) {
     Batch batch{*group, {}, {}};

@@ -84,11 +84,13 @@ std::string KeyCodec::HashField(std::string_view raw) {
 
 Status KeyCodec::CheckKey(std::string_view key) {
   if (key.empty() || key.size() > kMaxKeyLength) {
-    return InvalidArgument(fmt::format("key of {} bytes: must be 1 to {}", key.size(), kMaxKeyLength));
+    return InvalidArgument(
+        fmt::format("key of {} bytes: must be 1 to {}", key.size(), kMaxKeyLength));
   }
   for (unsigned char c : key) {
     if (c <= 0x20 || c >= 0x7f) {
-      return InvalidArgument(fmt::format("key with byte 0x{:02x}: keys must be printable ASCII", c));
+      return InvalidArgument(
+          fmt::format("key with byte 0x{:02x}: keys must be printable ASCII", c));
     }
   }
   return {};

@@ -19,8 +19,8 @@ Result<Ladder> Ladder::Create(std::vector<Seconds> widths) {
   for (size_t i = 1; i < widths.size(); ++i) {
     if (widths[i] <= widths[i - 1] || widths[i].count() % widths[i - 1].count() != 0) {
       return InvalidArgument(fmt::format(
-          "ladder: level {} ({}) must be a multiple of level {} ({}) and larger; e.g. 1s,1m,1h",
-          i, FormatDuration(widths[i]), i - 1, FormatDuration(widths[i - 1])));
+          "ladder: level {} ({}) must be a multiple of level {} ({}) and larger; e.g. 1s,1m,1h", i,
+          FormatDuration(widths[i]), i - 1, FormatDuration(widths[i - 1])));
     }
   }
   return Ladder(std::move(widths));

@@ -16,7 +16,8 @@ Result<Limit> ParseLimit(std::string_view spec) {
   }
   const std::string_view count = spec.substr(0, slash);
   if (count.empty() || count.size() > 18) {
-    return InvalidArgument(fmt::format("limit \"{}\": bad count \"{}\"; {}", spec, count, kExample));
+    return InvalidArgument(
+        fmt::format("limit \"{}\": bad count \"{}\"; {}", spec, count, kExample));
   }
   uint64_t max_hits = 0;
   for (char c : count) {

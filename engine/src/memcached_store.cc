@@ -85,7 +85,8 @@ Result<std::vector<std::string>> ParseServers(std::string_view list) {
     pos = comma + 1;
     if (server.empty()) continue;
     const size_t colon = server.rfind(':');
-    const std::string_view host = colon == std::string_view::npos ? server : server.substr(0, colon);
+    const std::string_view host =
+        colon == std::string_view::npos ? server : server.substr(0, colon);
     const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
     const bool host_ok = !host.empty() && (bracketed || host.find(':') == std::string_view::npos);
     bool chars_ok = true;
@@ -188,8 +189,9 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
   if (impl->pool == nullptr) {
     return Error(ErrorCode::kInternal, "libmemcached rejected the configuration: " + config);
   }
-  memcached_return_t rc = memcached_pool_behavior_set(impl->pool, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT,
-                                                      static_cast<uint64_t>(options.dead_timeout.count()));
+  memcached_return_t rc =
+      memcached_pool_behavior_set(impl->pool, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT,
+                                  static_cast<uint64_t>(options.dead_timeout.count()));
   if (rc != MEMCACHED_SUCCESS) {
     return Error(ErrorCode::kInternal, "libmemcached: cannot set DEAD_TIMEOUT");
   }
@@ -257,9 +259,8 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
     const std::optional<uint64_t> value =
         ParseCounter(memcached_result_value(result), memcached_result_length(result));
     if (it == slot.end() || !value.has_value()) {
-      error = Error(ErrorCode::kInternal,
-                    fmt::format("{}: unexpected item \"{}\" in answer to get",
-                                impl_->ServerName(m, g), key));
+      error = Error(ErrorCode::kInternal, fmt::format("{}: unexpected item \"{}\" in answer to get",
+                                                      impl_->ServerName(m, g), key));
       continue;  // drain the rest of the answer
     }
     values[it->second] = *value;
@@ -307,8 +308,7 @@ Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
   Impl::Lease lease(*impl_, rc);
   memcached_st* m = lease.get();
   if (m == nullptr) return impl_->Fail(nullptr, rc, group, "waiting for a free connection");
-  const memcached_instance_st* server =
-      memcached_server_by_key(m, group.data(), group.size(), &rc);
+  const memcached_instance_st* server = memcached_server_by_key(m, group.data(), group.size(), &rc);
   if (server == nullptr) return impl_->Fail(m, rc, group, "server lookup");
   return fmt::format("{}:{}", memcached_server_name(server), memcached_server_port(server));
 }

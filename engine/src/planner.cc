@@ -48,8 +48,7 @@ class Coverer {
     const bool reversed = &out != &pieces_;
     for (int64_t k = 0; k < (b - a) / w; ++k) {
       const int64_t start = reversed ? b - (k + 1) * w : a + k * w;
-      out.push_back(Piece{Span{start, start + w - 1},
-                          {Term{ladder_.BucketAt(i, start), +1}}});
+      out.push_back(Piece{Span{start, start + w - 1}, {Term{ladder_.BucketAt(i, start), +1}}});
     }
   }
 

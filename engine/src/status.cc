@@ -18,6 +18,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
   return "unknown";
 }
 
-std::string Error::ToString() const { return fmt::format("{}: {}", ErrorCodeName(code_), message_); }
+std::string Error::ToString() const {
+  return fmt::format("{}: {}", ErrorCodeName(code_), message_);
+}
 
 }  // namespace hourglass

@@ -8,7 +8,8 @@ Status ValidateBatch(const Batch& batch) {
   if (Status s = KeyCodec::CheckKey(batch.group); !s.ok()) return s;
   for (const Increment& inc : batch.increments) {
     if (Status s = KeyCodec::CheckKey(inc.key); !s.ok()) return s;
-    if (inc.delta > 0 && inc.ttl < Seconds{1}) return InvalidArgument("increment TTL must be >= 1s");
+    if (inc.delta > 0 && inc.ttl < Seconds{1})
+      return InvalidArgument("increment TTL must be >= 1s");
   }
   for (const std::string& key : batch.reads) {
     if (Status s = KeyCodec::CheckKey(key); !s.ok()) return s;

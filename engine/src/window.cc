@@ -138,7 +138,8 @@ std::optional<Instant> Window::NextStart(Instant t) const {
   if (kind_ == WindowKind::kSliding) return std::nullopt;
   const int64_t start = StartOf(ToUnix(t));
   if (kind_ == WindowKind::kFixed) return FromUnix(start + length_.count());
-  if (unit_ != CalendarUnit::kMonth) return FromUnix(start + (unit_ == CalendarUnit::kHour ? kHour : kDay));
+  if (unit_ != CalendarUnit::kMonth)
+    return FromUnix(start + (unit_ == CalendarUnit::kHour ? kHour : kDay));
   // The next month starts within 28..31 days of this one's start.
   return FromUnix(StartOf(start + 31 * kDay));
 }

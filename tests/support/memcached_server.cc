@@ -32,7 +32,8 @@ int Connect(int port) {
 }
 
 std::string FindMemcached() {
-  for (const char* path : {"/usr/bin/memcached", "/usr/local/bin/memcached", "/usr/sbin/memcached"}) {
+  for (const char* path :
+       {"/usr/bin/memcached", "/usr/local/bin/memcached", "/usr/sbin/memcached"}) {
     if (access(path, X_OK) == 0) return path;
   }
   return "";
@@ -70,8 +71,8 @@ bool MemcachedServer::Start() {
     return false;
   }
   const std::string port = std::to_string(port_);
-  std::vector<std::string> args = {binary, "-l", "127.0.0.1", "-p", port, "-U", "0",
-                                   "-t", "2", "-m", "256", "-c", "4096"};
+  std::vector<std::string> args = {binary, "-l", "127.0.0.1", "-p",  port, "-U",  "0",
+                                   "-t",   "2",  "-m",        "256", "-c", "4096"};
   if (geteuid() == 0) {
     args.push_back("-u");
     args.push_back("root");

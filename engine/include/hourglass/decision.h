@@ -40,8 +40,8 @@ struct LimitOutcome {
 
 struct Decision {
   bool allowed = false;
-  bool recorded = false;  // the hit's increments stay in the store
-  bool degraded = false;  // the store failed; `allowed` follows the policy's FailureMode
+  bool recorded = false;             // the hit's increments stay in the store
+  bool degraded = false;             // the store failed; `allowed` follows the policy's FailureMode
   std::optional<Error> store_error;  // set exactly when degraded
   // Per limit, in the policy's order. Empty when degraded: no count was read.
   std::vector<LimitOutcome> limits;
