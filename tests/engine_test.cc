@@ -373,6 +373,22 @@ TEST_P(EngineTest, FailedTakeBackIsReportedAsRecorded) {
   EXPECT_EQ(d->limits[0].count, 2u);
 }
 
+TEST_P(EngineTest, ReadBucketsReturnsRawBucketValues) {
+  const Engine engine = MakeEngine();
+  clock_->Set(FromUnix(kStart + 61));
+  ASSERT_TRUE(engine.Record("e", "f", 2).ok());
+  clock_->Set(FromUnix(kStart + 62));
+  ASSERT_TRUE(engine.Record("e", "f", 1).ok());
+  const std::vector<Bucket> buckets = {{0, kStart + 61}, {0, kStart + 62}, {0, kStart + 63},
+                                       {1, (kStart + 61) / 60}, {2, kStart / 3600}};
+  Result<Engine::BucketValues> read = engine.ReadBuckets("e", "f", buckets);
+  ASSERT_TRUE(read.ok()) << read.error().ToString();
+  EXPECT_EQ(read->values, (std::vector<uint64_t>{2, 1, 0, 3, 3}));
+  EXPECT_EQ(read->cost, (Cost{0, 5, 1}));
+  const std::vector<Bucket> bad = {{3, 0}};
+  EXPECT_EQ(engine.ReadBuckets("e", "f", bad).error().code(), ErrorCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, EngineTest, ::testing::Values("memory", "memcached"),
                          [](const auto& param_info) { return param_info.param; });
 

@@ -7,7 +7,7 @@ namespace hourglass {
 namespace {
 
 TEST(Ladder, DefaultIsSecondsMinutesHours) {
-  EXPECT_EQ(Ladder::Default().ToString(), "1s,m,h");
+  EXPECT_EQ(Ladder::Default().ToString(), "1s,1m,1h");
   EXPECT_EQ(Ladder::Default().levels(), 3u);
 }
 

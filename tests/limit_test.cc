@@ -14,6 +14,11 @@ TEST(ParseLimit, ParsesTheSpecsOfTheIssue) {
   EXPECT_EQ(*ParseLimit("7/90"), (Limit{*Window::Sliding(Seconds{90}), 7}));
   EXPECT_EQ(ParseLimit("0/h")->max_hits, 0u);  // a ban
   EXPECT_EQ(ParseLimit("20/10m")->ToString(), "20/10m");
+  for (const char* spec : {"5/m", "2/s", "100/d", "7/90s", "3/2h", "1/w"}) {
+    EXPECT_EQ(ParseLimit(spec)->ToString(), spec);
+    EXPECT_EQ(*ParseLimit(ParseLimit(spec)->ToString()), *ParseLimit(spec));
+  }
+  EXPECT_EQ((Limit{*Window::Fixed(Seconds{3600}), 3}).ToString(), "3/fixed 1h");
 }
 
 TEST(ParseLimit, RejectsGarbageNamingTheBadPart) {

@@ -30,10 +30,10 @@ TEST(ParseDuration, RejectsGarbageNamingTheBadPart) {
 
 TEST(FormatDuration, ShortestExactForm) {
   EXPECT_EQ(FormatDuration(Seconds{1}), "1s");
-  EXPECT_EQ(FormatDuration(Seconds{60}), "m");
+  EXPECT_EQ(FormatDuration(Seconds{60}), "1m");
   EXPECT_EQ(FormatDuration(Seconds{600}), "10m");
   EXPECT_EQ(FormatDuration(Seconds{90}), "90s");
-  EXPECT_EQ(FormatDuration(Seconds{86400}), "d");
+  EXPECT_EQ(FormatDuration(Seconds{86400}), "1d");
   EXPECT_EQ(FormatDuration(Seconds{2 * 86400}), "2d");
   for (int64_t s : {1, 59, 61, 3600, 7200, 86399, 604800}) {
     EXPECT_EQ(*ParseDuration(FormatDuration(Seconds{s})), Seconds{s});
@@ -44,7 +44,7 @@ TEST(Window, SlidingSpanEndsAtTAndHasItsLength) {
   const Window w = *Window::Sliding(Seconds{60});
   EXPECT_EQ(w.SpanAt(FromUnix(1000)), (Span{941, 1000}));
   EXPECT_FALSE(w.NextStart(FromUnix(1000)).has_value());
-  EXPECT_EQ(w.ToString(), "m");
+  EXPECT_EQ(w.ToString(), "1m");
 }
 
 TEST(Window, FixedSpanIsEpochAligned) {
@@ -52,7 +52,7 @@ TEST(Window, FixedSpanIsEpochAligned) {
   EXPECT_EQ(w.SpanAt(FromUnix(1000)), (Span{960, 1000}));
   EXPECT_EQ(w.SpanAt(FromUnix(960)), (Span{960, 960}));
   EXPECT_EQ(*w.NextStart(FromUnix(1000)), FromUnix(1020));
-  EXPECT_EQ(w.ToString(), "fixed m");
+  EXPECT_EQ(w.ToString(), "fixed 1m");
 }
 
 TEST(Window, CalendarDayStartsAtLocalMidnight) {

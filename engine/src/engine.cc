@@ -106,6 +106,25 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   return counts;
 }
 
+Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event,
+                                                 std::string_view feature,
+                                                 std::span<const Bucket> buckets) const {
+  Result<std::string> group = Group(event, feature);
+  if (!group.ok()) return group.error();
+  Batch batch{*group, {}, {}};
+  for (const Bucket& bucket : buckets) {
+    if (bucket.level >= options_.ladder.levels()) {
+      return InvalidArgument(fmt::format("bucket level {} is not in the ladder {}", bucket.level,
+                                         options_.ladder.ToString()));
+    }
+    batch.reads.push_back(BucketKey(*group, bucket));
+  }
+  if (batch.reads.empty()) return BucketValues{};
+  Result<std::vector<uint64_t>> values = store_->Apply(batch);
+  if (!values.ok()) return values.error();
+  return BucketValues{std::move(*values), Cost{0, batch.reads.size(), 1}};
+}
+
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t cost,
                                std::optional<Instant> at) const {

@@ -6,7 +6,12 @@
 
 namespace hourglass {
 
-std::string Limit::ToString() const { return fmt::format("{}/{}", max_hits, window.ToString()); }
+std::string Limit::ToString() const {
+  // As people write it: "5/m" rather than "5/1m", "20/10m", "3/fixed 1h".
+  std::string w = window.ToString();
+  if (window.kind() == WindowKind::kSliding && w.size() == 2 && w[0] == '1') w.erase(0, 1);
+  return fmt::format("{}/{}", max_hits, w);
+}
 
 Result<Limit> ParseLimit(std::string_view spec) {
   const std::string_view kExample = "write N/DUR, e.g. 5/m, 20/10m, 100/d";

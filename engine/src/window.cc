@@ -82,7 +82,7 @@ std::string FormatDuration(Seconds d) {
   const int64_t s = d.count();
   for (auto [unit, size] : {std::pair{'w', kWeek}, {'d', kDay}, {'h', kHour}, {'m', kMinute}}) {
     if (s != 0 && s % size == 0) {
-      return s == size ? std::string(1, unit) : fmt::format("{}{}", s / size, unit);
+      return fmt::format("{}{}", s / size, unit);
     }
   }
   return fmt::format("{}s", s);

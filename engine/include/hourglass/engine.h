@@ -86,6 +86,14 @@ class Engine {
   Result<Cost> Reset(std::string_view event, std::string_view feature,
                      std::optional<Instant> around = std::nullopt) const;
 
+  // The raw values of some buckets of event+feature (for inspection). One round trip.
+  struct BucketValues {
+    std::vector<uint64_t> values;  // values[i] is the value of buckets[i]; missing reads 0
+    Cost cost;
+  };
+  Result<BucketValues> ReadBuckets(std::string_view event, std::string_view feature,
+                                   std::span<const Bucket> buckets) const;
+
   // How long a bucket of `level` lives after its creation.
   Seconds Ttl(size_t level) const;
   const EngineOptions& options() const { return options_; }

@@ -20,7 +20,7 @@ namespace hourglass {
 struct Limit {
   Window window;
   uint64_t max_hits = 0;  // 0 denies every hit (a ban)
-  // "5/m", "100/fixed 1d"
+  // "5/m", "2/s", "20/10m", "100/fixed 1d": parses back with ParseLimit when sliding
   std::string ToString() const;
   bool operator==(const Limit&) const = default;
 };

@@ -69,7 +69,7 @@ class Window {
 // "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w), or plain
 // seconds ("3600"). Errors name the bad part.
 Result<Seconds> ParseDuration(std::string_view text);
-// The shortest exact form: 86400 -> "1d", 600 -> "10m", 90 -> "90s".
+// The shortest exact form: 86400 -> "1d", 600 -> "10m", 90 -> "90s", 1 -> "1s".
 std::string FormatDuration(Seconds d);
 
 }  // namespace hourglass

@@ -1,0 +1,264 @@
+#include "policy_file.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace hourglass::cli {
+namespace {
+
+// A YAML error with the file, line and column of `node`.
+Error At(const std::string& name, const YAML::Node& node, const std::string& what) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return InvalidArgument(fmt::format("{}: {}", name, what));
+  return InvalidArgument(fmt::format("{}:{}:{}: {}", name, mark.line + 1, mark.column + 1, what));
+}
+
+Result<Seconds> ParseOffset(std::string_view text) {
+  // "+02:00", "-05:30", "Z", "+0"
+  if (text == "Z" || text == "0" || text == "+00:00") return Seconds{0};
+  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || text[3] != ':' ||
+      !std::isdigit(static_cast<unsigned char>(text[1])) ||
+      !std::isdigit(static_cast<unsigned char>(text[2])) ||
+      !std::isdigit(static_cast<unsigned char>(text[4])) ||
+      !std::isdigit(static_cast<unsigned char>(text[5]))) {
+    return InvalidArgument(fmt::format("utc_offset \"{}\": write +HH:MM or -HH:MM", text));
+  }
+  const int64_t minutes =
+      ((text[1] - '0') * 10 + (text[2] - '0')) * 60 + (text[4] - '0') * 10 + (text[5] - '0');
+  return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
+}
+
+Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
+  if (node.IsScalar()) {
+    Result<Limit> limit = ParseLimit(node.Scalar());
+    if (!limit.ok()) return At(name, node, limit.error().message());
+    return limit;
+  }
+  if (!node.IsMap()) {
+    return At(name, node, "a limit is \"N/DUR\" (e.g. 5/m) or {max: N, window: DUR, kind: K}");
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "max" && key != "window" && key != "kind" && key != "utc_offset") {
+      return At(name, kv.first,
+                fmt::format("unknown limit field \"{}\" (max, window, kind, utc_offset)", key));
+    }
+  }
+  if (!node["max"] || !node["window"]) {
+    return At(name, node, "a limit needs max and window, e.g. {max: 10, window: 1d, kind: fixed}");
+  }
+  const std::string max_text = node["max"].as<std::string>();
+  Result<Limit> count = ParseLimit(max_text + "/1s");  // reuse the count rules
+  if (!count.ok()) return At(name, node["max"], fmt::format("bad max \"{}\"", max_text));
+  const std::string kind = node["kind"] ? node["kind"].as<std::string>() : "sliding";
+  const std::string window = node["window"].as<std::string>();
+  Result<Window> w = InvalidArgument("unset");
+  if (kind == "sliding" || kind == "fixed") {
+    Result<Seconds> length = ParseDuration(window);
+    if (!length.ok()) return At(name, node["window"], length.error().message());
+    w = kind == "sliding" ? Window::Sliding(*length) : Window::Fixed(*length);
+  } else if (kind == "calendar") {
+    const CalendarUnit unit = window == "hour"    ? CalendarUnit::kHour
+                              : window == "day"   ? CalendarUnit::kDay
+                              : window == "month" ? CalendarUnit::kMonth
+                                                  : static_cast<CalendarUnit>(-1);
+    if (unit != CalendarUnit::kHour && unit != CalendarUnit::kDay && unit != CalendarUnit::kMonth) {
+      return At(name, node["window"],
+                fmt::format("calendar window \"{}\": use hour, day or month", window));
+    }
+    Seconds offset{0};
+    if (node["utc_offset"]) {
+      Result<Seconds> parsed = ParseOffset(node["utc_offset"].as<std::string>());
+      if (!parsed.ok()) return At(name, node["utc_offset"], parsed.error().message());
+      offset = *parsed;
+    }
+    w = Window::Calendar(unit, offset);
+  } else {
+    return At(name, node["kind"],
+              fmt::format("unknown kind \"{}\": use sliding, fixed or calendar", kind));
+  }
+  if (!w.ok()) return At(name, node, w.error().message());
+  if (node["utc_offset"] && kind != "calendar") {
+    return At(name, node["utc_offset"], "utc_offset belongs to calendar windows only");
+  }
+  return Limit{*w, count->max_hits};
+}
+
+Result<std::vector<Limit>> ParseLimitList(const std::string& name, const YAML::Node& node) {
+  if (!node.IsSequence() || node.size() == 0) {
+    return At(name, node, "limits must be a non-empty list, e.g. [2/s, 5/m, 10/h, 100/d]");
+  }
+  std::vector<Limit> limits;
+  for (const YAML::Node& item : node) {
+    Result<Limit> limit = ParseLimitNode(name, item);
+    if (!limit.ok()) return limit.error();
+    limits.push_back(*limit);
+  }
+  return limits;
+}
+
+Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
+  if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
+  EventPolicy entry;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "limits" && key != "mode" && key != "on_store_failure" && key != "overrides") {
+      return At(
+          name, kv.first,
+          fmt::format("unknown field \"{}\" (limits, mode, on_store_failure, overrides)", key));
+    }
+  }
+  if (!node["limits"]) return At(name, node, "missing limits, e.g. limits: [5/m, 100/d]");
+  Result<std::vector<Limit>> limits = ParseLimitList(name, node["limits"]);
+  if (!limits.ok()) return limits.error();
+  entry.policy.limits = *limits;
+  if (const YAML::Node mode = node["mode"]) {
+    const std::string text = mode.as<std::string>();
+    if (text == "admitted") {
+      entry.policy.mode = CountingMode::kAdmitted;
+    } else if (text == "attempts") {
+      entry.policy.mode = CountingMode::kAttempts;
+    } else {
+      return At(name, mode, fmt::format("mode \"{}\": use admitted or attempts", text));
+    }
+  }
+  if (const YAML::Node failure = node["on_store_failure"]) {
+    const std::string text = failure.as<std::string>();
+    if (text == "open") {
+      entry.policy.on_store_failure = FailureMode::kFailOpen;
+    } else if (text == "closed") {
+      entry.policy.on_store_failure = FailureMode::kFailClosed;
+    } else {
+      return At(name, failure, fmt::format("on_store_failure \"{}\": use open or closed", text));
+    }
+  }
+  if (const YAML::Node overrides = node["overrides"]) {
+    if (!overrides.IsMap()) return At(name, overrides, "overrides is a map: feature -> {limits}");
+    for (const auto& kv : overrides) {
+      const std::string feature = kv.first.as<std::string>();
+      const YAML::Node& o = kv.second;
+      if (!o.IsMap()) return At(name, o, "an override is {limits: [...]} or {deny: true}");
+      for (const auto& field : o) {
+        const std::string key = field.first.as<std::string>();
+        if (key != "limits" && key != "deny") {
+          return At(name, field.first,
+                    fmt::format("unknown override field \"{}\" (limits, deny)", key));
+        }
+      }
+      Policy policy = entry.policy;
+      const bool deny = o["deny"] && o["deny"].as<std::string>() == "true";
+      if (o["deny"] && !deny && o["deny"].as<std::string>() != "false") {
+        return At(name, o["deny"], "deny is true or false");
+      }
+      if (deny && o["limits"]) return At(name, o, "an override has limits or deny: true, not both");
+      if (deny) {
+        policy.limits = {DenyAll()};
+        entry.banned[feature] = true;
+      } else if (o["limits"]) {
+        Result<std::vector<Limit>> override_limits = ParseLimitList(name, o["limits"]);
+        if (!override_limits.ok()) return override_limits.error();
+        policy.limits = *override_limits;
+      } else {
+        return At(name, o, "an override needs limits or deny: true");
+      }
+      entry.overrides[feature] = policy;
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
+Limit DenyAll() { return Limit{*Window::Sliding(Seconds{1}), 0}; }
+
+std::string DescribeLimits(const std::vector<Limit>& limits) {
+  std::string out;
+  for (const Limit& limit : limits) {
+    if (!out.empty()) out += ", ";
+    out += limit == DenyAll() ? "deny all" : limit.ToString();
+  }
+  return out;
+}
+
+Result<PolicyFile> PolicyFile::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return InvalidArgument(
+        fmt::format("{}: cannot read the policy file: {}", path, std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), path);
+}
+
+Result<PolicyFile> PolicyFile::Parse(std::string_view yaml, const std::string& name) {
+  PolicyFile file;
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsMap() || !root["events"] || !root["events"].IsMap()) {
+      return At(name, root, "a policy file is a map with \"events:\" (see policies/example.yaml)");
+    }
+    for (const auto& kv : root) {
+      if (kv.first.as<std::string>() != "events") {
+        return At(
+            name, kv.first,
+            fmt::format("unknown top-level field \"{}\" (events)", kv.first.as<std::string>()));
+      }
+    }
+    for (const auto& kv : root["events"]) {
+      const std::string event = kv.first.as<std::string>();
+      if (event.empty()) return At(name, kv.first, "an event name must not be empty");
+      Result<EventPolicy> entry = ParseEvent(name, kv.second);
+      if (!entry.ok()) return entry.error();
+      file.events_[event] = std::move(*entry);
+    }
+    if (file.events_.empty()) return At(name, root["events"], "no events defined");
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(
+        fmt::format("{}:{}:{}: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  return file;
+}
+
+Result<Policy> PolicyFile::For(std::string_view event, std::string_view feature) const {
+  auto it = events_.find(std::string(event));
+  if (it == events_.end()) {
+    std::string known;
+    for (const auto& [name, entry] : events_) known += (known.empty() ? "" : ", ") + name;
+    return InvalidArgument(
+        fmt::format("unknown event \"{}\": the policy file defines {}", event, known));
+  }
+  auto o = it->second.overrides.find(std::string(feature));
+  return o != it->second.overrides.end() ? o->second : it->second.policy;
+}
+
+std::string PolicyFile::Explain() const {
+  std::string out;
+  for (const auto& [event, entry] : events_) {
+    const Policy& p = entry.policy;
+    out += fmt::format(
+        "{}: {} ({} mode: {}; store unreachable: fail {})\n", event, DescribeLimits(p.limits),
+        CountingModeName(p.mode),
+        p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
+        FailureModeName(p.on_store_failure));
+    for (const Limit& limit : p.limits) {
+      out += fmt::format("  {}: at most {} hit{} in {}\n", limit.ToString(), limit.max_hits,
+                         limit.max_hits == 1 ? "" : "s",
+                         limit.window.kind() == WindowKind::kSliding
+                             ? "any " + FormatDuration(limit.window.length()) + " (sliding)"
+                             : limit.window.ToString());
+    }
+    for (const auto& [feature, policy] : entry.overrides) {
+      out += fmt::format("  override \"{}\": {}\n", feature, DescribeLimits(policy.limits));
+    }
+  }
+  return out;
+}
+
+}  // namespace hourglass::cli

@@ -1,0 +1,61 @@
+// Policy files: one entry per event with its limits, counting mode, failure mode and
+// per-feature overrides (a higher limit for a partner, a ban for an address).
+//
+//   events:
+//     url_shorten:
+//       limits: [2/s, 5/m, 10/h, 100/d]       # sliding windows
+//       mode: admitted                        # or attempts
+//       on_store_failure: open                # or closed
+//       overrides:
+//         "198.51.100.10": {limits: [20/s, 100/m]}
+//         "203.0.113.66": {deny: true}
+//     signup:
+//       limits:
+//         - 3/h
+//         - {max: 10, window: 1d, kind: fixed}
+//         - {max: 20, window: day, kind: calendar, utc_offset: "+02:00"}
+//
+//   Result<PolicyFile> file = PolicyFile::Load("policies/example.yaml");
+//   Result<Policy> policy = file->For("url_shorten", "203.0.113.66");
+//
+// Thread-safety: immutable after Load.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "hourglass/limit.h"
+#include "hourglass/status.h"
+
+namespace hourglass::cli {
+
+struct EventPolicy {
+  Policy policy;
+  std::map<std::string, Policy> overrides;  // by feature, verbatim
+  std::map<std::string, bool> banned;       // features overridden with deny: true
+};
+
+class PolicyFile {
+ public:
+  // Errors name the file, the line and the bad part.
+  static Result<PolicyFile> Load(const std::string& path);
+  static Result<PolicyFile> Parse(std::string_view yaml, const std::string& name = "<policy>");
+
+  // The policy for a hit of event+feature: the feature's override, else the event's.
+  // kInvalidArgument naming the known events when the event has no entry.
+  Result<Policy> For(std::string_view event, std::string_view feature) const;
+  const std::map<std::string, EventPolicy>& events() const { return events_; }
+  // A human explanation of every entry, for `policy validate`.
+  std::string Explain() const;
+
+ private:
+  std::map<std::string, EventPolicy> events_;
+};
+
+// A limit that denies every hit: the form of `deny: true`.
+Limit DenyAll();
+// "5/m", "10/fixed 1d", "3/calendar day+02:00", "deny all".
+std::string DescribeLimits(const std::vector<Limit>& limits);
+
+}  // namespace hourglass::cli

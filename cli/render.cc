@@ -1,0 +1,71 @@
+#include "render.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hourglass::cli {
+
+std::string FormatTime(Instant t) { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t); }
+
+std::string FormatTimeOfDay(Instant t, bool with_seconds) {
+  return with_seconds ? fmt::format("{:%H:%M:%S}", t) : fmt::format("{:%H:%M}", t);
+}
+
+std::string Sparkline(std::span<const uint64_t> values) {
+  static const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  const uint64_t max = values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  std::string out;
+  for (uint64_t v : values) {
+    if (v == 0) {
+      out += "·";
+    } else {
+      out += kBars[std::min<uint64_t>(7, (v * 8 - 1) / max)];
+    }
+  }
+  return out;
+}
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json DecisionJson(const Decision& d) {
+  nlohmann::json limits = nlohmann::json::array();
+  for (const LimitOutcome& o : d.limits) {
+    limits.push_back({{"window", o.limit.window.length().count()},
+                      {"limit", o.limit.max_hits},
+                      {"count", o.count},
+                      {"remaining", o.remaining},
+                      {"retry_after", o.retry_after ? nlohmann::json(o.retry_after->count())
+                                                    : nlohmann::json(nullptr)},
+                      {"spec", o.limit.ToString()}});
+  }
+  nlohmann::json j = {{"allowed", d.allowed},
+                      {"degraded", d.degraded},
+                      {"recorded", d.recorded},
+                      {"retry_after", d.retry_after ? nlohmann::json(d.retry_after->count())
+                                                    : nlohmann::json(nullptr)},
+                      {"limits", limits},
+                      {"keys_read", d.cost.keys_read},
+                      {"keys_written", d.cost.keys_written},
+                      {"round_trips", d.cost.round_trips}};
+  if (d.store_error) j["error"] = d.store_error->ToString();
+  return j;
+}
+
+nlohmann::json CountsJson(std::string_view event, std::string_view feature, const Counts& c) {
+  nlohmann::json windows = nlohmann::json::array();
+  for (const WindowCount& w : c.windows) {
+    windows.push_back({{"window", w.window.length().count()}, {"count", w.count}});
+  }
+  return {{"event", event},
+          {"feature", feature},
+          {"at", ToUnix(c.at)},
+          {"windows", windows},
+          {"keys_read", c.cost.keys_read},
+          {"round_trips", c.cost.round_trips}};
+}
+
+}  // namespace hourglass::cli

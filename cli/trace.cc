@@ -1,0 +1,103 @@
+#include "trace.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+
+namespace hourglass::cli {
+namespace {
+
+template <typename T>
+bool ParseNumber(std::string_view text, T& out) {
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+Result<std::optional<TraceHit>> ParseHitsLine(std::string_view raw) {
+  const std::string_view line = Trim(raw);
+  if (line.empty() || line.front() == '#') return std::optional<TraceHit>{};
+  std::array<std::string_view, 4> fields;
+  size_t n = 0, pos = 0;
+  while (n < 4) {
+    const size_t tab = line.find('\t', pos);
+    fields[n++] =
+        line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos);
+    if (tab == std::string_view::npos) break;
+    pos = tab + 1;
+    if (n == 4)
+      return InvalidArgument(
+          "more than 4 tab-separated fields (UNIX_SECONDS EVENT FEATURE [COST])");
+  }
+  if (n < 3) {
+    return InvalidArgument(
+        "expected UNIX_SECONDS<TAB>EVENT<TAB>FEATURE[<TAB>COST], fields separated by tabs");
+  }
+  TraceHit hit;
+  if (!ParseNumber(fields[0], hit.at) || hit.at < 0) {
+    return InvalidArgument(fmt::format("bad time \"{}\": expected Unix seconds", fields[0]));
+  }
+  if (fields[1].empty()) return InvalidArgument("empty event");
+  hit.event = fields[1];
+  hit.feature = fields[2];
+  if (n == 4 && (!ParseNumber(fields[3], hit.cost) || hit.cost < 1)) {
+    return InvalidArgument(fmt::format("bad cost \"{}\": expected a whole number >= 1", fields[3]));
+  }
+  return std::optional<TraceHit>{std::move(hit)};
+}
+
+Result<std::optional<TraceHit>> ParseApacheLine(std::string_view raw, std::string_view event) {
+  const std::string_view line = Trim(raw);
+  if (line.empty()) return std::optional<TraceHit>{};
+  const size_t space = line.find(' ');
+  const size_t open = line.find('[');
+  const size_t close = line.find(']', open == std::string_view::npos ? 0 : open);
+  if (space == 0 || space == std::string_view::npos || open == std::string_view::npos ||
+      close == std::string_view::npos) {
+    return InvalidArgument(
+        "not an Apache combined log line (client ... [dd/Mon/yyyy:HH:MM:SS +ZZZZ])");
+  }
+  // 17/May/2015:10:05:03 +0000
+  const std::string_view stamp = line.substr(open + 1, close - open - 1);
+  static constexpr std::array<std::string_view, 12> kMonths = {
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  int day = 0, year = 0, hour = 0, minute = 0, second = 0, zone = 0;
+  unsigned month = 0;
+  const bool shape = stamp.size() == 26 && stamp[2] == '/' && stamp[6] == '/' && stamp[11] == ':' &&
+                     stamp[14] == ':' && stamp[17] == ':' && stamp[20] == ' ' &&
+                     (stamp[21] == '+' || stamp[21] == '-');
+  for (unsigned m = 0; shape && m < 12; ++m) {
+    if (stamp.substr(3, 3) == kMonths[m]) month = m + 1;
+  }
+  if (!shape || month == 0 || !ParseNumber(stamp.substr(0, 2), day) ||
+      !ParseNumber(stamp.substr(7, 4), year) || !ParseNumber(stamp.substr(12, 2), hour) ||
+      !ParseNumber(stamp.substr(15, 2), minute) || !ParseNumber(stamp.substr(18, 2), second) ||
+      !ParseNumber(stamp.substr(22, 4), zone)) {
+    return InvalidArgument(
+        fmt::format("bad timestamp \"[{}]\": expected [17/May/2015:10:05:03 +0000]", stamp));
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year{year}, std::chrono::month{month},
+                                        std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok() || hour > 23 || minute > 59 || second > 60) {
+    return InvalidArgument(fmt::format("bad timestamp \"[{}]\": no such date or time", stamp));
+  }
+  const int64_t offset = (zone / 100 * 60 + zone % 100) * 60 * (stamp[21] == '-' ? -1 : 1);
+  TraceHit hit;
+  hit.at = std::chrono::sys_days{ymd}.time_since_epoch().count() * 86400 + hour * 3600 +
+           minute * 60 + second - offset;
+  hit.event = event;
+  hit.feature = line.substr(0, space);
+  return std::optional<TraceHit>{std::move(hit)};
+}
+
+}  // namespace hourglass::cli

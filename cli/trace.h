@@ -1,0 +1,32 @@
+// Trace files for `hourglass replay`: one hit per line.
+//
+// - hits:   "UNIX_SECONDS<TAB>EVENT<TAB>FEATURE[<TAB>COST]"; the feature is the third field
+// verbatim
+//           (spaces and all). Blank lines and lines starting with '#' are skipped.
+// - apache: Apache combined log lines; time from "[17/May/2015:10:05:03 +0000]", feature = the
+//           client address (first field), event = the caller's choice.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "hourglass/status.h"
+
+namespace hourglass::cli {
+
+struct TraceHit {
+  int64_t at = 0;  // Unix seconds
+  std::string event;
+  std::string feature;
+  uint64_t cost = 1;
+};
+
+// nullopt for a line to skip (blank or comment); an error naming what is wrong otherwise.
+Result<std::optional<TraceHit>> ParseHitsLine(std::string_view line);
+Result<std::optional<TraceHit>> ParseApacheLine(std::string_view line, std::string_view event);
+
+}  // namespace hourglass::cli
