@@ -573,6 +573,9 @@ int Main(int argc, char** argv) {
   app.add_option("--retention", g.retention,
                  "longest window answered; sets bucket TTLs (same on every client)")
       ->capture_default_str();
+  for (CLI::Option* option : app.get_options()) {
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
+  }
 
   const auto add_feature = [](CLI::App* sub, std::string& event, std::string& feature) {
     sub->add_option("event", event, "event, e.g. url_shorten")->required();
@@ -680,7 +683,7 @@ int Main(int argc, char** argv) {
   validate_cmd->add_option("file", policy_path, "YAML policy file")->required();
   validate_cmd->footer(
       "Exit code 0 valid, 2 invalid (the error names the line).\n"
-      "Example:\n"
+      "Examples:\n"
       "  hourglass policy validate policies/example.yaml");
 
   try {
@@ -688,7 +691,14 @@ int Main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "hourglass: %s\nRun 'hourglass --help' for usage.\n", e.what());
+    std::string message = e.what();
+    if (const std::vector<std::string> rest = app.remaining(); !rest.empty()) {
+      message = fmt::format(
+          "unknown command or argument \"{}\" (commands: hit, count, check, "
+          "inspect, reset, replay, policy)",
+          rest.front());
+    }
+    std::fprintf(stderr, "hourglass: %s\nRun 'hourglass --help' for usage.\n", message.c_str());
     return kUsage;
   }
 

@@ -379,8 +379,11 @@ TEST_P(EngineTest, ReadBucketsReturnsRawBucketValues) {
   ASSERT_TRUE(engine.Record("e", "f", 2).ok());
   clock_->Set(FromUnix(kStart + 62));
   ASSERT_TRUE(engine.Record("e", "f", 1).ok());
-  const std::vector<Bucket> buckets = {{0, kStart + 61}, {0, kStart + 62}, {0, kStart + 63},
-                                       {1, (kStart + 61) / 60}, {2, kStart / 3600}};
+  const std::vector<Bucket> buckets = {{0, kStart + 61},
+                                       {0, kStart + 62},
+                                       {0, kStart + 63},
+                                       {1, (kStart + 61) / 60},
+                                       {2, kStart / 3600}};
   Result<Engine::BucketValues> read = engine.ReadBuckets("e", "f", buckets);
   ASSERT_TRUE(read.ok()) << read.error().ToString();
   EXPECT_EQ(read->values, (std::vector<uint64_t>{2, 1, 0, 3, 3}));

@@ -1,0 +1,382 @@
+// The hourglass binary against a real memcached: every command, every exit code, the JSON
+// shapes of the contract, bad inputs of every kind, an unreachable store, and a replay followed
+// by `count --at` queries checked against a brute-force count.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "memcached_server.h"
+#include "run_process.h"
+#include "sliding_log.h"
+
+namespace hourglass {
+namespace {
+
+using nlohmann::json;
+using testing::ProcessResult;
+
+constexpr int64_t kAt = 1'431'857'103;  // 2015-05-17T10:05:03Z
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.running()) << server_.error(); }
+
+  // Runs hourglass against this test's server and namespace.
+  ProcessResult Run(std::vector<std::string> args) {
+    std::vector<std::string> argv = {HOURGLASS_CLI, "--servers", server_.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProcess(argv);
+  }
+  static ProcessResult RunBare(std::vector<std::string> args) {
+    args.insert(args.begin(), HOURGLASS_CLI);
+    return testing::RunProcess(args);
+  }
+  static json Json(const ProcessResult& r) {
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out << r.err;
+    return j;
+  }
+  std::string TempFile(const std::string& name, const std::string& content) {
+    const std::string path = ::testing::TempDir() + "/hourglass_" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+  static std::string Policy() {
+    return std::string(HOURGLASS_SOURCE_DIR) + "/policies/example.yaml";
+  }
+
+  testing::MemcachedServer server_;
+};
+
+TEST_F(CliTest, HelpWithExamplesOnEveryCommand) {
+  ProcessResult r = RunBare({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Examples:"), std::string::npos);
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+  for (std::vector<std::string> cmd :
+       std::vector<std::vector<std::string>>{{"hit"},
+                                             {"count"},
+                                             {"check"},
+                                             {"inspect"},
+                                             {"reset"},
+                                             {"replay"},
+                                             {"policy", "validate"}}) {
+    cmd.push_back("--help");
+    r = RunBare(cmd);
+    EXPECT_EQ(r.code, 0) << cmd[0];
+    EXPECT_NE(r.out.find("Examples:"), std::string::npos) << cmd[0];
+    EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd[0];
+  }
+  r = RunBare({});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--help"), std::string::npos);
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(CliTest, HitAndCountWithTheContractJson) {
+  const std::string at = std::to_string(kAt);
+  ProcessResult r = Run({"hit", "signup", "ann@example.com", "--cost", "2", "--at", at, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = Json(r);
+  EXPECT_EQ(j["event"], "signup");
+  EXPECT_EQ(j["at"], kAt);
+  EXPECT_EQ(j["cost"], 2);
+  EXPECT_EQ(j["round_trips"], 1);
+  ASSERT_EQ(Run({"hit", "signup", "ann@example.com", "--at", std::to_string(kAt - 30)}).code, 0);
+  r = Run({"count", "signup", "ann@example.com", "--at", at, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = Json(r);
+  EXPECT_EQ(j["event"], "signup");
+  EXPECT_EQ(j["feature"], "ann@example.com");
+  EXPECT_EQ(j["at"], kAt);
+  ASSERT_EQ(j["windows"].size(), 4u);
+  const std::vector<std::pair<int, int>> expected = {{1, 2}, {60, 3}, {3600, 3}, {86400, 3}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(j["windows"][i]["window"], expected[i].first);
+    EXPECT_EQ(j["windows"][i]["count"], expected[i].second);
+  }
+  EXPECT_GT(j["keys_read"].get<int>(), 0);
+  EXPECT_EQ(j["round_trips"], 1);
+  r = Run({"count", "signup", "ann@example.com", "--at", at, "--window", "10s", "--window", "1m"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("10s"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << "nothing but results: " << r.err;
+}
+
+TEST_F(CliTest, CheckExitCodesAndJson) {
+  const std::string at = std::to_string(kAt);
+  for (int i = 0; i < 2; ++i) {
+    ProcessResult r =
+        Run({"check", "url_shorten", "1.2.3.4", "--limit", "2/m", "--at", at, "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    json j = Json(r);
+    EXPECT_EQ(j["allowed"], true);
+    EXPECT_EQ(j["degraded"], false);
+    ASSERT_EQ(j["limits"].size(), 1u);
+    EXPECT_EQ(j["limits"][0]["window"], 60);
+    EXPECT_EQ(j["limits"][0]["limit"], 2);
+    EXPECT_EQ(j["limits"][0]["count"], i + 1) << "includes this hit";
+    EXPECT_EQ(j["limits"][0]["remaining"], 1 - i);
+    EXPECT_EQ(j["limits"][0]["retry_after"], 0);
+  }
+  ProcessResult r =
+      Run({"check", "url_shorten", "1.2.3.4", "--limit", "2/m", "--at", at, "--json"});
+  ASSERT_EQ(r.code, 1);
+  json j = Json(r);
+  EXPECT_EQ(j["allowed"], false);
+  EXPECT_EQ(j["limits"][0]["count"], 2) << "admitted mode: the denied hit is not recorded";
+  EXPECT_GE(j["limits"][0]["retry_after"].get<int>(), 60);
+  // Attempts mode counts the denied attempt.
+  r = Run({"check", "url_shorten", "1.2.3.4", "--limit", "2/m", "--mode", "attempts", "--at", at,
+           "--json"});
+  ASSERT_EQ(r.code, 1);
+  EXPECT_EQ(Json(r)["limits"][0]["count"], 3);
+  // Text output names the verdict.
+  r = Run({"check", "url_shorten", "5.6.7.8", "--limit", "2/s", "--limit", "5/m"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("allowed url_shorten 5.6.7.8", 0), 0u) << r.out;
+}
+
+TEST_F(CliTest, CheckWithThePolicyFileAndItsOverrides) {
+  ProcessResult r = Run({"check", "url_shorten", "203.0.113.66", "--policy", Policy(), "--json"});
+  EXPECT_EQ(r.code, 1) << "banned";
+  EXPECT_TRUE(Json(r)["retry_after"].is_null()) << "a ban never lets through";
+  for (int i = 0; i < 3; ++i) {  // the partner's limit is 20/s, not 2/s
+    r = Run({"check", "url_shorten", "198.51.100.10", "--policy", Policy(), "--at",
+             std::to_string(kAt)});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+  }
+  for (int i = 0; i < 3; ++i) {
+    r = Run({"check", "url_shorten", "198.51.100.11", "--policy", Policy(), "--at",
+             std::to_string(kAt)});
+    EXPECT_EQ(r.code, i < 2 ? 0 : 1);
+  }
+  r = Run({"check", "nosuchevent", "x", "--policy", Policy()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown event \"nosuchevent\""), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, InspectShowsTimelinesAndTotals) {
+  for (int64_t s : {kAt - 2, kAt - 2, kAt - 1, kAt - 600, kAt - 7200}) {
+    ASSERT_EQ(Run({"hit", "url_shorten", "9.9.9.9", "--at", std::to_string(s)}).code, 0);
+  }
+  ProcessResult r =
+      Run({"inspect", "url_shorten", "9.9.9.9", "--at", std::to_string(kAt), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = Json(r);
+  ASSERT_EQ(j["seconds"].size(), 60u);
+  ASSERT_EQ(j["minutes"].size(), 60u);
+  ASSERT_EQ(j["hours"].size(), 24u);
+  EXPECT_EQ(j["seconds"][57], 2);  // kAt - 2
+  EXPECT_EQ(j["seconds"][58], 1);
+  EXPECT_EQ(j["seconds"][59], 0);
+  EXPECT_EQ(j["minutes"][59], 3);
+  EXPECT_EQ(j["minutes"][49], 1);  // kAt - 600
+  EXPECT_EQ(j["hours"][21], 1);    // kAt - 7200
+  EXPECT_EQ(j["windows"][3]["count"], 5);
+  EXPECT_GT(j["keys_read"].get<int>(), 144);
+  r = Run({"inspect", "url_shorten", "9.9.9.9", "--at", std::to_string(kAt)});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("per second"), std::string::npos);
+  EXPECT_NE(r.out.find("█"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("keys read"), std::string::npos);
+}
+
+TEST_F(CliTest, ResetMakesEveryWindowReadZero) {
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Run({"hit", "signup", "bob"}).code, 0);
+  ASSERT_EQ(Run({"hit", "signup", "carol"}).code, 0);
+  ProcessResult r = Run({"reset", "signup", "bob", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GE(Json(r)["deleted"].get<int>(), 3);
+  r = Run({"count", "signup", "bob", "--json"});
+  for (const json& w : Json(r)["windows"]) EXPECT_EQ(w["count"], 0);
+  EXPECT_EQ(Json(Run({"count", "signup", "carol", "--json"}))["windows"][3]["count"], 1);
+}
+
+TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
+  ASSERT_EQ(Run({"hit", "signup", "plain"}).code, 0);
+  const std::string hostile = "x\r\nflush_all\r\n";
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Run({"hit", "signup", hostile}).code, 0);
+  ASSERT_EQ(Run({"hit", "signup", "a b"}).code, 0);
+  EXPECT_EQ(Json(Run({"count", "signup", hostile, "--json"}))["windows"][3]["count"], 3);
+  EXPECT_EQ(Json(Run({"count", "signup", "plain", "--json"}))["windows"][3]["count"], 1);
+  EXPECT_EQ(Json(Run({"count", "signup", "a b", "--json"}))["windows"][3]["count"], 1);
+  EXPECT_EQ(Json(Run({"count", "signup", "x", "--json"}))["windows"][3]["count"], 0);
+}
+
+// The replay test: a trace replayed into memcached, then `count --at` at random instants
+// equals the brute-force count.
+TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
+  std::mt19937_64 rng(3);
+  const std::vector<std::string> features = {"10.0.0.1", "10.0.0.2", "Ann Smith <ann@x>"};
+  std::vector<testing::SlidingLog> logs(features.size());
+  std::string trace = "# a generated trace\n";
+  int64_t t = kAt;
+  for (int i = 0; i < 3000; ++i) {
+    t += static_cast<int64_t>(rng() % 60);
+    const size_t f = rng() % features.size();
+    const uint64_t cost = 1 + rng() % 2;
+    trace += std::to_string(t) + "\tsignup\t" + features[f] + "\t" + std::to_string(cost) + "\n";
+    logs[f].Add(t, cost);
+  }
+  ProcessResult r = Run({"replay", TempFile("trace.tsv", trace), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json summary = Json(r);
+  EXPECT_EQ(summary["lines"], 3000);
+  EXPECT_EQ(summary["checked"], false);
+  for (int q = 0; q < 30; ++q) {
+    const int64_t at = kAt + static_cast<int64_t>(rng() % static_cast<uint64_t>(t - kAt + 100));
+    const size_t f = rng() % features.size();
+    r = Run({"count", "signup", features[f], "--at", std::to_string(at), "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    json j = Json(r);
+    for (const json& w : j["windows"]) {
+      ASSERT_EQ(w["count"].get<uint64_t>(), logs[f].Window(at, w["window"].get<int64_t>()))
+          << features[f] << " at " << at << " window " << w["window"];
+    }
+  }
+}
+
+// --decisions: one JSON line per hit, each exactly the decision of a perfect limiter.
+TEST_F(CliTest, ReplayDecisionsEqualAPerfectSlidingWindowLimiter) {
+  std::mt19937_64 rng(4);
+  std::string trace;
+  std::vector<int64_t> times;
+  int64_t t = kAt;
+  for (int i = 0; i < 400; ++i) {
+    t += static_cast<int64_t>(rng() % 4 == 0 ? rng() % 200 : rng() % 3);
+    times.push_back(t);
+    trace += std::to_string(t) + "\turl_shorten\t203.0.113.7\n";
+  }
+  ProcessResult r = Run({"--store", "memory", "replay", TempFile("burst.tsv", trace), "--limit",
+                         "2/s", "--limit", "5/m", "--limit", "10/h", "--decisions"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("admitted"), std::string::npos) << "the summary goes to stderr";
+  testing::SlidingLog admitted;
+  std::istringstream lines(r.out);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    const json d = json::parse(line);
+    const int64_t at = times[n++];
+    ASSERT_EQ(d["at"], at);
+    const bool expect =
+        admitted.Window(at, 1) < 2 && admitted.Window(at, 60) < 5 && admitted.Window(at, 3600) < 10;
+    ASSERT_EQ(d["allowed"], expect) << "hit " << n << " at " << at;
+    if (expect) admitted.Add(at);
+  }
+  EXPECT_EQ(n, times.size());
+}
+
+TEST_F(CliTest, ReplayTheRealApacheLog) {
+  const std::string log =
+      std::string(HOURGLASS_SOURCE_DIR) + "/../shared/data/apache_access_2015.log";
+  ASSERT_TRUE(std::ifstream(log).good()) << log << ": the shared data must sit beside the checkout";
+  ProcessResult r = Run(
+      {"--store", "memory", "replay", log, "--format", "apache", "--policy", Policy(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = Json(r);
+  EXPECT_EQ(j["lines"], 10000);
+  EXPECT_EQ(j["admitted"].get<int>() + j["denied"].get<int>(), 10000);
+  EXPECT_GT(j["denied"].get<int>(), 0);
+  EXPECT_EQ(j["features"], 1753);
+  EXPECT_EQ(j["busiest"]["feature"], "66.249.73.135");
+  EXPECT_EQ(j["top"].size(), 10u);
+  EXPECT_EQ(j["round_trips"], 10000);
+}
+
+TEST_F(CliTest, PolicyValidate) {
+  ProcessResult r = RunBare({"policy", "validate", Policy()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("valid"), std::string::npos);
+  EXPECT_NE(r.out.find("url_shorten: 2/s, 5/m, 10/h, 100/d"), std::string::npos) << r.out;
+  r = RunBare({"policy", "validate", Policy(), "--json"});
+  EXPECT_EQ(Json(r)["valid"], true);
+  const std::string bad = TempFile("bad.yaml", "events:\n  a:\n    limits: [5/m, 7/q]\n");
+  r = RunBare({"policy", "validate", bad});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("7/q"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
+  const std::string malformed = TempFile("malformed.tsv", "1431857103\te\tf\nnot a line\n");
+  const std::string bad_apache =
+      TempFile("bad.log", "1.2.3.4 - - [17/May/2015:10:05:03 +0000] x\ngarbage\n");
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"check", "e", "f", "--limit", "5/x"}, "limit \"5/x\""},
+           {{"check", "e", "f", "--limit", "five/m"}, "bad count"},
+           {{"check", "e", "f"}, "no limits"},
+           {{"check", "e", "f", "--limit", "1/m", "--policy", Policy()}, "not both"},
+           {{"check", "e", "f", "--limit", "1/m", "--mode", "sometimes"}, "--mode sometimes"},
+           {{"check", "e", "f", "--limit", "1/m", "--cost", "0"}, "--cost 0"},
+           {{"check", "e", "f", "--limit", "1/2d"}, "retention"},
+           {{"check", "e", "f", "--policy", "/nonexistent.yaml"}, "cannot read"},
+           {{"count", "e", "f", "--window", "10x"}, "unknown unit"},
+           {{"count", "e", "f", "--at", "yesterday"}, "--at \"yesterday\""},
+           {{"count", "e"}, "feature"},
+           {{"count", "", "f"}, "event must not be empty"},
+           {{"frobnicate"}, "frobnicate"},
+           {{"replay", "/nonexistent.tsv"}, "/nonexistent.tsv: cannot read"},
+           {{"replay", malformed}, ":2: expected UNIX_SECONDS"},
+           {{"replay", bad_apache, "--format", "apache"}, "bad.log:2:"},
+           {{"replay", malformed, "--format", "csv"}, "--format csv"},
+           {{"--servers", "localhost", "count", "e", "f"}, "host:port"},
+           {{"--servers", "h:99999", "count", "e", "f"}, "host:port"},
+           {{"--namespace", "a b", "count", "e", "f"}, "namespace"},
+           {{"--store", "redis", "count", "e", "f"}, "redis"},
+           {{"--retention", "forever", "count", "e", "f"}, "--retention"},
+       }) {
+    std::vector<std::string> args = c.args;
+    ProcessResult r = Run(args);
+    EXPECT_EQ(r.code, 2) << args[0] << " " << (args.size() > 1 ? args[1] : "") << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos)
+        << "expected \"" << c.says << "\" in: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST_F(CliTest, UnreachableStoreExitsThreeNamingTheServer) {
+  const std::string dead = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r = RunBare({"--servers", dead, "--timeout-ms", "200", "count", "e", "f"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds{5});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("memcached " + dead), std::string::npos) << r.err;
+  for (const char* cmd : {"hit", "inspect", "reset"}) {
+    r = RunBare({"--servers", dead, cmd, "e", "f"});
+    EXPECT_EQ(r.code, 3) << cmd << ": " << r.err;
+  }
+  // check: exit 3, and the decision the policy asks for on stdout.
+  r = RunBare(
+      {"--servers", dead, "check", "url_shorten", "1.2.3.4", "--policy", Policy(), "--json"});
+  EXPECT_EQ(r.code, 3);
+  json j = Json(r);
+  EXPECT_EQ(j["allowed"], true) << "url_shorten fails open";
+  EXPECT_EQ(j["degraded"], true);
+  r = RunBare({"--servers", dead, "check", "signup", "ann", "--policy", Policy(), "--json"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(Json(r)["allowed"], false) << "signup fails closed";
+  const std::string trace = TempFile("one.tsv", "1431857103\te\tf\n");
+  r = RunBare({"--servers", dead, "replay", trace});
+  EXPECT_EQ(r.code, 3) << r.err;
+}
+
+TEST_F(CliTest, ServersComeFromTheEnvironment) {
+  ProcessResult r = testing::RunProcess({HOURGLASS_CLI, "hit", "env", "f"},
+                                        {"HOURGLASS_SERVERS=" + server_.address()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Run({"count", "env", "f", "--json"});
+  EXPECT_EQ(Json(r)["windows"][0]["count"], 1);
+}
+
+}  // namespace
+}  // namespace hourglass

@@ -1,0 +1,119 @@
+// Policy files: every field parses, overrides apply per feature, bad files name file and line.
+#include "policy_file.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace hourglass::cli {
+namespace {
+
+TEST(PolicyFile, TheShippedExampleIsValid) {
+  Result<PolicyFile> file =
+      PolicyFile::Load(std::string(HOURGLASS_SOURCE_DIR) + "/policies/example.yaml");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->events().size(), 3u);
+  Result<Policy> url = file->For("url_shorten", "1.2.3.4");
+  ASSERT_TRUE(url.ok());
+  EXPECT_EQ(DescribeLimits(url->limits), "2/s, 5/m, 10/h, 100/d");
+  EXPECT_EQ(url->mode, CountingMode::kAdmitted);
+  EXPECT_EQ(url->on_store_failure, FailureMode::kFailOpen);
+  EXPECT_EQ(DescribeLimits(file->For("url_shorten", "198.51.100.10")->limits),
+            "20/s, 100/m, 1000/h, 10000/d");
+  EXPECT_EQ(DescribeLimits(file->For("url_shorten", "203.0.113.66")->limits), "deny all");
+  Result<Policy> signup = file->For("signup", "ann@example.com");
+  ASSERT_TRUE(signup.ok());
+  EXPECT_EQ(signup->mode, CountingMode::kAttempts);
+  EXPECT_EQ(signup->on_store_failure, FailureMode::kFailClosed);
+  EXPECT_EQ(signup->limits[2].window.kind(), WindowKind::kCalendar);
+}
+
+TEST(PolicyFile, ParsesEveryLimitForm) {
+  Result<PolicyFile> file = PolicyFile::Parse(R"(
+events:
+  api:
+    limits:
+      - 5/m
+      - {max: 10, window: 1h}
+      - {max: 100, window: 1d, kind: fixed}
+      - {max: 1000, window: month, kind: calendar, utc_offset: "-05:30"}
+      - {max: 20, window: hour, kind: calendar}
+)");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  const Policy p = *file->For("api", "k");
+  ASSERT_EQ(p.limits.size(), 5u);
+  EXPECT_EQ(p.limits[1], (Limit{*Window::Sliding(Seconds{3600}), 10}));
+  EXPECT_EQ(p.limits[2], (Limit{*Window::Fixed(Seconds{86400}), 100}));
+  EXPECT_EQ(p.limits[3],
+            (Limit{*Window::Calendar(CalendarUnit::kMonth, Seconds{-(5 * 3600 + 1800)}), 1000}));
+  EXPECT_EQ(p.limits[4], (Limit{*Window::Calendar(CalendarUnit::kHour), 20}));
+  EXPECT_EQ(p.mode, CountingMode::kAdmitted);  // defaults
+  EXPECT_EQ(p.on_store_failure, FailureMode::kFailOpen);
+  EXPECT_NE(file->Explain().find("api: 5/m"), std::string::npos);
+}
+
+TEST(PolicyFile, UnknownEventNamesTheKnownOnes) {
+  Result<PolicyFile> file =
+      PolicyFile::Parse("events:\n  a: {limits: [1/s]}\n  b: {limits: [1/s]}\n");
+  ASSERT_TRUE(file.ok());
+  Result<Policy> p = file->For("c", "x");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(p.error().message().find("unknown event \"c\""), std::string::npos);
+  EXPECT_NE(p.error().message().find("a, b"), std::string::npos);
+}
+
+TEST(PolicyFile, BadFilesNameTheLineAndTheBadPart) {
+  struct Case {
+    const char* yaml;
+    const char* says;
+  };
+  for (
+      const Case& c : {
+          Case{"events:\n  a:\n    limits: [5/x]\n", "policy.yaml:3:14: limit \"5/x\""},
+          Case{"events:\n  a:\n    limits: []\n", ":3:"},
+          Case{"events:\n  a:\n    mode: sometimes\n    limits: [1/s]\n", "mode \"sometimes\""},
+          Case{"events:\n  a:\n    limits: [1/s]\n    on_store_failure: maybe\n",
+               "use open or closed"},
+          Case{"events:\n  a:\n    limit: [1/s]\n", "unknown field \"limit\""},
+          Case{"events:\n  a:\n    limits: [{max: 1}]\n", "needs max and window"},
+          Case{"events:\n  a:\n    limits: [{max: x, window: 1m}]\n", "bad max \"x\""},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: 1m, kind: rolling}]\n",
+               "unknown kind"},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: week, kind: calendar}]\n",
+               "use hour, day or month"},
+          Case{
+              "events:\n  a:\n    limits: [{max: 1, window: day, kind: calendar, utc_offset: 2}]\n",
+              "+HH:MM"},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: 1d, utc_offset: \"+02:00\"}]\n",
+               "calendar windows only"},
+          Case{"events:\n  a:\n    limits: [1/s]\n    overrides: {x: {deny: maybe}}\n",
+               "deny is true or false"},
+          Case{"events:\n  a:\n    limits: [1/s]\n    overrides: {x: {}}\n",
+               "needs limits or deny"},
+          Case{
+              "events:\n  a:\n    limits: [1/s]\n    overrides: {x: {deny: true, limits: [1/s]}}\n",
+              "not both"},
+          Case{"events: {}\n", "no events"},
+          Case{"limits: [1/s]\n", "events:"},
+          Case{"events:\n  a: {limits: [1/s]}\nextra: 1\n", "unknown top-level field \"extra\""},
+          Case{"events: [unclosed\n", "policy.yaml:"},
+      }) {
+    Result<PolicyFile> file = PolicyFile::Parse(c.yaml, "policy.yaml");
+    ASSERT_FALSE(file.ok()) << c.yaml;
+    EXPECT_EQ(file.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(file.error().message().find(c.says), std::string::npos)
+        << c.yaml << "\n -> " << file.error().message();
+    EXPECT_EQ(file.error().message().rfind("policy.yaml", 0), 0u) << file.error().message();
+  }
+}
+
+TEST(PolicyFile, MissingFileIsAClearError) {
+  Result<PolicyFile> file = PolicyFile::Load("/nonexistent/policy.yaml");
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.error().message().find("/nonexistent/policy.yaml: cannot read"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hourglass::cli
