@@ -3,13 +3,37 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace hourglass {
 namespace {
 
 constexpr Seconds kMaxRetention{400 * 86400};
 
+struct PlanCache {
+  uint64_t engine = 0;
+  std::vector<Span> spans;
+  std::optional<int64_t> open;
+  ReadPlan plan;
+};
+
 }  // namespace
+
+uint64_t Engine::NextId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+const ReadPlan& Engine::Plan(const std::vector<Span>& spans, std::optional<int64_t> open) const {
+  thread_local PlanCache cache;
+  if (cache.engine != id_ || cache.open != open || cache.spans != spans) {
+    cache.plan = PlanReads(options_.ladder, spans, open, options_.cover);
+    cache.engine = id_;
+    cache.spans = spans;
+    cache.open = open;
+  }
+  return cache.plan;
+}
 
 Result<Engine> Engine::Create(Store& store, const Clock& clock, EngineOptions options) {
   Result<KeyCodec> codec = KeyCodec::Create(options.name_space);
@@ -90,7 +114,7 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
-  const ReadPlan plan = PlanReads(options_.ladder, spans, open, options_.cover);
+  const ReadPlan& plan = Plan(spans, open);
   Batch batch{*group, {}, {}};
   for (const Bucket& bucket : plan.reads) batch.reads.push_back(BucketKey(*group, bucket));
   Counts counts{t, {}, Cost{0, batch.reads.size(), batch.reads.empty() ? 0u : 1u}};
@@ -141,7 +165,7 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ut) : std::nullopt;
-  const ReadPlan plan = PlanReads(options_.ladder, spans, open, options_.cover);
+  const ReadPlan& plan = Plan(spans, open);
 
   Batch batch{*group, HitIncrements(*group, ut, static_cast<int64_t>(cost)), {}};
   for (const Bucket& bucket : plan.reads) batch.reads.push_back(BucketKey(*group, bucket));

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace hourglass {
 namespace {
@@ -106,7 +108,16 @@ std::string KeyCodec::GroupKey(std::string_view event, std::string_view feature)
 }
 
 std::string KeyCodec::BucketKey(std::string_view group, Seconds width, int64_t index) {
-  return fmt::format("{}:{}:{}", group, width.count(), index);
+  // On the hot path (one per bucket read): to_chars into one allocation.
+  std::string key;
+  key.resize(group.size() + 2 + 2 * 20);
+  char* p = std::copy(group.begin(), group.end(), key.data());
+  *p++ = ':';
+  p = std::to_chars(p, key.data() + key.size(), width.count()).ptr;
+  *p++ = ':';
+  p = std::to_chars(p, key.data() + key.size(), index).ptr;
+  key.resize(static_cast<size_t>(p - key.data()));
+  return key;
 }
 
 }  // namespace hourglass

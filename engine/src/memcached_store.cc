@@ -6,7 +6,6 @@
 
 #include <cctype>
 #include <ctime>
-#include <unordered_map>
 
 #include "hourglass/key_codec.h"
 
@@ -238,13 +237,11 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
 
   std::vector<const char*> keys;
   std::vector<size_t> lengths;
-  std::unordered_map<std::string_view, size_t> slot;
   keys.reserve(batch.reads.size());
   lengths.reserve(batch.reads.size());
-  for (size_t i = 0; i < batch.reads.size(); ++i) {
-    keys.push_back(batch.reads[i].data());
-    lengths.push_back(batch.reads[i].size());
-    slot.emplace(batch.reads[i], i);
+  for (const std::string& key : batch.reads) {
+    keys.push_back(key.data());
+    lengths.push_back(key.size());
   }
   rc = memcached_mget_by_key(m, g.data(), g.size(), keys.data(), lengths.data(), keys.size());
   if (rc != MEMCACHED_SUCCESS) return impl_->Fail(m, rc, g, "get");
@@ -252,18 +249,31 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   memcached_result_st result_storage;
   memcached_result_st* result = memcached_result_create(m, &result_storage);
   std::optional<Error> error;
+  // One server answers a get in the order of its keys, skipping missing ones: match with a cursor
+  // (and search from the start only if an answer ever comes out of order).
+  size_t cursor = 0;
+  const auto find = [&](std::string_view key) -> std::optional<size_t> {
+    for (size_t i = cursor; i < batch.reads.size(); ++i) {
+      if (batch.reads[i] == key) return cursor = i + 1, i;
+    }
+    for (size_t i = 0; i < cursor && i < batch.reads.size(); ++i) {
+      if (batch.reads[i] == key) return i;
+    }
+    return std::nullopt;
+  };
   while (memcached_fetch_result(m, result, &rc) != nullptr) {
     const std::string_view key(memcached_result_key_value(result),
                                memcached_result_key_length(result));
-    const auto it = slot.find(key);
+    const std::optional<size_t> slot = find(key);
     const std::optional<uint64_t> value =
         ParseCounter(memcached_result_value(result), memcached_result_length(result));
-    if (it == slot.end() || !value.has_value()) {
-      error = Error(ErrorCode::kInternal, fmt::format("{}: unexpected item \"{}\" in answer to get",
-                                                      impl_->ServerName(m, g), key));
+    if (!slot.has_value() || !value.has_value()) {
+      error = Error(ErrorCode::kInternal,
+                    fmt::format("{}: unexpected item \"{}\" in answer to get",
+                                impl_->ServerName(m, g), key));
       continue;  // drain the rest of the answer
     }
-    values[it->second] = *value;
+    values[*slot] = *value;
   }
   memcached_result_free(result);
   if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS) {

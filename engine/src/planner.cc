@@ -1,7 +1,7 @@
 #include "hourglass/planner.h"
 
 #include <cassert>
-#include <map>
+#include <algorithm>
 
 namespace hourglass {
 namespace {
@@ -9,17 +9,38 @@ namespace {
 int64_t FloorTo(int64_t t, int64_t w) { return FloorDiv(t, w) * w; }
 int64_t CeilTo(int64_t t, int64_t w) { return -FloorDiv(-t, w) * w; }
 
+// A cover under construction: pieces as ranges of one flat term array.
+struct FlatCover {
+  struct Range {
+    Span span;
+    uint32_t first_term;
+    uint32_t term_count;
+  };
+  std::vector<Range> pieces;
+  std::vector<Term> terms;
+
+  void Open(Span span) {
+    pieces.push_back(Range{span, static_cast<uint32_t>(terms.size()), 0});
+  }
+  void Add(Bucket bucket, int sign) {
+    terms.push_back(Term{bucket, sign});
+    ++pieces.back().term_count;
+  }
+};
+
 class Coverer {
  public:
-  Coverer(const Ladder& ladder, CoverOptions options) : ladder_(ladder), options_(options) {}
+  Coverer(const Ladder& ladder, CoverOptions options, FlatCover& out)
+      : ladder_(ladder), options_(options), out_(out) {}
 
-  // Covers [lo, hi) (hi exclusive) with pieces in time order.
-  std::vector<Piece> Cover(int64_t lo, int64_t hi) {
+  // Covers [lo, hi) (hi exclusive) with pieces in time order, appended to `out`.
+  void Cover(int64_t lo, int64_t hi) {
     const size_t top = ladder_.levels() - 1;
-    std::vector<Piece> right;  // right-edge pieces, collected inward, emitted in reverse
+    right_.pieces.clear();
+    right_.terms.clear();
     for (size_t i = 0; i <= top && lo < hi; ++i) {
       if (i == top) {
-        Direct(i, lo, hi, pieces_);
+        Direct(i, lo, hi, out_, false);
         lo = hi;
         break;
       }
@@ -27,33 +48,39 @@ class Coverer {
       const int64_t inner_lo = CeilTo(lo, parent);
       const int64_t inner_hi = FloorTo(hi, parent);
       if (inner_lo <= inner_hi) {
-        Partial(i, lo, inner_lo, pieces_);
-        Partial(i, inner_hi, hi, right);
+        Partial(i, lo, inner_lo, out_, false);
+        Partial(i, inner_hi, hi, right_, true);
         lo = inner_lo;
         hi = inner_hi;
       } else {  // [lo, hi) lies inside one parent bucket
-        Partial(i, lo, hi, pieces_);
+        Partial(i, lo, hi, out_, false);
         lo = hi;
       }
     }
-    pieces_.insert(pieces_.end(), right.rbegin(), right.rend());
-    return std::move(pieces_);
+    // Right-edge pieces were collected from the right end inward: append them reversed.
+    for (size_t k = right_.pieces.size(); k-- > 0;) {
+      const FlatCover::Range& piece = right_.pieces[k];
+      out_.Open(piece.span);
+      for (uint32_t t = 0; t < piece.term_count; ++t) {
+        const Term& term = right_.terms[piece.first_term + t];
+        out_.Add(term.bucket, term.sign);
+      }
+    }
   }
 
  private:
-  // One piece per bucket of level i over [a, b).
-  void Direct(size_t i, int64_t a, int64_t b, std::vector<Piece>& out) {
+  // One piece per bucket of level i over [a, b); from the right end inward when `inward`.
+  void Direct(size_t i, int64_t a, int64_t b, FlatCover& out, bool inward) {
     const int64_t w = ladder_.width(i).count();
-    // Right-edge pieces are reversed later, so emit them from the right end inward.
-    const bool reversed = &out != &pieces_;
     for (int64_t k = 0; k < (b - a) / w; ++k) {
-      const int64_t start = reversed ? b - (k + 1) * w : a + k * w;
-      out.push_back(Piece{Span{start, start + w - 1}, {Term{ladder_.BucketAt(i, start), +1}}});
+      const int64_t start = inward ? b - (k + 1) * w : a + k * w;
+      out.Open(Span{start, start + w - 1});
+      out.Add(ladder_.BucketAt(i, start), +1);
     }
   }
 
   // [a, b) at level i, inside one bucket of level i + 1.
-  void Partial(size_t i, int64_t a, int64_t b, std::vector<Piece>& out) {
+  void Partial(size_t i, int64_t a, int64_t b, FlatCover& out, bool inward) {
     if (a >= b) return;
     const int64_t w = ladder_.width(i).count();
     const int64_t parent_w = ladder_.width(i + 1).count();
@@ -62,26 +89,24 @@ class Coverer {
     const int64_t inside = (b - a) / w;
     const int64_t complement = (a - p) / w + (p + parent_w - b) / w;
     if (!options_.complements || 1 + complement >= inside) {
-      Direct(i, a, b, out);
+      Direct(i, a, b, out, inward);
       return;
     }
-    Piece piece{Span{a, b - 1}, {Term{ladder_.BucketAt(i + 1, p), +1}}};
-    for (int64_t s = p; s < a; s += w) piece.terms.push_back(Term{ladder_.BucketAt(i, s), -1});
-    for (int64_t s = b; s < p + parent_w; s += w) {
-      piece.terms.push_back(Term{ladder_.BucketAt(i, s), -1});
-    }
-    out.push_back(std::move(piece));
+    out.Open(Span{a, b - 1});
+    out.Add(ladder_.BucketAt(i + 1, p), +1);
+    for (int64_t s = p; s < a; s += w) out.Add(ladder_.BucketAt(i, s), -1);
+    for (int64_t s = b; s < p + parent_w; s += w) out.Add(ladder_.BucketAt(i, s), -1);
   }
 
   const Ladder& ladder_;
   CoverOptions options_;
-  std::vector<Piece> pieces_;
+  FlatCover& out_;
+  FlatCover right_;
 };
 
-}  // namespace
-
-std::vector<Piece> CoverSpan(const Ladder& ladder, Span span, std::optional<int64_t> now,
-                             CoverOptions options) {
+// Appends the cover of `span` to `out`.
+void CoverInto(const Ladder& ladder, Span span, std::optional<int64_t> now, CoverOptions options,
+               FlatCover& out) {
   int64_t lo = span.first;
   int64_t hi = span.last + 1;
   bool open = false;
@@ -98,21 +123,37 @@ std::vector<Piece> CoverSpan(const Ladder& ladder, Span span, std::optional<int6
       }
     }
   }
-  if (lo >= hi) return {};
-  std::vector<Piece> pieces = Coverer(ladder, options).Cover(lo, hi);
-  if (open) pieces.back().span.last = *now;  // the open bucket holds no hit after now
+  if (lo >= hi) return;
+  const size_t first = out.pieces.size();
+  Coverer(ladder, options, out).Cover(lo, hi);
+  if (open && out.pieces.size() > first) out.pieces.back().span.last = *now;  // no hit after now
+}
+
+}  // namespace
+
+std::vector<Piece> CoverSpan(const Ladder& ladder, Span span, std::optional<int64_t> now,
+                             CoverOptions options) {
+  FlatCover flat;
+  CoverInto(ladder, span, now, options, flat);
+  std::vector<Piece> pieces;
+  pieces.reserve(flat.pieces.size());
+  for (const FlatCover::Range& range : flat.pieces) {
+    pieces.push_back(Piece{range.span, {flat.terms.begin() + range.first_term,
+                                        flat.terms.begin() + range.first_term + range.term_count}});
+  }
   return pieces;
 }
 
 std::vector<CountedSpan> ReadPlan::Pieces(size_t w, std::span<const uint64_t> values) const {
   std::vector<CountedSpan> out;
-  out.reserve(windows[w].size());
-  for (const IndexedPiece& piece : windows[w]) {
+  out.reserve(window_begin[w + 1] - window_begin[w]);
+  for (uint32_t p = window_begin[w]; p < window_begin[w + 1]; ++p) {
+    const IndexedPiece& piece = pieces[p];
     // Signed sum; a piece never counts below zero (decrements can floor a bucket at 0 in the
     // store before its parent, so clamp rather than wrap).
     int64_t hits = 0;
-    for (const IndexedTerm& term : piece.terms) {
-      hits += term.sign * static_cast<int64_t>(values[term.read]);
+    for (uint32_t t = piece.first_term; t < piece.first_term + piece.term_count; ++t) {
+      hits += terms[t].sign * static_cast<int64_t>(values[terms[t].read]);
     }
     out.push_back(CountedSpan{piece.span, hits > 0 ? static_cast<uint64_t>(hits) : 0});
   }
@@ -127,31 +168,29 @@ uint64_t ReadPlan::Total(size_t w, std::span<const uint64_t> values) const {
 
 ReadPlan PlanReads(const Ladder& ladder, std::span<const Span> spans, std::optional<int64_t> now,
                    CoverOptions options) {
-  std::vector<std::vector<Piece>> covers;
-  std::map<Bucket, uint32_t> index;
-  for (const Span& span : spans) {
-    covers.push_back(CoverSpan(ladder, span, now, options));
-    for (const Piece& piece : covers.back()) {
-      for (const Term& term : piece.terms) index.emplace(term.bucket, 0);
-    }
-  }
-  // Reads go finest level first: a parent read after its complement can only have gained hits, so
-  // a concurrent increment makes a parent-minus-complement piece over-count, never under-count.
+  FlatCover flat;
   ReadPlan plan;
-  plan.reads.reserve(index.size());
-  for (auto& [bucket, i] : index) {
-    i = static_cast<uint32_t>(plan.reads.size());
-    plan.reads.push_back(bucket);
+  plan.window_begin.push_back(0);
+  for (const Span& span : spans) {
+    CoverInto(ladder, span, now, options, flat);
+    plan.window_begin.push_back(static_cast<uint32_t>(flat.pieces.size()));
   }
-  for (const std::vector<Piece>& cover : covers) {
-    std::vector<ReadPlan::IndexedPiece>& pieces = plan.windows.emplace_back();
-    for (const Piece& piece : cover) {
-      ReadPlan::IndexedPiece& indexed = pieces.emplace_back();
-      indexed.span = piece.span;
-      for (const Term& term : piece.terms) {
-        indexed.terms.push_back(ReadPlan::IndexedTerm{index.at(term.bucket), term.sign});
-      }
-    }
+  // Reads go finest level first (Bucket orders by level, then index): a parent read after its
+  // complement can only have gained hits, so a concurrent increment makes a parent-minus-
+  // complement piece over-count, never under-count.
+  plan.reads.reserve(flat.terms.size());
+  for (const Term& term : flat.terms) plan.reads.push_back(term.bucket);
+  std::sort(plan.reads.begin(), plan.reads.end());
+  plan.reads.erase(std::unique(plan.reads.begin(), plan.reads.end()), plan.reads.end());
+  plan.terms.reserve(flat.terms.size());
+  for (const Term& term : flat.terms) {
+    const auto at = std::lower_bound(plan.reads.begin(), plan.reads.end(), term.bucket);
+    plan.terms.push_back(
+        ReadPlan::IndexedTerm{static_cast<uint32_t>(at - plan.reads.begin()), term.sign});
+  }
+  plan.pieces.reserve(flat.pieces.size());
+  for (const FlatCover::Range& range : flat.pieces) {
+    plan.pieces.push_back(ReadPlan::IndexedPiece{range.span, range.first_term, range.term_count});
   }
   return plan;
 }

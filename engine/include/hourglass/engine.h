@@ -104,9 +104,17 @@ class Engine {
 
  private:
   Engine(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec)
-      : store_(&store), clock_(&clock), options_(std::move(options)), codec_(std::move(codec)) {}
+      : store_(&store),
+        clock_(&clock),
+        options_(std::move(options)),
+        codec_(std::move(codec)),
+        id_(NextId()) {}
+  static uint64_t NextId();
 
   Status CheckWindows(std::span<const Window> windows) const;
+  // The plan for `spans`; reused from a per-thread cache when the same engine asks for the same
+  // spans again (every check of one policy within one second).
+  const ReadPlan& Plan(const std::vector<Span>& spans, std::optional<int64_t> open) const;
   Result<std::string> Group(std::string_view event, std::string_view feature) const;
   // The increments of a hit at `t`.
   std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
@@ -115,6 +123,7 @@ class Engine {
   const Clock* clock_;
   EngineOptions options_;
   KeyCodec codec_;
+  uint64_t id_;  // identifies this engine's configuration in the per-thread plan cache
 };
 
 }  // namespace hourglass

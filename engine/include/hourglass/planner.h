@@ -46,19 +46,24 @@ struct CoverOptions {
 std::vector<Piece> CoverSpan(const Ladder& ladder, Span span, std::optional<int64_t> now,
                              CoverOptions options = {});
 
-// One read for several windows: the union of their buckets, each read once.
+// One read for several windows: the union of their buckets, each read once. Flat arrays, so a
+// plan costs a handful of allocations however many buckets it reads.
 struct ReadPlan {
   struct IndexedTerm {
     uint32_t read = 0;  // index into `reads`
-    int sign = 1;
+    int32_t sign = 1;
   };
   struct IndexedPiece {
     Span span;
-    std::vector<IndexedTerm> terms;
+    uint32_t first_term = 0;  // into `terms`
+    uint32_t term_count = 0;
   };
-  std::vector<Bucket> reads;                       // distinct buckets, in a stable order
-  std::vector<std::vector<IndexedPiece>> windows;  // per input span, its pieces
+  std::vector<Bucket> reads;  // distinct buckets, finest level first
+  std::vector<IndexedTerm> terms;
+  std::vector<IndexedPiece> pieces;
+  std::vector<uint32_t> window_begin;  // window w's pieces: [window_begin[w], window_begin[w + 1])
 
+  size_t windows() const { return window_begin.empty() ? 0 : window_begin.size() - 1; }
   // Hits per piece of window `w`, given values[i] = value of reads[i].
   std::vector<CountedSpan> Pieces(size_t w, std::span<const uint64_t> values) const;
   // Hits in window `w`.

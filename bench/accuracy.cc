@@ -1,0 +1,385 @@
+// Accuracy benchmark: replays traces through hourglass and the peers' algorithms side by side,
+// each keeping its own state, and measures against each limiter's own admitted hits:
+//
+// - over-admissions:  admitted requests that pushed that limiter's admitted hits in some sliding
+//                     window above its limit (the harm a limiter exists to prevent);
+// - needless denials: denied requests that would not have pushed its admitted hits in any
+//                     sliding window above its limit;
+// - count error:      the limiter's estimate of each window against the exact count (mean, max);
+// - keys read and written per decision, and stored keys at the peak.
+//
+// hourglass must show zero in all three error columns on every trace; the program exits 1 if it
+// does not (a bug in the engine, not a number to report).
+//
+//   accuracy --out bench/results [--apache FILE] [--start-memcached | --servers HOST:PORT] [--quick]
+#include <fmt/format.h>
+#include <fmt/os.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "hourglass/memcached_store.h"
+#include "hourglass/memory_store.h"
+#include "limiters.h"
+#include "memcached_server.h"
+#include "../cli/trace.h"
+
+namespace hourglass::bench {
+namespace {
+
+struct Trace {
+  std::string name;
+  std::vector<Request> requests;  // in time order
+};
+
+constexpr int64_t kDay = 86400;
+constexpr int64_t kEpoch = 1'431'820'800;  // 2015-05-17 00:00 UTC: every synthetic trace starts here
+
+// Steady Poisson traffic: each feature with its own rate, log-uniform from 1/h to 1/min (24 to
+// 1,440 a day: around the 100/d limit, so that limiters have decisions to get right).
+Trace Poisson(uint32_t features, int64_t seconds, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Trace trace{"poisson", {}};
+  for (uint32_t f = 0; f < features; ++f) {
+    const double rate = std::exp(std::uniform_real_distribution<double>(std::log(1.0 / 3600), std::log(1.0 / 60))(rng));
+    std::exponential_distribution<double> gap(rate);
+    for (double t = gap(rng); t < static_cast<double>(seconds); t += gap(rng)) {
+      trace.requests.push_back({kEpoch + static_cast<int64_t>(t), f, 1});
+    }
+  }
+  return trace;
+}
+
+// On/off bursts: 3 requests/s for 20-120 s, then silence for ~30 min on average.
+Trace Bursts(uint32_t features, int64_t seconds, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Trace trace{"bursts", {}};
+  std::exponential_distribution<double> off(1.0 / 1800);
+  for (uint32_t f = 0; f < features; ++f) {
+    double t = off(rng);
+    while (t < static_cast<double>(seconds)) {
+      const int64_t length = 20 + static_cast<int64_t>(rng() % 100);
+      for (int64_t s = 0; s < length; ++s) {
+        for (int k = 0; k < 3; ++k) trace.requests.push_back({kEpoch + static_cast<int64_t>(t) + s, f, 1});
+      }
+      t += static_cast<double>(length) + off(rng);
+    }
+  }
+  return trace;
+}
+
+// Seed 002's boundary attack: a limit-sized burst at the end of one window and another at the
+// start of the next. Around every hour boundary, 2 requests/s for 15 s on each side; around every
+// day boundary, 100 requests in the last second and 100 in the first.
+Trace Boundary(uint32_t features, int64_t seconds) {
+  Trace trace{"boundary attack", {}};
+  for (uint32_t f = 0; f < features; ++f) {
+    for (int64_t h = 3600; h < seconds; h += 3600) {
+      if (h % kDay == 0) {
+        for (int k = 0; k < 100; ++k) trace.requests.push_back({kEpoch + h - 1, f, 1});
+        for (int k = 0; k < 100; ++k) trace.requests.push_back({kEpoch + h, f, 1});
+        continue;
+      }
+      for (int64_t s = h - 15; s < h + 15; ++s) {
+        trace.requests.push_back({kEpoch + s, f, 1});
+        trace.requests.push_back({kEpoch + s, f, 1});
+      }
+    }
+  }
+  return trace;
+}
+
+// Multi-day diurnal traffic: Poisson with a rate that follows the time of day.
+Trace Diurnal(uint32_t features, int64_t seconds, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Trace trace{"diurnal", {}};
+  for (uint32_t f = 0; f < features; ++f) {
+    const double peak = std::exp(std::uniform_real_distribution<double>(std::log(1.0 / 1800), std::log(1.0 / 30))(rng));
+    std::exponential_distribution<double> gap(peak);
+    for (double t = gap(rng); t < static_cast<double>(seconds); t += gap(rng)) {
+      const double phase = 2 * M_PI * std::fmod(t, kDay) / kDay;
+      if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.5 * (1 - std::cos(phase))) {
+        trace.requests.push_back({kEpoch + static_cast<int64_t>(t), f, 1});
+      }
+    }
+  }
+  return trace;
+}
+
+Trace Apache(const std::string& path) {
+  Trace trace{"apache log (real)", {}};
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  std::map<std::string, uint32_t> ids;
+  std::string line;
+  while (std::getline(in, line)) {
+    Result<std::optional<cli::TraceHit>> hit = cli::ParseApacheLine(line, "request");
+    if (!hit.ok() || !hit->has_value()) continue;
+    const uint32_t id = ids.emplace((*hit)->feature, static_cast<uint32_t>(ids.size())).first->second;
+    trace.requests.push_back({(*hit)->at, id, 1});
+  }
+  return trace;
+}
+
+void Sort(Trace& trace) {
+  std::stable_sort(trace.requests.begin(), trace.requests.end(),
+                   [](const Request& a, const Request& b) { return a.t < b.t; });
+}
+
+// A limiter's own admitted hits per feature, answering exact sliding-window counts.
+class AdmittedLog {
+ public:
+  uint64_t Window(uint32_t feature, int64_t t, int64_t w) const {
+    auto it = logs_.find(feature);
+    if (it == logs_.end()) return 0;
+    const Log& log = it->second;
+    const auto first = std::lower_bound(log.times.begin(), log.times.end(), t - w + 1);
+    const size_t i = static_cast<size_t>(first - log.times.begin());
+    return log.cum.back() - (i == 0 ? 0 : log.cum[i - 1]) - 0;
+  }
+  void Add(uint32_t feature, int64_t t, uint64_t cost) {
+    Log& log = logs_[feature];
+    log.times.push_back(t);
+    log.cum.push_back((log.cum.empty() ? 0 : log.cum.back()) + cost);
+  }
+
+ private:
+  struct Log {
+    std::vector<int64_t> times;
+    std::vector<uint64_t> cum;
+  };
+  std::unordered_map<uint32_t, Log> logs_;
+};
+
+struct Metrics {
+  uint64_t requests = 0, admitted = 0, denied = 0, over = 0, needless = 0;
+  double error_sum = 0, error_max = 0;
+  uint64_t error_n = 0;
+  double keys_read = 0, keys_written = 0;
+  uint64_t stored_peak = 0;
+};
+
+struct Sample {
+  int64_t t;
+  double estimate;  // the limiter's estimate before the request
+  double exact;     // the exact count of its admitted hits after the decision
+};
+
+Metrics Replay(const Trace& trace, const std::vector<Limit>& limits, Limiter& limiter,
+               std::vector<Sample>* samples, uint32_t sample_feature, size_t sample_limit) {
+  Metrics m;
+  AdmittedLog log;
+  std::vector<double> estimates(limits.size());
+  const size_t every = std::max<size_t>(1, trace.requests.size() / 40);
+  for (size_t n = 0; n < trace.requests.size(); ++n) {
+    const Request& r = trace.requests[n];
+    bool fits = true;
+    std::vector<uint64_t> truth(limits.size());
+    for (size_t i = 0; i < limits.size(); ++i) {
+      truth[i] = log.Window(r.feature, r.t, limits[i].window.length().count());
+      fits = fits && truth[i] + r.cost <= limits[i].max_hits;
+    }
+    const bool admitted = limiter.Decide(r, estimates);
+    for (size_t i = 0; i < limits.size(); ++i) {
+      const double error = std::abs(estimates[i] - static_cast<double>(truth[i]));
+      m.error_sum += error;
+      m.error_max = std::max(m.error_max, error);
+      ++m.error_n;
+    }
+    if (samples != nullptr && r.feature == sample_feature) {
+      samples->push_back({r.t, estimates[sample_limit],
+                          static_cast<double>(truth[sample_limit] + (admitted ? r.cost : 0))});
+    }
+    ++m.requests;
+    if (admitted) {
+      ++m.admitted;
+      m.over += fits ? 0 : 1;
+      log.Add(r.feature, r.t, r.cost);
+    } else {
+      ++m.denied;
+      m.needless += fits ? 1 : 0;
+    }
+    if (n % every == 0 || n + 1 == trace.requests.size()) {
+      m.stored_peak = std::max(m.stored_peak, limiter.StoredKeys(r.t));
+    }
+  }
+  m.keys_read = static_cast<double>(limiter.keys_read) / static_cast<double>(std::max<uint64_t>(1, m.requests));
+  m.keys_written = static_cast<double>(limiter.keys_written) / static_cast<double>(std::max<uint64_t>(1, m.requests));
+  return m;
+}
+
+struct Options {
+  std::string out = "bench/results";
+  std::string apache;
+  std::string servers;
+  bool start_memcached = false;
+  bool quick = false;
+};
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--out") o.out = next();
+    else if (a == "--apache") o.apache = next();
+    else if (a == "--servers") o.servers = next();
+    else if (a == "--start-memcached") o.start_memcached = true;
+    else if (a == "--quick") o.quick = true;
+    else {
+      fmt::print(stderr, "usage: accuracy [--out DIR] [--apache FILE] [--servers H:P | --start-memcached] [--quick]\n");
+      return 2;
+    }
+  }
+  std::unique_ptr<testing::MemcachedServer> server;
+  if (o.start_memcached) {
+    server = std::make_unique<testing::MemcachedServer>();
+    if (!server->running()) throw std::runtime_error("cannot start memcached: " + server->error());
+    o.servers = server->address();
+  }
+
+  const int64_t days = o.quick ? 1 : 2;
+  std::vector<Trace> traces;
+  traces.push_back(Poisson(o.quick ? 5 : 200, days * kDay, 1));
+  traces.push_back(Bursts(o.quick ? 2 : 50, days * kDay, 2));
+  traces.push_back(Boundary(o.quick ? 1 : 10, days * kDay));
+  traces.push_back(Diurnal(o.quick ? 5 : 300, (o.quick ? 1 : 3) * kDay, 3));
+  if (!o.apache.empty()) traces.push_back(Apache(o.apache));
+  for (Trace& t : traces) Sort(t);
+
+  const std::vector<std::pair<std::string, std::vector<Limit>>> policies = {
+      {"2/s, 5/m, 10/h, 100/d", *ParseLimits("2/s, 5/m, 10/h, 100/d")},
+      {"100/d", *ParseLimits("100/d")}};
+
+  std::filesystem::create_directories(o.out);
+  auto csv = fmt::output_file(o.out + "/accuracy.csv");
+  csv.print("trace,policy,limiter,requests,admitted,denied,over_admissions,needless_denials,"
+            "count_error_mean,count_error_max,keys_read_per_decision,keys_written_per_decision,"
+            "stored_keys_peak\n");
+  std::string md = "# Accuracy: hourglass against the peers' algorithms\n\n"
+                   "Generated by `bench/run.sh` (`build/bench/accuracy`). Admitted mode: every limiter counts only "
+                   "the hits it admitted. Over-admissions and needless denials are judged against each "
+                   "limiter's own admitted hits in exact sliding windows.\n";
+  std::map<std::string, std::pair<uint64_t, uint64_t>> totals;  // limiter -> over, needless (main policy)
+  std::vector<std::string> limiter_order;
+  std::vector<Sample> boundary_samples_fixed, boundary_samples_counter, boundary_samples_hourglass;
+  bool hourglass_exact = true;
+
+  for (const Trace& trace : traces) {
+    uint32_t features = 0;
+    for (const Request& r : trace.requests) features = std::max(features, r.feature + 1);
+    md += fmt::format("\n## {} ({} requests, {} features, {} to {})\n", trace.name, trace.requests.size(),
+                      features, trace.requests.empty() ? 0 : trace.requests.front().t,
+                      trace.requests.empty() ? 0 : trace.requests.back().t);
+    for (const auto& [policy_name, limits] : policies) {
+      md += fmt::format("\n### policy {}\n\n| limiter | admitted | denied | over-admissions | needless denials "
+                        "| count error mean | count error max | keys read / decision | keys written / decision "
+                        "| stored keys (peak) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+                        policy_name);
+      ManualClock clock(FromUnix(kEpoch));
+      MemoryStore memory(clock);
+      std::vector<std::unique_ptr<Limiter>> limiters;
+      limiters.push_back(MakeHourglass("hourglass (memory store)", memory, clock, limits,
+                                       [&memory] { return memory.LiveKeys(); }));
+      std::unique_ptr<MemcachedStore> memcached;
+      const bool on_memcached = !o.servers.empty() && trace.name.rfind("apache", 0) == 0;
+      if (on_memcached) {
+        if (server) server->Raw("flush_all\r\n");
+        MemcachedOptions options;
+        options.servers = *ParseServers(o.servers);
+        options.io_timeout = std::chrono::milliseconds{2000};
+        memcached = std::move(*MemcachedStore::Create(options));
+        testing::MemcachedServer* s = server.get();
+        limiters.push_back(MakeHourglass("hourglass (memcached)", *memcached, clock, limits, [s] {
+          return s != nullptr ? static_cast<uint64_t>(s->Stat("curr_items")) : 0;
+        }));
+      }
+      limiters.push_back(MakeSlidingLog(limits));
+      limiters.push_back(MakeFixedWindow(limits));
+      limiters.push_back(MakeSlidingCounter(limits));
+      limiters.push_back(MakeCoarseBuckets(limits));
+      limiters.push_back(MakeFirstAccess(limits));
+      const bool plot = trace.name == "boundary attack" && limits.size() == 4;
+      for (auto& limiter : limiters) {
+        std::vector<Sample>* samples = nullptr;
+        if (plot && limiter->name() == "fixed window") samples = &boundary_samples_fixed;
+        if (plot && limiter->name() == "sliding-window counter estimate") samples = &boundary_samples_counter;
+        if (plot && limiter->name() == "hourglass (memory store)") samples = &boundary_samples_hourglass;
+        const Metrics m = Replay(trace, limits, *limiter, samples, 0, 1);
+        const double mean = m.error_n == 0 ? 0 : m.error_sum / static_cast<double>(m.error_n);
+        md += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.1f} | {:.2f} | {:.2f} | {} |\n", limiter->name(),
+                          m.admitted, m.denied, m.over, m.needless, mean, m.error_max, m.keys_read,
+                          m.keys_written, m.stored_peak);
+        csv.print("\"{}\",\"{}\",\"{}\",{},{},{},{},{},{:.6f},{},{:.3f},{:.3f},{}\n", trace.name, policy_name,
+                  limiter->name(), m.requests, m.admitted, m.denied, m.over, m.needless, mean, m.error_max,
+                  m.keys_read, m.keys_written, m.stored_peak);
+        if (limiter->name().rfind("hourglass", 0) == 0 && (m.over != 0 || m.needless != 0 || m.error_max != 0)) {
+          hourglass_exact = false;
+          fmt::print(stderr, "BUG: {} on {} / {}: {} over-admissions, {} needless denials, max error {}\n",
+                     limiter->name(), trace.name, policy_name, m.over, m.needless, m.error_max);
+        }
+        if (limits.size() == 4 && limiter->name() != "hourglass (memcached)") {
+          if (!totals.contains(limiter->name())) limiter_order.push_back(limiter->name());
+          totals[limiter->name()].first += m.over;
+          totals[limiter->name()].second += m.needless;
+        }
+      }
+      fmt::print("{:<20} {:<22} done\n", trace.name, policy_name);
+    }
+  }
+  csv.close();
+
+  // Bar chart data: over-admissions and needless denials per limiter, all traces, main policy.
+  {
+    auto dat = fmt::output_file(o.out + "/errors_by_limiter.dat");
+    dat.print("# limiter over_admissions needless_denials (all traces, policy 2/s,5/m,10/h,100/d)\n");
+    for (const std::string& name : limiter_order) {
+      dat.print("\"{}\" {} {}\n", name, totals[name].first, totals[name].second);
+    }
+  }
+  // Boundary attack: the minute window's estimate and exact count for the first attacker around
+  // the first hour boundary (which is also a minute boundary).
+  {
+    auto dat = fmt::output_file(o.out + "/boundary_attack.dat");
+    dat.print("# seconds_from_boundary estimate_before exact_after, per limiter block (index 0 hourglass, "
+              "1 fixed window, 2 sliding-window counter); 1 min window, limit 5\n");
+    for (const auto* samples : {&boundary_samples_hourglass, &boundary_samples_fixed, &boundary_samples_counter}) {
+      for (const Sample& s : *samples) {
+        const int64_t from_boundary = s.t - (kEpoch + 3600);
+        if (from_boundary >= -90 && from_boundary <= 90) {
+          dat.print("{} {:.3f} {:.0f}\n", from_boundary, s.estimate, s.exact);
+        }
+      }
+      dat.print("\n\n");
+    }
+  }
+  md += "\n![over-admissions and needless denials](errors.png)\n\n![boundary attack](boundary_attack.png)\n";
+  std::ofstream(o.out + "/accuracy.md") << md;
+  fmt::print("wrote {}/accuracy.md, accuracy.csv, errors_by_limiter.dat, boundary_attack.dat\n", o.out);
+  if (!hourglass_exact) {
+    fmt::print(stderr, "hourglass was not exact: see BUG lines above\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hourglass::bench
+
+int main(int argc, char** argv) {
+  try {
+    return hourglass::bench::Main(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "accuracy: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,56 @@
+// The limiters the accuracy benchmark replays side by side, each keeping its own state, all in
+// admitted mode (only admitted hits are counted), all deciding the same sliding-window policy:
+//
+// - Hourglass:       the engine on a store (exact);
+// - SlidingLog:      a sorted log of admitted hits per feature (seed 002's ZSET; exact, memory
+//                    grows with hits);
+// - FixedWindow:     one counter per limit and epoch-aligned window (seeds 000-002, envoy, limits);
+// - SlidingCounter:  prev * (1 - elapsed/W) + current (Cloudflare, limits' estimate);
+// - CoarseBuckets:   the window summed from the last W/b buckets of a coarser width b (seed 004's
+//                    first answer: seconds for a minute, minutes for an hour, hours for a day);
+// - FirstAccess:     a counter per limit that restarts when now - start >= W (seed 003).
+//
+// Thread-safety: none; one replay drives one limiter.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hourglass/engine.h"
+
+namespace hourglass::bench {
+
+struct Request {
+  int64_t t = 0;
+  uint32_t feature = 0;
+  uint64_t cost = 1;
+};
+
+class Limiter {
+ public:
+  virtual ~Limiter() = default;
+  virtual std::string name() const = 0;
+  // Decides `r`. estimates[i] = the count the limiter believes limit i's window holds before this
+  // request.
+  virtual bool Decide(const Request& r, std::vector<double>& estimates) = 0;
+  // Keys (store entries) alive at `now`: what the store holds for this limiter.
+  virtual uint64_t StoredKeys(int64_t now) = 0;
+  uint64_t keys_read = 0;
+  uint64_t keys_written = 0;
+};
+
+// The engine on `store` (in-memory or memcached), driven by `clock`.
+std::unique_ptr<Limiter> MakeHourglass(const std::string& name, Store& store, ManualClock& clock,
+                                       const std::vector<Limit>& limits,
+                                       std::function<uint64_t()> stored_keys);
+std::unique_ptr<Limiter> MakeSlidingLog(const std::vector<Limit>& limits);
+std::unique_ptr<Limiter> MakeFixedWindow(const std::vector<Limit>& limits);
+std::unique_ptr<Limiter> MakeSlidingCounter(const std::vector<Limit>& limits);
+std::unique_ptr<Limiter> MakeCoarseBuckets(const std::vector<Limit>& limits);
+std::unique_ptr<Limiter> MakeFirstAccess(const std::vector<Limit>& limits);
+
+}  // namespace hourglass::bench

@@ -1,0 +1,391 @@
+// Load driver: checks against a real memcached (started on loopback, or --servers), and in the
+// same run the raw baseline: the same increments and the same keys fetched by one plain
+// libmemcached pipeline without the engine. Reports checks/s, latency percentiles, keys and round
+// trips per check, and the engine/raw ratio. Optionally the Python `limits` peer doing the same
+// four fixed-window limits on the same server (bench/peer_limits.py).
+//
+//   load [--servers H:P | --start-memcached] [--threads N] [--features F] [--hot-share X]
+//        [--seconds S] [--policy "2/s, 5/m, 10/h, 100/d"] [--peer PYTHON] [--scaling] [--quick]
+#include <fmt/format.h>
+#include <libmemcached-1.0/memcached.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "hourglass/engine.h"
+#include "hourglass/memcached_store.h"
+#include "hourglass/memory_store.h"
+#include "hourglass/planner.h"
+#include "memcached_server.h"
+#include "nlohmann/json.hpp"
+
+namespace hourglass::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string servers;
+  bool start_memcached = false;
+  int threads = 2;
+  uint32_t features = 10000;
+  double hot_share = 0.5;  // share of checks that go to the 10 hot features
+  double seconds = 5;
+  std::string policy = "2/s, 5/m, 10/h, 100/d";
+  std::string peer;  // path of peer_limits.py; empty: skip the peer
+  bool scaling = false;
+  bool quick = false;
+};
+
+struct Run {
+  std::string name;
+  int threads = 0;
+  uint64_t checks = 0;
+  double seconds = 0;
+  std::vector<double> latencies_us;
+  double keys_read = 0, keys_written = 0, round_trips = 0;  // per check
+  uint64_t errors = 0;
+  double Percentile(double p) const {
+    if (latencies_us.empty()) return 0;
+    return latencies_us[std::min(latencies_us.size() - 1,
+                                 static_cast<size_t>(p * static_cast<double>(latencies_us.size())))];
+  }
+};
+
+std::string FeatureName(uint32_t f) { return fmt::format("10.{}.{}.{}", f >> 16, (f >> 8) & 255, f & 255); }
+
+// Picks features: `hot_share` of the time one of 10 hot features, else any of `features`.
+class Picker {
+ public:
+  Picker(const Options& o, uint64_t seed) : o_(o), rng_(seed) {}
+  uint32_t Next() {
+    if (std::uniform_real_distribution<double>(0, 1)(rng_) < o_.hot_share) return static_cast<uint32_t>(rng_() % 10);
+    return static_cast<uint32_t>(rng_() % o_.features);
+  }
+
+ private:
+  const Options& o_;
+  std::mt19937_64 rng_;
+};
+
+Run Finish(std::string name, int threads, double seconds, std::vector<std::vector<double>>& per_thread) {
+  Run run;
+  run.name = std::move(name);
+  run.threads = threads;
+  run.seconds = seconds;
+  for (auto& v : per_thread) run.latencies_us.insert(run.latencies_us.end(), v.begin(), v.end());
+  std::sort(run.latencies_us.begin(), run.latencies_us.end());
+  run.checks = run.latencies_us.size();
+  return run;
+}
+
+Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads, const EngineOptions& eo,
+              const std::string& label, double seconds) {
+  MemcachedOptions mo;
+  mo.servers = *ParseServers(o.servers);
+  mo.pool_size = static_cast<uint32_t>(threads);
+  mo.io_timeout = std::chrono::milliseconds{1000};
+  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(mo));
+  SystemClock clock;
+  const Engine engine = *Engine::Create(*store, clock, eo);
+  const Policy policy{limits, CountingMode::kAdmitted, FailureMode::kFailClosed};
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
+  std::atomic<uint64_t> read{0}, written{0}, trips{0}, errors{0};
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      Picker picker(o, 1000 + static_cast<uint64_t>(t));
+      uint64_t r = 0, w = 0, rt = 0;
+      while (Clock::now() < deadline) {
+        const std::string feature = FeatureName(picker.Next());
+        const auto begin = Clock::now();
+        Result<Decision> d = engine.Check("url_shorten", feature, policy);
+        latencies[static_cast<size_t>(t)].push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
+        if (!d.ok() || d->degraded) {
+          ++errors;
+          continue;
+        }
+        r += d->cost.keys_read;
+        w += d->cost.keys_written;
+        rt += d->cost.round_trips;
+      }
+      read += r;
+      written += w;
+      trips += rt;
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  Run run = Finish(label, threads, std::chrono::duration<double>(Clock::now() - start).count(), latencies);
+  const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
+  run.keys_read = static_cast<double>(read) / n;
+  run.keys_written = static_cast<double>(written) / n;
+  run.round_trips = static_cast<double>(trips) / n;
+  run.errors = errors;
+  return run;
+}
+
+// The same work without the engine: keys computed beforehand (outside the timing), then the
+// libmemcached calls the memcached store makes: noreply add+incr per level, one mget, fetch all.
+Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, double seconds) {
+  SystemClock clock;
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
+  std::atomic<uint64_t> read{0}, written{0}, errors{0};
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  const auto start = Clock::now();
+  const Ladder ladder = Ladder::Default();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::string config;
+      const std::vector<std::string> servers = *ParseServers(o.servers);  // not a temporary in for
+      for (const std::string& s : servers) config += "--SERVER=" + s + " ";
+      config += "--DISTRIBUTION=consistent --TCP-NODELAY --POLL-TIMEOUT=1000";
+      memcached_st* m = memcached(config.data(), config.size());
+      MemoryStore unused(clock);
+      const Engine keys = *Engine::Create(unused, clock, EngineOptions{});
+      Picker picker(o, 1000 + static_cast<uint64_t>(t));
+      memcached_result_st result_storage;
+      memcached_result_st* result = memcached_result_create(m, &result_storage);
+      uint64_t r = 0, w = 0;
+      while (Clock::now() < deadline) {
+        // Prepare exactly what the engine sends: the hit's increments and the planned reads.
+        const std::string group = keys.GroupKey("url_shorten", FeatureName(picker.Next()));
+        const int64_t now = ToUnix(clock.Now());
+        std::vector<Span> spans;
+        for (const Limit& l : limits) spans.push_back(l.window.SpanAt(FromUnix(now)));
+        const ReadPlan plan = PlanReads(ladder, spans, now);
+        std::vector<std::string> incr_keys, read_keys;
+        for (size_t level = 0; level < ladder.levels(); ++level) {
+          incr_keys.push_back(keys.BucketKey(group, ladder.BucketAt(level, now)));
+        }
+        for (const Bucket& b : plan.reads) read_keys.push_back(keys.BucketKey(group, b));
+        std::vector<const char*> ptrs;
+        std::vector<size_t> lens;
+        for (const std::string& k : read_keys) {
+          ptrs.push_back(k.data());
+          lens.push_back(k.size());
+        }
+        const auto begin = Clock::now();
+        memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1);
+        for (size_t i = 0; i < incr_keys.size(); ++i) {
+          uint64_t v;
+          memcached_add_by_key(m, group.data(), group.size(), incr_keys[i].data(), incr_keys[i].size(), "0", 1,
+                               static_cast<time_t>(keys.Ttl(i).count()), 0);
+          memcached_increment_by_key(m, group.data(), group.size(), incr_keys[i].data(), incr_keys[i].size(), 1, &v);
+        }
+        memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 0);
+        memcached_return_t rc = memcached_mget_by_key(m, group.data(), group.size(), ptrs.data(), lens.data(), ptrs.size());
+        uint64_t sum = 0;
+        while (memcached_fetch_result(m, result, &rc) != nullptr) sum += memcached_result_length(result);
+        latencies[static_cast<size_t>(t)].push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
+        if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS) ++errors;
+        r += read_keys.size();
+        w += incr_keys.size();
+      }
+      memcached_result_free(result);
+      memcached_free(m);
+      read += r;
+      written += w;
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  Run run = Finish("raw libmemcached pipeline", threads, std::chrono::duration<double>(Clock::now() - start).count(),
+                   latencies);
+  const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
+  run.keys_read = static_cast<double>(read) / n;
+  run.keys_written = static_cast<double>(written) / n;
+  run.round_trips = 1;
+  run.errors = errors;
+  return run;
+}
+
+// Accumulates slices of one kind of run.
+void Merge(Run& total, const Run& slice) {
+  const double before = static_cast<double>(total.checks);
+  const double n = static_cast<double>(slice.checks);
+  total.name = slice.name;
+  total.threads = slice.threads;
+  total.seconds += slice.seconds;
+  total.latencies_us.insert(total.latencies_us.end(), slice.latencies_us.begin(), slice.latencies_us.end());
+  total.checks += slice.checks;
+  const auto avg = [&](double a, double b) { return before + n == 0 ? 0 : (a * before + b * n) / (before + n); };
+  total.keys_read = avg(total.keys_read, slice.keys_read);
+  total.keys_written = avg(total.keys_written, slice.keys_written);
+  total.round_trips = avg(total.round_trips, slice.round_trips);
+  total.errors += slice.errors;
+}
+
+// Engine and raw runs alternate in short slices, so both see the same moments (keys read depend
+// on the time of day) and the same background load; their latencies are pooled per kind.
+std::pair<Run, Run> Interleaved(const Options& o, const std::vector<Limit>& limits, int threads) {
+  const int rounds = o.quick ? 1 : 10;
+  Run engine, raw;
+  for (int r = 0; r < rounds; ++r) {
+    Merge(engine, RunEngine(o, limits, threads, EngineOptions{}, "hourglass check", o.seconds / rounds));
+    Merge(raw, RunRaw(o, limits, threads, o.seconds / rounds));
+  }
+  std::sort(engine.latencies_us.begin(), engine.latencies_us.end());
+  std::sort(raw.latencies_us.begin(), raw.latencies_us.end());
+  return {engine, raw};
+}
+
+std::optional<Run> RunPeer(const Options& o) {
+  const std::string command = fmt::format("{} --servers {} --seconds {} --features {} --hot-share {}", o.peer,
+                                          o.servers, o.seconds, o.features, o.hot_share);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  if (pclose(pipe) != 0) {
+    fmt::print(stderr, "peer failed: {}\n{}\n", command, out);
+    return std::nullopt;
+  }
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  Run run;
+  run.name = j["name"];
+  run.threads = 1;
+  run.checks = j["checks"];
+  run.seconds = j["seconds"];
+  run.latencies_us = j["latencies_us"].get<std::vector<double>>();
+  std::sort(run.latencies_us.begin(), run.latencies_us.end());
+  run.keys_read = j["keys_read"];
+  run.keys_written = j["keys_written"];
+  run.round_trips = j["round_trips"];
+  return run;
+}
+
+void PrintRuns(const std::vector<Run>& runs) {
+  fmt::print("| run | threads | checks | checks/s | p50 µs | p99 µs | p99.9 µs | keys read / check | keys written / check | round trips / check | errors |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Run& r : runs) {
+    fmt::print("| {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {} |\n", r.name,
+               r.threads, r.checks, static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5),
+               r.Percentile(0.99), r.Percentile(0.999), r.keys_read, r.keys_written, r.round_trips, r.errors);
+  }
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--servers") o.servers = next();
+    else if (a == "--start-memcached") o.start_memcached = true;
+    else if (a == "--threads") o.threads = std::stoi(next());
+    else if (a == "--features") o.features = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--hot-share") o.hot_share = std::stod(next());
+    else if (a == "--seconds") o.seconds = std::stod(next());
+    else if (a == "--policy") o.policy = next();
+    else if (a == "--peer") o.peer = next();
+    else if (a == "--scaling") o.scaling = true;
+    else if (a == "--quick") o.quick = true;
+    else {
+      fmt::print(stderr, "usage: load [--servers H:P | --start-memcached] [--threads N] [--features F] "
+                         "[--hot-share X] [--seconds S] [--policy SPECS] [--peer peer_limits.py] [--scaling] [--quick]\n");
+      return 2;
+    }
+  }
+  if (o.quick) o.seconds = std::min(o.seconds, 0.3);
+  std::unique_ptr<testing::MemcachedServer> server;
+  if (o.start_memcached || o.servers.empty()) {
+    server = std::make_unique<testing::MemcachedServer>();
+    if (!server->running()) throw std::runtime_error("cannot start memcached: " + server->error());
+    o.servers = server->address();
+  }
+  const std::vector<Limit> limits = *ParseLimits(o.policy);
+  fmt::print("## Load: policy {}, {} features ({:.0f}% of checks on 10 hot ones), {:.1f} s per kind of run "
+             "(engine and raw interleaved in 10 slices), memcached {}\n\n",
+             o.policy, o.features, 100 * o.hot_share, o.seconds, o.servers);
+  std::vector<Run> runs;
+  auto [engine1, raw1] = Interleaved(o, limits, 1);
+  runs.push_back(engine1);
+  runs.push_back(raw1);
+  if (o.threads > 1) {
+    auto [engine_n, raw_n] = Interleaved(o, limits, o.threads);
+    runs.push_back(engine_n);
+    runs.push_back(raw_n);
+  }
+  std::optional<Run> peer;
+  if (!o.peer.empty()) {
+    peer = RunPeer(o);
+    if (peer) runs.push_back(*peer);
+  }
+  PrintRuns(runs);
+  const double ratio = runs[0].Percentile(0.5) / runs[1].Percentile(0.5);
+  fmt::print("\nengine / raw, 1 thread: p50 {:.2f}x, p99 {:.2f}x, throughput {:.2f}x\n", ratio,
+             runs[0].Percentile(0.99) / runs[1].Percentile(0.99),
+             (static_cast<double>(runs[0].checks) / runs[0].seconds) / (static_cast<double>(runs[1].checks) / runs[1].seconds));
+  if (peer) {
+    fmt::print("hourglass / {}, 1 thread each: throughput {:.1f}x, p50 latency {:.2f}x lower\n", peer->name,
+               (static_cast<double>(runs[0].checks) / runs[0].seconds) / (static_cast<double>(peer->checks) / peer->seconds),
+               peer->Percentile(0.5) / runs[0].Percentile(0.5));
+  }
+
+  if (o.scaling) {
+    fmt::print("\n## Scaling: one sliding limit, 1 thread, by window and ladder\n\n");
+    fmt::print("| ladder | window | checks/s | p50 µs | p99 µs | keys read / check |\n|---|---|---|---|---|---|\n");
+    for (const char* ladder : {"1s,1m,1h", "1s,1m,1h,1d"}) {
+      for (const char* window : {"1m", "1h", "1d", "7d"}) {
+        EngineOptions eo;
+        eo.ladder = *Ladder::Parse(ladder);
+        eo.retention = Seconds{7 * 86400};
+        eo.name_space = fmt::format("scale{}", std::string(ladder).size());
+        const Run r = RunEngine(o, *ParseLimits(fmt::format("1000000/{}", window)), 1, eo, "", o.seconds / 4);
+        fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.1f} |\n", ladder, window,
+                   static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5), r.Percentile(0.99), r.keys_read);
+      }
+    }
+    if (server) {
+      // Memory per active feature after a simulated day: 100 features, one hit every ~30 s each.
+      server->Raw("flush_all\r\n");
+      MemcachedOptions mo;
+      mo.servers = {server->address()};
+      std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(mo));
+      ManualClock clock(FromUnix(1'431'820'800));
+      const Engine engine = *Engine::Create(*store, clock, EngineOptions{});
+      std::mt19937_64 rng(7);
+      const int features = o.quick ? 5 : 100;
+      for (int64_t t = 0; t < 86400; t += 1) {
+        for (int f = 0; f < features; ++f) {
+          if (rng() % 30 == 0) {
+            clock.Set(FromUnix(1'431'820'800 + t));
+            (void)engine.Record("url_shorten", FeatureName(static_cast<uint32_t>(f)));
+          }
+        }
+        if (o.quick && t > 3600) break;
+      }
+      const long long items = server->Stat("curr_items"), bytes = server->Stat("bytes");
+      fmt::print("\nAfter a simulated day of {} features hit every ~30 s (~2,900 hits each): memcached holds "
+                 "{} items, {} bytes: {:.0f} items and {:.0f} KiB per active feature.\n",
+                 features, items, bytes, static_cast<double>(items) / features,
+                 static_cast<double>(bytes) / features / 1024.0);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hourglass::bench
+
+int main(int argc, char** argv) {
+  try {
+    return hourglass::bench::Main(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "load: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,71 @@
+// Google Benchmark micro-benchmarks: the planner, the key codec, and a check on the in-memory
+// store (no network: the engine's own CPU cost).
+//
+//   micro [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include "hourglass/engine.h"
+#include "hourglass/key_codec.h"
+#include "hourglass/memory_store.h"
+#include "hourglass/planner.h"
+
+namespace hourglass {
+namespace {
+
+constexpr int64_t kNow = 1'431'857'103;
+
+std::vector<Span> FourWindows(int64_t t) {
+  return {{t, t}, {t - 59, t}, {t - 3599, t}, {t - 86399, t}};
+}
+
+void BM_PlanFourLimitsAtNow(benchmark::State& state) {
+  const Ladder ladder = Ladder::Default();
+  int64_t t = kNow;
+  for (auto _ : state) {
+    const std::vector<Span> spans = FourWindows(++t);
+    benchmark::DoNotOptimize(PlanReads(ladder, spans, t));
+  }
+}
+BENCHMARK(BM_PlanFourLimitsAtNow);
+
+void BM_PlanDayInThePast(benchmark::State& state) {
+  const Ladder ladder = Ladder::Default();
+  int64_t t = kNow;
+  for (auto _ : state) {
+    const Span day{++t - 86399, t};
+    benchmark::DoNotOptimize(PlanReads(ladder, {&day, 1}, std::nullopt));
+  }
+}
+BENCHMARK(BM_PlanDayInThePast);
+
+void BM_GroupKeyEmail(benchmark::State& state) {
+  const KeyCodec codec = *KeyCodec::Create("hg");
+  for (auto _ : state) benchmark::DoNotOptimize(codec.GroupKey("signup", "ann.smith+news@example.com"));
+}
+BENCHMARK(BM_GroupKeyEmail);
+
+void BM_GroupKeyHostile10KB(benchmark::State& state) {
+  const KeyCodec codec = *KeyCodec::Create("hg");
+  const std::string hostile(10 * 1024, '\n');
+  for (auto _ : state) benchmark::DoNotOptimize(codec.GroupKey("signup", hostile));
+}
+BENCHMARK(BM_GroupKeyHostile10KB);
+
+void BM_CheckFourLimitsMemoryStore(benchmark::State& state) {
+  ManualClock clock(FromUnix(kNow));
+  MemoryStore store(clock);
+  const Engine engine = *Engine::Create(store, clock, EngineOptions{});
+  const Policy policy{*ParseLimits("2/s, 5/m, 10/h, 100/d"), CountingMode::kAdmitted,
+                      FailureMode::kFailOpen};
+  int i = 0;
+  for (auto _ : state) {
+    if (++i % 16 == 0) clock.Advance(Seconds{1});
+    benchmark::DoNotOptimize(engine.Check("url_shorten", std::to_string(i % 1000), policy));
+  }
+}
+BENCHMARK(BM_CheckFourLimitsMemoryStore);
+
+}  // namespace
+}  // namespace hourglass
+
+BENCHMARK_MAIN();

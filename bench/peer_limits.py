@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""The peer: Python `limits` (Debian python3-limits), memcached storage, fixed windows, the same
+four limits as the load driver, checked the way Flask-Limiter does it (hit every limit; deny if
+any is exceeded). Prints one JSON object for the load driver.
+
+  /usr/bin/python3 bench/peer_limits.py --servers 127.0.0.1:11211 --seconds 5 --features 10000
+"""
+import argparse
+import json
+import random
+import time
+
+import limits
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--servers", required=True)
+    parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--features", type=int, default=10000)
+    parser.add_argument("--hot-share", type=float, default=0.5)
+    parser.add_argument("--policy", default="2/second;5/minute;10/hour;100/day")
+    args = parser.parse_args()
+
+    storage = storage_from_string("memcached://" + args.servers.split(",")[0])
+    limiter = FixedWindowRateLimiter(storage)
+    items = limits.parse_many(args.policy)
+    rng = random.Random(1000)
+    latencies = []
+    start = time.perf_counter()
+    deadline = start + args.seconds
+    while time.perf_counter() < deadline:
+        f = rng.randrange(10) if rng.random() < args.hot_share else rng.randrange(args.features)
+        feature = "10.%d.%d.%d" % (f >> 16, (f >> 8) & 255, f & 255)
+        begin = time.perf_counter()
+        allowed = all([limiter.hit(item, "url_shorten", feature) for item in items])
+        latencies.append((time.perf_counter() - begin) * 1e6)
+    elapsed = time.perf_counter() - start
+    print(json.dumps({
+        "name": "Python limits %s fixed window" % limits.__version__,
+        "checks": len(latencies),
+        "seconds": elapsed,
+        "latencies_us": latencies,
+        # One incr per limit (add on first use); nothing else is read.
+        "keys_read": len(items),
+        "keys_written": len(items),
+        "round_trips": len(items),
+    }))
+
+
+if __name__ == "__main__":
+    main()
