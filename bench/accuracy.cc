@@ -11,7 +11,8 @@
 // hourglass must show zero in all three error columns on every trace; the program exits 1 if it
 // does not (a bug in the engine, not a number to report).
 //
-//   accuracy --out bench/results [--apache FILE] [--start-memcached | --servers HOST:PORT] [--quick]
+//   accuracy --out bench/results [--apache FILE] [--start-memcached | --servers HOST:PORT]
+//   [--quick]
 #include <fmt/format.h>
 #include <fmt/os.h>
 
@@ -24,11 +25,11 @@
 #include <random>
 #include <sstream>
 
+#include "../cli/trace.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "limiters.h"
 #include "memcached_server.h"
-#include "../cli/trace.h"
 
 namespace hourglass::bench {
 namespace {
@@ -39,7 +40,8 @@ struct Trace {
 };
 
 constexpr int64_t kDay = 86400;
-constexpr int64_t kEpoch = 1'431'820'800;  // 2015-05-17 00:00 UTC: every synthetic trace starts here
+constexpr int64_t kEpoch =
+    1'431'820'800;  // 2015-05-17 00:00 UTC: every synthetic trace starts here
 
 // Steady Poisson traffic: each feature with its own rate, log-uniform from 1/h to 1/min (24 to
 // 1,440 a day: around the 100/d limit, so that limiters have decisions to get right).
@@ -47,7 +49,8 @@ Trace Poisson(uint32_t features, int64_t seconds, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Trace trace{"poisson", {}};
   for (uint32_t f = 0; f < features; ++f) {
-    const double rate = std::exp(std::uniform_real_distribution<double>(std::log(1.0 / 3600), std::log(1.0 / 60))(rng));
+    const double rate = std::exp(
+        std::uniform_real_distribution<double>(std::log(1.0 / 3600), std::log(1.0 / 60))(rng));
     std::exponential_distribution<double> gap(rate);
     for (double t = gap(rng); t < static_cast<double>(seconds); t += gap(rng)) {
       trace.requests.push_back({kEpoch + static_cast<int64_t>(t), f, 1});
@@ -66,7 +69,8 @@ Trace Bursts(uint32_t features, int64_t seconds, uint64_t seed) {
     while (t < static_cast<double>(seconds)) {
       const int64_t length = 20 + static_cast<int64_t>(rng() % 100);
       for (int64_t s = 0; s < length; ++s) {
-        for (int k = 0; k < 3; ++k) trace.requests.push_back({kEpoch + static_cast<int64_t>(t) + s, f, 1});
+        for (int k = 0; k < 3; ++k)
+          trace.requests.push_back({kEpoch + static_cast<int64_t>(t) + s, f, 1});
       }
       t += static_cast<double>(length) + off(rng);
     }
@@ -100,7 +104,8 @@ Trace Diurnal(uint32_t features, int64_t seconds, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Trace trace{"diurnal", {}};
   for (uint32_t f = 0; f < features; ++f) {
-    const double peak = std::exp(std::uniform_real_distribution<double>(std::log(1.0 / 1800), std::log(1.0 / 30))(rng));
+    const double peak = std::exp(
+        std::uniform_real_distribution<double>(std::log(1.0 / 1800), std::log(1.0 / 30))(rng));
     std::exponential_distribution<double> gap(peak);
     for (double t = gap(rng); t < static_cast<double>(seconds); t += gap(rng)) {
       const double phase = 2 * M_PI * std::fmod(t, kDay) / kDay;
@@ -121,7 +126,8 @@ Trace Apache(const std::string& path) {
   while (std::getline(in, line)) {
     Result<std::optional<cli::TraceHit>> hit = cli::ParseApacheLine(line, "request");
     if (!hit.ok() || !hit->has_value()) continue;
-    const uint32_t id = ids.emplace((*hit)->feature, static_cast<uint32_t>(ids.size())).first->second;
+    const uint32_t id =
+        ids.emplace((*hit)->feature, static_cast<uint32_t>(ids.size())).first->second;
     trace.requests.push_back({(*hit)->at, id, 1});
   }
   return trace;
@@ -209,8 +215,10 @@ Metrics Replay(const Trace& trace, const std::vector<Limit>& limits, Limiter& li
       m.stored_peak = std::max(m.stored_peak, limiter.StoredKeys(r.t));
     }
   }
-  m.keys_read = static_cast<double>(limiter.keys_read) / static_cast<double>(std::max<uint64_t>(1, m.requests));
-  m.keys_written = static_cast<double>(limiter.keys_written) / static_cast<double>(std::max<uint64_t>(1, m.requests));
+  m.keys_read = static_cast<double>(limiter.keys_read) /
+                static_cast<double>(std::max<uint64_t>(1, m.requests));
+  m.keys_written = static_cast<double>(limiter.keys_written) /
+                   static_cast<double>(std::max<uint64_t>(1, m.requests));
   return m;
 }
 
@@ -230,13 +238,20 @@ int Main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--out") o.out = next();
-    else if (a == "--apache") o.apache = next();
-    else if (a == "--servers") o.servers = next();
-    else if (a == "--start-memcached") o.start_memcached = true;
-    else if (a == "--quick") o.quick = true;
+    if (a == "--out")
+      o.out = next();
+    else if (a == "--apache")
+      o.apache = next();
+    else if (a == "--servers")
+      o.servers = next();
+    else if (a == "--start-memcached")
+      o.start_memcached = true;
+    else if (a == "--quick")
+      o.quick = true;
     else {
-      fmt::print(stderr, "usage: accuracy [--out DIR] [--apache FILE] [--servers H:P | --start-memcached] [--quick]\n");
+      fmt::print(stderr,
+                 "usage: accuracy [--out DIR] [--apache FILE] [--servers H:P | --start-memcached] "
+                 "[--quick]\n");
       return 2;
     }
   }
@@ -262,14 +277,18 @@ int Main(int argc, char** argv) {
 
   std::filesystem::create_directories(o.out);
   auto csv = fmt::output_file(o.out + "/accuracy.csv");
-  csv.print("trace,policy,limiter,requests,admitted,denied,over_admissions,needless_denials,"
-            "count_error_mean,count_error_max,keys_read_per_decision,keys_written_per_decision,"
-            "stored_keys_peak\n");
-  std::string md = "# Accuracy: hourglass against the peers' algorithms\n\n"
-                   "Generated by `bench/run.sh` (`build/bench/accuracy`). Admitted mode: every limiter counts only "
-                   "the hits it admitted. Over-admissions and needless denials are judged against each "
-                   "limiter's own admitted hits in exact sliding windows.\n";
-  std::map<std::string, std::pair<uint64_t, uint64_t>> totals;  // limiter -> over, needless (main policy)
+  csv.print(
+      "trace,policy,limiter,requests,admitted,denied,over_admissions,needless_denials,"
+      "count_error_mean,count_error_max,keys_read_per_decision,keys_written_per_decision,"
+      "stored_keys_peak\n");
+  std::string md =
+      "# Accuracy: hourglass against the peers' algorithms\n\n"
+      "Generated by `bench/run.sh` (`build/bench/accuracy`). Admitted mode: every limiter counts "
+      "only "
+      "the hits it admitted. Over-admissions and needless denials are judged against each "
+      "limiter's own admitted hits in exact sliding windows.\n";
+  std::map<std::string, std::pair<uint64_t, uint64_t>>
+      totals;  // limiter -> over, needless (main policy)
   std::vector<std::string> limiter_order;
   std::vector<Sample> boundary_samples_fixed, boundary_samples_counter, boundary_samples_hourglass;
   bool hourglass_exact = true;
@@ -277,14 +296,16 @@ int Main(int argc, char** argv) {
   for (const Trace& trace : traces) {
     uint32_t features = 0;
     for (const Request& r : trace.requests) features = std::max(features, r.feature + 1);
-    md += fmt::format("\n## {} ({} requests, {} features, {} to {})\n", trace.name, trace.requests.size(),
-                      features, trace.requests.empty() ? 0 : trace.requests.front().t,
+    md += fmt::format("\n## {} ({} requests, {} features, {} to {})\n", trace.name,
+                      trace.requests.size(), features,
+                      trace.requests.empty() ? 0 : trace.requests.front().t,
                       trace.requests.empty() ? 0 : trace.requests.back().t);
     for (const auto& [policy_name, limits] : policies) {
-      md += fmt::format("\n### policy {}\n\n| limiter | admitted | denied | over-admissions | needless denials "
-                        "| count error mean | count error max | keys read / decision | keys written / decision "
-                        "| stored keys (peak) |\n|---|---|---|---|---|---|---|---|---|---|\n",
-                        policy_name);
+      md += fmt::format(
+          "\n### policy {}\n\n| limiter | admitted | denied | over-admissions | needless denials "
+          "| count error mean | count error max | keys read / decision | keys written / decision "
+          "| stored keys (peak) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+          policy_name);
       ManualClock clock(FromUnix(kEpoch));
       MemoryStore memory(clock);
       std::vector<std::unique_ptr<Limiter>> limiters;
@@ -312,19 +333,23 @@ int Main(int argc, char** argv) {
       for (auto& limiter : limiters) {
         std::vector<Sample>* samples = nullptr;
         if (plot && limiter->name() == "fixed window") samples = &boundary_samples_fixed;
-        if (plot && limiter->name() == "sliding-window counter estimate") samples = &boundary_samples_counter;
-        if (plot && limiter->name() == "hourglass (memory store)") samples = &boundary_samples_hourglass;
+        if (plot && limiter->name() == "sliding-window counter estimate")
+          samples = &boundary_samples_counter;
+        if (plot && limiter->name() == "hourglass (memory store)")
+          samples = &boundary_samples_hourglass;
         const Metrics m = Replay(trace, limits, *limiter, samples, 0, 1);
         const double mean = m.error_n == 0 ? 0 : m.error_sum / static_cast<double>(m.error_n);
-        md += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.1f} | {:.2f} | {:.2f} | {} |\n", limiter->name(),
-                          m.admitted, m.denied, m.over, m.needless, mean, m.error_max, m.keys_read,
-                          m.keys_written, m.stored_peak);
-        csv.print("\"{}\",\"{}\",\"{}\",{},{},{},{},{},{:.6f},{},{:.3f},{:.3f},{}\n", trace.name, policy_name,
-                  limiter->name(), m.requests, m.admitted, m.denied, m.over, m.needless, mean, m.error_max,
-                  m.keys_read, m.keys_written, m.stored_peak);
-        if (limiter->name().rfind("hourglass", 0) == 0 && (m.over != 0 || m.needless != 0 || m.error_max != 0)) {
+        md += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.1f} | {:.2f} | {:.2f} | {} |\n",
+                          limiter->name(), m.admitted, m.denied, m.over, m.needless, mean,
+                          m.error_max, m.keys_read, m.keys_written, m.stored_peak);
+        csv.print("\"{}\",\"{}\",\"{}\",{},{},{},{},{},{:.6f},{},{:.3f},{:.3f},{}\n", trace.name,
+                  policy_name, limiter->name(), m.requests, m.admitted, m.denied, m.over,
+                  m.needless, mean, m.error_max, m.keys_read, m.keys_written, m.stored_peak);
+        if (limiter->name().rfind("hourglass", 0) == 0 &&
+            (m.over != 0 || m.needless != 0 || m.error_max != 0)) {
           hourglass_exact = false;
-          fmt::print(stderr, "BUG: {} on {} / {}: {} over-admissions, {} needless denials, max error {}\n",
+          fmt::print(stderr,
+                     "BUG: {} on {} / {}: {} over-admissions, {} needless denials, max error {}\n",
                      limiter->name(), trace.name, policy_name, m.over, m.needless, m.error_max);
         }
         if (limits.size() == 4 && limiter->name() != "hourglass (memcached)") {
@@ -341,7 +366,8 @@ int Main(int argc, char** argv) {
   // Bar chart data: over-admissions and needless denials per limiter, all traces, main policy.
   {
     auto dat = fmt::output_file(o.out + "/errors_by_limiter.dat");
-    dat.print("# limiter over_admissions needless_denials (all traces, policy 2/s,5/m,10/h,100/d)\n");
+    dat.print(
+        "# limiter over_admissions needless_denials (all traces, policy 2/s,5/m,10/h,100/d)\n");
     for (const std::string& name : limiter_order) {
       dat.print("\"{}\" {} {}\n", name, totals[name].first, totals[name].second);
     }
@@ -350,9 +376,12 @@ int Main(int argc, char** argv) {
   // the first hour boundary (which is also a minute boundary).
   {
     auto dat = fmt::output_file(o.out + "/boundary_attack.dat");
-    dat.print("# seconds_from_boundary estimate_before exact_after, per limiter block (index 0 hourglass, "
-              "1 fixed window, 2 sliding-window counter); 1 min window, limit 5\n");
-    for (const auto* samples : {&boundary_samples_hourglass, &boundary_samples_fixed, &boundary_samples_counter}) {
+    dat.print(
+        "# seconds_from_boundary estimate_before exact_after, per limiter block (index 0 "
+        "hourglass, "
+        "1 fixed window, 2 sliding-window counter); 1 min window, limit 5\n");
+    for (const auto* samples :
+         {&boundary_samples_hourglass, &boundary_samples_fixed, &boundary_samples_counter}) {
       for (const Sample& s : *samples) {
         const int64_t from_boundary = s.t - (kEpoch + 3600);
         if (from_boundary >= -90 && from_boundary <= 90) {
@@ -362,9 +391,12 @@ int Main(int argc, char** argv) {
       dat.print("\n\n");
     }
   }
-  md += "\n![over-admissions and needless denials](errors.png)\n\n![boundary attack](boundary_attack.png)\n";
+  md +=
+      "\n![over-admissions and needless denials](errors.png)\n\n![boundary "
+      "attack](boundary_attack.png)\n";
   std::ofstream(o.out + "/accuracy.md") << md;
-  fmt::print("wrote {}/accuracy.md, accuracy.csv, errors_by_limiter.dat, boundary_attack.dat\n", o.out);
+  fmt::print("wrote {}/accuracy.md, accuracy.csv, errors_by_limiter.dat, boundary_attack.dat\n",
+             o.out);
   if (!hourglass_exact) {
     fmt::print(stderr, "hourglass was not exact: see BUG lines above\n");
     return 1;

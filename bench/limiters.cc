@@ -148,7 +148,8 @@ class SlidingCounterLimiter final : public Limiter {
           static_cast<double>(store_.Get(Key(r.feature, i, index - 1), r.t)) * (1.0 - elapsed) +
           static_cast<double>(store_.Get(Key(r.feature, i, index), r.t));
       estimates[i] = estimate;
-      fits = fits && estimate + static_cast<double>(r.cost) <= static_cast<double>(limits_[i].max_hits);
+      fits = fits &&
+             estimate + static_cast<double>(r.cost) <= static_cast<double>(limits_[i].max_hits);
     }
     keys_read += 2 * limits_.size();
     if (fits) {

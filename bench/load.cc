@@ -52,19 +52,23 @@ struct Run {
   uint64_t errors = 0;
   double Percentile(double p) const {
     if (latencies_us.empty()) return 0;
-    return latencies_us[std::min(latencies_us.size() - 1,
-                                 static_cast<size_t>(p * static_cast<double>(latencies_us.size())))];
+    return latencies_us[std::min(
+        latencies_us.size() - 1,
+        static_cast<size_t>(p * static_cast<double>(latencies_us.size())))];
   }
 };
 
-std::string FeatureName(uint32_t f) { return fmt::format("10.{}.{}.{}", f >> 16, (f >> 8) & 255, f & 255); }
+std::string FeatureName(uint32_t f) {
+  return fmt::format("10.{}.{}.{}", f >> 16, (f >> 8) & 255, f & 255);
+}
 
 // Picks features: `hot_share` of the time one of 10 hot features, else any of `features`.
 class Picker {
  public:
   Picker(const Options& o, uint64_t seed) : o_(o), rng_(seed) {}
   uint32_t Next() {
-    if (std::uniform_real_distribution<double>(0, 1)(rng_) < o_.hot_share) return static_cast<uint32_t>(rng_() % 10);
+    if (std::uniform_real_distribution<double>(0, 1)(rng_) < o_.hot_share)
+      return static_cast<uint32_t>(rng_() % 10);
     return static_cast<uint32_t>(rng_() % o_.features);
   }
 
@@ -73,7 +77,8 @@ class Picker {
   std::mt19937_64 rng_;
 };
 
-Run Finish(std::string name, int threads, double seconds, std::vector<std::vector<double>>& per_thread) {
+Run Finish(std::string name, int threads, double seconds,
+           std::vector<std::vector<double>>& per_thread) {
   Run run;
   run.name = std::move(name);
   run.threads = threads;
@@ -84,8 +89,8 @@ Run Finish(std::string name, int threads, double seconds, std::vector<std::vecto
   return run;
 }
 
-Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads, const EngineOptions& eo,
-              const std::string& label, double seconds) {
+Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
+              const EngineOptions& eo, const std::string& label, double seconds) {
   MemcachedOptions mo;
   mo.servers = *ParseServers(o.servers);
   mo.pool_size = static_cast<uint32_t>(threads);
@@ -123,7 +128,8 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads, c
     });
   }
   for (std::thread& w : workers) w.join();
-  Run run = Finish(label, threads, std::chrono::duration<double>(Clock::now() - start).count(), latencies);
+  Run run = Finish(label, threads, std::chrono::duration<double>(Clock::now() - start).count(),
+                   latencies);
   const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
   run.keys_read = static_cast<double>(read) / n;
   run.keys_written = static_cast<double>(written) / n;
@@ -177,14 +183,18 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
         memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1);
         for (size_t i = 0; i < incr_keys.size(); ++i) {
           uint64_t v;
-          memcached_add_by_key(m, group.data(), group.size(), incr_keys[i].data(), incr_keys[i].size(), "0", 1,
+          memcached_add_by_key(m, group.data(), group.size(), incr_keys[i].data(),
+                               incr_keys[i].size(), "0", 1,
                                static_cast<time_t>(keys.Ttl(i).count()), 0);
-          memcached_increment_by_key(m, group.data(), group.size(), incr_keys[i].data(), incr_keys[i].size(), 1, &v);
+          memcached_increment_by_key(m, group.data(), group.size(), incr_keys[i].data(),
+                                     incr_keys[i].size(), 1, &v);
         }
         memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 0);
-        memcached_return_t rc = memcached_mget_by_key(m, group.data(), group.size(), ptrs.data(), lens.data(), ptrs.size());
+        memcached_return_t rc = memcached_mget_by_key(m, group.data(), group.size(), ptrs.data(),
+                                                      lens.data(), ptrs.size());
         uint64_t sum = 0;
-        while (memcached_fetch_result(m, result, &rc) != nullptr) sum += memcached_result_length(result);
+        while (memcached_fetch_result(m, result, &rc) != nullptr)
+          sum += memcached_result_length(result);
         latencies[static_cast<size_t>(t)].push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
         if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS) ++errors;
@@ -198,8 +208,8 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
     });
   }
   for (std::thread& w : workers) w.join();
-  Run run = Finish("raw libmemcached pipeline", threads, std::chrono::duration<double>(Clock::now() - start).count(),
-                   latencies);
+  Run run = Finish("raw libmemcached pipeline", threads,
+                   std::chrono::duration<double>(Clock::now() - start).count(), latencies);
   const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
   run.keys_read = static_cast<double>(read) / n;
   run.keys_written = static_cast<double>(written) / n;
@@ -215,9 +225,12 @@ void Merge(Run& total, const Run& slice) {
   total.name = slice.name;
   total.threads = slice.threads;
   total.seconds += slice.seconds;
-  total.latencies_us.insert(total.latencies_us.end(), slice.latencies_us.begin(), slice.latencies_us.end());
+  total.latencies_us.insert(total.latencies_us.end(), slice.latencies_us.begin(),
+                            slice.latencies_us.end());
   total.checks += slice.checks;
-  const auto avg = [&](double a, double b) { return before + n == 0 ? 0 : (a * before + b * n) / (before + n); };
+  const auto avg = [&](double a, double b) {
+    return before + n == 0 ? 0 : (a * before + b * n) / (before + n);
+  };
   total.keys_read = avg(total.keys_read, slice.keys_read);
   total.keys_written = avg(total.keys_written, slice.keys_written);
   total.round_trips = avg(total.round_trips, slice.round_trips);
@@ -230,7 +243,8 @@ std::pair<Run, Run> Interleaved(const Options& o, const std::vector<Limit>& limi
   const int rounds = o.quick ? 1 : 10;
   Run engine, raw;
   for (int r = 0; r < rounds; ++r) {
-    Merge(engine, RunEngine(o, limits, threads, EngineOptions{}, "hourglass check", o.seconds / rounds));
+    Merge(engine,
+          RunEngine(o, limits, threads, EngineOptions{}, "hourglass check", o.seconds / rounds));
     Merge(raw, RunRaw(o, limits, threads, o.seconds / rounds));
   }
   std::sort(engine.latencies_us.begin(), engine.latencies_us.end());
@@ -239,8 +253,9 @@ std::pair<Run, Run> Interleaved(const Options& o, const std::vector<Limit>& limi
 }
 
 std::optional<Run> RunPeer(const Options& o) {
-  const std::string command = fmt::format("{} --servers {} --seconds {} --features {} --hot-share {}", o.peer,
-                                          o.servers, o.seconds, o.features, o.hot_share);
+  const std::string command =
+      fmt::format("{} --servers {} --seconds {} --features {} --hot-share {}", o.peer, o.servers,
+                  o.seconds, o.features, o.hot_share);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   std::string out;
@@ -266,12 +281,16 @@ std::optional<Run> RunPeer(const Options& o) {
 }
 
 void PrintRuns(const std::vector<Run>& runs) {
-  fmt::print("| run | threads | checks | checks/s | p50 µs | p99 µs | p99.9 µs | keys read / check | keys written / check | round trips / check | errors |\n");
+  fmt::print(
+      "| run | threads | checks | checks/s | p50 µs | p99 µs | p99.9 µs | keys read / check | keys "
+      "written / check | round trips / check | errors |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Run& r : runs) {
-    fmt::print("| {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {} |\n", r.name,
-               r.threads, r.checks, static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5),
-               r.Percentile(0.99), r.Percentile(0.999), r.keys_read, r.keys_written, r.round_trips, r.errors);
+    fmt::print(
+        "| {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {} |\n",
+        r.name, r.threads, r.checks, static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5),
+        r.Percentile(0.99), r.Percentile(0.999), r.keys_read, r.keys_written, r.round_trips,
+        r.errors);
   }
 }
 
@@ -283,19 +302,31 @@ int Main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--servers") o.servers = next();
-    else if (a == "--start-memcached") o.start_memcached = true;
-    else if (a == "--threads") o.threads = std::stoi(next());
-    else if (a == "--features") o.features = static_cast<uint32_t>(std::stoul(next()));
-    else if (a == "--hot-share") o.hot_share = std::stod(next());
-    else if (a == "--seconds") o.seconds = std::stod(next());
-    else if (a == "--policy") o.policy = next();
-    else if (a == "--peer") o.peer = next();
-    else if (a == "--scaling") o.scaling = true;
-    else if (a == "--quick") o.quick = true;
+    if (a == "--servers")
+      o.servers = next();
+    else if (a == "--start-memcached")
+      o.start_memcached = true;
+    else if (a == "--threads")
+      o.threads = std::stoi(next());
+    else if (a == "--features")
+      o.features = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--hot-share")
+      o.hot_share = std::stod(next());
+    else if (a == "--seconds")
+      o.seconds = std::stod(next());
+    else if (a == "--policy")
+      o.policy = next();
+    else if (a == "--peer")
+      o.peer = next();
+    else if (a == "--scaling")
+      o.scaling = true;
+    else if (a == "--quick")
+      o.quick = true;
     else {
-      fmt::print(stderr, "usage: load [--servers H:P | --start-memcached] [--threads N] [--features F] "
-                         "[--hot-share X] [--seconds S] [--policy SPECS] [--peer peer_limits.py] [--scaling] [--quick]\n");
+      fmt::print(stderr,
+                 "usage: load [--servers H:P | --start-memcached] [--threads N] [--features F] "
+                 "[--hot-share X] [--seconds S] [--policy SPECS] [--peer peer_limits.py] "
+                 "[--scaling] [--quick]\n");
       return 2;
     }
   }
@@ -307,9 +338,11 @@ int Main(int argc, char** argv) {
     o.servers = server->address();
   }
   const std::vector<Limit> limits = *ParseLimits(o.policy);
-  fmt::print("## Load: policy {}, {} features ({:.0f}% of checks on 10 hot ones), {:.1f} s per kind of run "
-             "(engine and raw interleaved in 10 slices), memcached {}\n\n",
-             o.policy, o.features, 100 * o.hot_share, o.seconds, o.servers);
+  fmt::print(
+      "## Load: policy {}, {} features ({:.0f}% of checks on 10 hot ones), {:.1f} s per kind of "
+      "run "
+      "(engine and raw interleaved in 10 slices), memcached {}\n\n",
+      o.policy, o.features, 100 * o.hot_share, o.seconds, o.servers);
   std::vector<Run> runs;
   auto [engine1, raw1] = Interleaved(o, limits, 1);
   runs.push_back(engine1);
@@ -328,25 +361,32 @@ int Main(int argc, char** argv) {
   const double ratio = runs[0].Percentile(0.5) / runs[1].Percentile(0.5);
   fmt::print("\nengine / raw, 1 thread: p50 {:.2f}x, p99 {:.2f}x, throughput {:.2f}x\n", ratio,
              runs[0].Percentile(0.99) / runs[1].Percentile(0.99),
-             (static_cast<double>(runs[0].checks) / runs[0].seconds) / (static_cast<double>(runs[1].checks) / runs[1].seconds));
+             (static_cast<double>(runs[0].checks) / runs[0].seconds) /
+                 (static_cast<double>(runs[1].checks) / runs[1].seconds));
   if (peer) {
-    fmt::print("hourglass / {}, 1 thread each: throughput {:.1f}x, p50 latency {:.2f}x lower\n", peer->name,
-               (static_cast<double>(runs[0].checks) / runs[0].seconds) / (static_cast<double>(peer->checks) / peer->seconds),
+    fmt::print("hourglass / {}, 1 thread each: throughput {:.1f}x, p50 latency {:.2f}x lower\n",
+               peer->name,
+               (static_cast<double>(runs[0].checks) / runs[0].seconds) /
+                   (static_cast<double>(peer->checks) / peer->seconds),
                peer->Percentile(0.5) / runs[0].Percentile(0.5));
   }
 
   if (o.scaling) {
     fmt::print("\n## Scaling: one sliding limit, 1 thread, by window and ladder\n\n");
-    fmt::print("| ladder | window | checks/s | p50 µs | p99 µs | keys read / check |\n|---|---|---|---|---|---|\n");
+    fmt::print(
+        "| ladder | window | checks/s | p50 µs | p99 µs | keys read / check "
+        "|\n|---|---|---|---|---|---|\n");
     for (const char* ladder : {"1s,1m,1h", "1s,1m,1h,1d"}) {
       for (const char* window : {"1m", "1h", "1d", "7d"}) {
         EngineOptions eo;
         eo.ladder = *Ladder::Parse(ladder);
         eo.retention = Seconds{7 * 86400};
         eo.name_space = fmt::format("scale{}", std::string(ladder).size());
-        const Run r = RunEngine(o, *ParseLimits(fmt::format("1000000/{}", window)), 1, eo, "", o.seconds / 4);
+        const Run r =
+            RunEngine(o, *ParseLimits(fmt::format("1000000/{}", window)), 1, eo, "", o.seconds / 4);
         fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.1f} |\n", ladder, window,
-                   static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5), r.Percentile(0.99), r.keys_read);
+                   static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5), r.Percentile(0.99),
+                   r.keys_read);
       }
     }
     if (server) {
@@ -369,10 +409,12 @@ int Main(int argc, char** argv) {
         if (o.quick && t > 3600) break;
       }
       const long long items = server->Stat("curr_items"), bytes = server->Stat("bytes");
-      fmt::print("\nAfter a simulated day of {} features hit every ~30 s (~2,900 hits each): memcached holds "
-                 "{} items, {} bytes: {:.0f} items and {:.0f} KiB per active feature.\n",
-                 features, items, bytes, static_cast<double>(items) / features,
-                 static_cast<double>(bytes) / features / 1024.0);
+      fmt::print(
+          "\nAfter a simulated day of {} features hit every ~30 s (~2,900 hits each): memcached "
+          "holds "
+          "{} items, {} bytes: {:.0f} items and {:.0f} KiB per active feature.\n",
+          features, items, bytes, static_cast<double>(items) / features,
+          static_cast<double>(bytes) / features / 1024.0);
     }
   }
   return 0;

@@ -40,7 +40,8 @@ BENCHMARK(BM_PlanDayInThePast);
 
 void BM_GroupKeyEmail(benchmark::State& state) {
   const KeyCodec codec = *KeyCodec::Create("hg");
-  for (auto _ : state) benchmark::DoNotOptimize(codec.GroupKey("signup", "ann.smith+news@example.com"));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(codec.GroupKey("signup", "ann.smith+news@example.com"));
 }
 BENCHMARK(BM_GroupKeyEmail);
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hourglass needs to build, test and run (as root, or with sudo).
+# `install-deps.sh bench` adds what the benchmarks need (gnuplot, the Python limits peer).
 # Does nothing when all of them are installed already.
 set -euo pipefail
 packages=(
@@ -8,6 +9,9 @@ packages=(
   libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+if [[ "${1:-}" == "bench" ]]; then
+  packages+=(gnuplot-nox python3-limits python3-pymemcache)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -130,8 +130,7 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   return counts;
 }
 
-Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event,
-                                                 std::string_view feature,
+Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event, std::string_view feature,
                                                  std::span<const Bucket> buckets) const {
   Result<std::string> group = Group(event, feature);
   if (!group.ok()) return group.error();

@@ -268,9 +268,8 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
     const std::optional<uint64_t> value =
         ParseCounter(memcached_result_value(result), memcached_result_length(result));
     if (!slot.has_value() || !value.has_value()) {
-      error = Error(ErrorCode::kInternal,
-                    fmt::format("{}: unexpected item \"{}\" in answer to get",
-                                impl_->ServerName(m, g), key));
+      error = Error(ErrorCode::kInternal, fmt::format("{}: unexpected item \"{}\" in answer to get",
+                                                      impl_->ServerName(m, g), key));
       continue;  // drain the rest of the answer
     }
     values[*slot] = *value;

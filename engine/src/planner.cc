@@ -1,7 +1,7 @@
 #include "hourglass/planner.h"
 
-#include <cassert>
 #include <algorithm>
+#include <cassert>
 
 namespace hourglass {
 namespace {
@@ -19,9 +19,7 @@ struct FlatCover {
   std::vector<Range> pieces;
   std::vector<Term> terms;
 
-  void Open(Span span) {
-    pieces.push_back(Range{span, static_cast<uint32_t>(terms.size()), 0});
-  }
+  void Open(Span span) { pieces.push_back(Range{span, static_cast<uint32_t>(terms.size()), 0}); }
   void Add(Bucket bucket, int sign) {
     terms.push_back(Term{bucket, sign});
     ++pieces.back().term_count;
@@ -138,8 +136,9 @@ std::vector<Piece> CoverSpan(const Ladder& ladder, Span span, std::optional<int6
   std::vector<Piece> pieces;
   pieces.reserve(flat.pieces.size());
   for (const FlatCover::Range& range : flat.pieces) {
-    pieces.push_back(Piece{range.span, {flat.terms.begin() + range.first_term,
-                                        flat.terms.begin() + range.first_term + range.term_count}});
+    pieces.push_back(Piece{range.span,
+                           {flat.terms.begin() + range.first_term,
+                            flat.terms.begin() + range.first_term + range.term_count}});
   }
   return pieces;
 }
