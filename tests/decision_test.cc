@@ -66,14 +66,19 @@ TEST(RetryAfterProperty, NeverTooEarlyAndTightToTheBucket) {
     }
     const std::optional<Seconds> wait =
         RetryAfter(limit, FromUnix(now), cost, plan.Pieces(0, values));
+    const std::optional<Seconds> earliest =
+        EarliestRetry(limit, FromUnix(now), cost, plan.Pieces(0, values));
     if (cost > limit.max_hits) {
       EXPECT_FALSE(wait.has_value());
+      EXPECT_FALSE(earliest.has_value());
       continue;
     }
     int64_t truth = 0;
     while (count_at(now + truth) + cost > limit.max_hits) ++truth;
     ASSERT_TRUE(wait.has_value());
     EXPECT_GE(wait->count(), truth) << "too early: limit " << limit.ToString();
+    ASSERT_TRUE(earliest.has_value());
+    EXPECT_LE(earliest->count(), truth) << "too late: limit " << limit.ToString();
     // Late by less than the widest bucket a sliding window of w can use.
     EXPECT_LT(wait->count() - truth, std::max<int64_t>(w, 1)) << "limit " << limit.ToString();
     if (truth == 0) {

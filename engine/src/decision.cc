@@ -5,30 +5,46 @@
 
 namespace hourglass {
 
-std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
-                                  std::span<const CountedSpan> pieces) {
+namespace {
+
+// When a hit of `cost` fits under `limit` again, counting each piece's hits as leaving the
+// sliding window when its `latest ? last : first` second does.
+std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
+                             std::span<const CountedSpan> pieces, bool latest) {
   if (cost > limit.max_hits) return std::nullopt;
-  const uint64_t count =
-      std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
-                      [](uint64_t a, const CountedSpan& p) { return a + p.hits; });
+  const uint64_t count = std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
+                                         [](uint64_t a, const CountedSpan& p) { return a + p.hits; });
   if (count + cost <= limit.max_hits) return Seconds{0};
   if (std::optional<Instant> next = limit.window.NextStart(t)) {
     return *next - t;  // the next window starts empty, and cost <= max_hits
   }
-  // Sliding: hits leave as the window's first second passes them. Count a piece as gone only
-  // once its last second has left: the window at s starts at s - W + 1.
+  // Sliding: the window at s starts at s - W + 1, so a hit at second h has left once s >= h + W.
+  const auto leaves = [latest](const CountedSpan& p) { return latest ? p.span.last : p.span.first; };
   const uint64_t must_leave = count + cost - limit.max_hits;
   std::vector<CountedSpan> sorted(pieces.begin(), pieces.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const CountedSpan& a, const CountedSpan& b) { return a.span.last < b.span.last; });
+  std::sort(sorted.begin(), sorted.end(), [&](const CountedSpan& a, const CountedSpan& b) {
+    return leaves(a) < leaves(b);
+  });
   uint64_t left = 0;
   for (const CountedSpan& piece : sorted) {
     left += piece.hits;
     if (left >= must_leave) {
-      return Seconds{piece.span.last + limit.window.length().count() - ToUnix(t)};
+      return Seconds{std::max<int64_t>(0, leaves(piece) + limit.window.length().count() - ToUnix(t))};
     }
   }
   return Seconds{limit.window.length()};  // unreachable: all pieces leave by then
+}
+
+}  // namespace
+
+std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
+                                  std::span<const CountedSpan> pieces) {
+  return Retry(limit, t, cost, pieces, /*latest=*/true);
+}
+
+std::optional<Seconds> EarliestRetry(const Limit& limit, Instant t, uint64_t cost,
+                                     std::span<const CountedSpan> pieces) {
+  return Retry(limit, t, cost, pieces, /*latest=*/false);
 }
 
 }  // namespace hourglass

@@ -19,10 +19,14 @@ struct Cost {
   uint64_t keys_written = 0;  // increments and decrements sent
   uint64_t keys_read = 0;     // keys fetched
   uint64_t round_trips = 0;   // waits for the store
+  uint64_t cache_hits = 0;    // bucket values served by the immutable-bucket cache
+  uint64_t blocked_hits = 0;  // checks answered by the blocked-client cache (no read)
   Cost& operator+=(const Cost& o) {
     keys_written += o.keys_written;
     keys_read += o.keys_read;
     round_trips += o.round_trips;
+    cache_hits += o.cache_hits;
+    blocked_hits += o.blocked_hits;
     return *this;
   }
   bool operator==(const Cost&) const = default;
@@ -30,12 +34,16 @@ struct Cost {
 
 struct LimitOutcome {
   Limit limit;
-  uint64_t count = 0;      // hits in the window, including this one if it was recorded
+  // Hits in the window, including this one if it was recorded. When `exact` is false the
+  // decision was settled by bounds: the true count lies in [count_min, count].
+  uint64_t count = 0;
   uint64_t remaining = 0;  // max_hits - count, floored at 0
   bool exceeded = false;   // this hit did not fit under this limit
   // Seconds until this hit would fit under this limit if nothing else happened: 0 when it fits,
   // never earlier than the truth, nullopt when it can never fit (cost > max_hits).
   std::optional<Seconds> retry_after = Seconds{0};
+  bool exact = true;
+  uint64_t count_min = 0;  // equals count when exact
 };
 
 struct Decision {
@@ -63,5 +71,12 @@ struct CountedSpan {
 // 0 when the hit fits now; nullopt when it can never fit (cost > max_hits).
 std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
                                   std::span<const CountedSpan> pieces);
+
+// The other side: seconds from `t` before which a hit of `cost` certainly does not fit, if
+// nothing else happens (a hit in a piece may leave as early as the piece's first second does).
+// `pieces` may under-count. Never later than the truth: a client denied locally until then is
+// denied exactly as a perfect limiter would deny it. nullopt when it can never fit.
+std::optional<Seconds> EarliestRetry(const Limit& limit, Instant t, uint64_t cost,
+                                     std::span<const CountedSpan> pieces);
 
 }  // namespace hourglass
