@@ -181,7 +181,7 @@ Metrics Replay(const Trace& trace, const std::vector<Limit>& limits, Limiter& li
                std::vector<Sample>* samples, uint32_t sample_feature, size_t sample_limit) {
   Metrics m;
   AdmittedLog log;
-  std::vector<double> estimates(limits.size());
+  std::vector<double> estimates(limits.size()), lows(limits.size());
   const size_t every = std::max<size_t>(1, trace.requests.size() / 40);
   for (size_t n = 0; n < trace.requests.size(); ++n) {
     const Request& r = trace.requests[n];
@@ -191,9 +191,13 @@ Metrics Replay(const Trace& trace, const std::vector<Limit>& limits, Limiter& li
       truth[i] = log.Window(r.feature, r.t, limits[i].window.length().count());
       fits = fits && truth[i] + r.cost <= limits[i].max_hits;
     }
-    const bool admitted = limiter.Decide(r, estimates);
+    std::fill(lows.begin(), lows.end(), std::nan(""));
+    const bool admitted = limiter.Decide(r, estimates, lows);
     for (size_t i = 0; i < limits.size(); ++i) {
-      const double error = std::abs(estimates[i] - static_cast<double>(truth[i]));
+      if (std::isnan(lows[i])) lows[i] = estimates[i];
+      // The distance from the truth to what the limiter believed possible.
+      const double t = static_cast<double>(truth[i]);
+      const double error = t < lows[i] ? lows[i] - t : t > estimates[i] ? t - estimates[i] : 0.0;
       m.error_sum += error;
       m.error_max = std::max(m.error_max, error);
       ++m.error_n;
@@ -277,6 +281,10 @@ int Main(int argc, char** argv) {
 
   std::filesystem::create_directories(o.out);
   auto csv = fmt::output_file(o.out + "/accuracy.csv");
+  auto csv_hot = fmt::output_file(o.out + "/hot_path.csv");
+  csv_hot.print(
+      "trace,policy,engine,keys_read_p50,keys_read_p99,keys_read_max,round_trips_per_decision,"
+      "cache_hits_per_decision,blocked_share\n");
   csv.print(
       "trace,policy,limiter,requests,admitted,denied,over_admissions,needless_denials,"
       "count_error_mean,count_error_max,keys_read_per_decision,keys_written_per_decision,"
@@ -309,8 +317,15 @@ int Main(int argc, char** argv) {
       ManualClock clock(FromUnix(kEpoch));
       MemoryStore memory(clock);
       std::vector<std::unique_ptr<Limiter>> limiters;
-      limiters.push_back(MakeHourglass("hourglass (memory store)", memory, clock, limits,
-                                       [&memory] { return memory.LiveKeys(); }));
+      limiters.push_back(MakeHourglass(
+          "hourglass (memory store)", memory, clock, limits,
+          [&memory] { return memory.LiveKeys(); }, HotPathEngineOptions()));
+      // The same engine without the hot path, each in its own namespace of the same store.
+      EngineOptions exact = ExactCoverOptions();
+      exact.name_space = "exact";
+      limiters.push_back(MakeHourglass(
+          "hourglass, exact cover (no hot path)", memory, clock, limits,
+          [&memory] { return memory.LiveKeys(); }, exact));
       std::unique_ptr<MemcachedStore> memcached;
       const bool on_memcached = !o.servers.empty() && trace.name.rfind("apache", 0) == 0;
       if (on_memcached) {
@@ -320,9 +335,10 @@ int Main(int argc, char** argv) {
         options.io_timeout = std::chrono::milliseconds{2000};
         memcached = std::move(*MemcachedStore::Create(options));
         testing::MemcachedServer* s = server.get();
-        limiters.push_back(MakeHourglass("hourglass (memcached)", *memcached, clock, limits, [s] {
-          return s != nullptr ? static_cast<uint64_t>(s->Stat("curr_items")) : 0;
-        }));
+        limiters.push_back(MakeHourglass(
+            "hourglass (memcached)", *memcached, clock, limits,
+            [s] { return s != nullptr ? static_cast<uint64_t>(s->Stat("curr_items")) : 0; },
+            HotPathEngineOptions()));
       }
       limiters.push_back(MakeSlidingLog(limits));
       limiters.push_back(MakeFixedWindow(limits));
@@ -330,6 +346,7 @@ int Main(int argc, char** argv) {
       limiters.push_back(MakeCoarseBuckets(limits));
       limiters.push_back(MakeFirstAccess(limits));
       const bool plot = trace.name == "boundary attack" && limits.size() == 4;
+      std::string hot_rows;
       for (auto& limiter : limiters) {
         std::vector<Sample>* samples = nullptr;
         if (plot && limiter->name() == "fixed window") samples = &boundary_samples_fixed;
@@ -352,16 +369,40 @@ int Main(int argc, char** argv) {
                      "BUG: {} on {} / {}: {} over-admissions, {} needless denials, max error {}\n",
                      limiter->name(), trace.name, policy_name, m.over, m.needless, m.error_max);
         }
-        if (limits.size() == 4 && limiter->name() != "hourglass (memcached)") {
+        if (!limiter->keys_read_per_decision.empty()) {
+          std::vector<uint64_t> keys = limiter->keys_read_per_decision;
+          std::sort(keys.begin(), keys.end());
+          const double n = static_cast<double>(keys.size());
+          hot_rows +=
+              fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.1f}% |\n", limiter->name(),
+                          keys[keys.size() / 2], keys[keys.size() * 99 / 100], keys.back(),
+                          static_cast<double>(limiter->round_trips) / n,
+                          static_cast<double>(limiter->cache_hits) / n,
+                          100.0 * static_cast<double>(limiter->blocked_hits) / n);
+          csv_hot.print("\"{}\",\"{}\",\"{}\",{},{},{},{:.4f},{:.4f},{:.4f}\n", trace.name,
+                        policy_name, limiter->name(), keys[keys.size() / 2],
+                        keys[keys.size() * 99 / 100], keys.back(),
+                        static_cast<double>(limiter->round_trips) / n,
+                        static_cast<double>(limiter->cache_hits) / n,
+                        static_cast<double>(limiter->blocked_hits) / n);
+        }
+        if (limits.size() == 4 && limiter->name().rfind("hourglass", 0) != 0) {
           if (!totals.contains(limiter->name())) limiter_order.push_back(limiter->name());
           totals[limiter->name()].first += m.over;
           totals[limiter->name()].second += m.needless;
         }
       }
+      md +=
+          "\nhourglass per decision (keys read: median, p99, max; round trips; bucket-cache hits; "
+          "answered by the blocked-client cache):\n\n| engine | keys p50 | keys p99 | keys max | "
+          "round trips | "
+          "cache hits | blocked |\n|---|---|---|---|---|---|---|\n" +
+          hot_rows;
       fmt::print("{:<20} {:<22} done\n", trace.name, policy_name);
     }
   }
   csv.close();
+  csv_hot.close();
 
   // Bar chart data: over-admissions and needless denials per limiter, all traces, main policy.
   {

@@ -16,20 +16,27 @@ uint64_t Key(uint32_t feature, size_t limit, int64_t index) {
 class HourglassLimiter final : public Limiter {
  public:
   HourglassLimiter(std::string name, Store& store, ManualClock& clock, std::vector<Limit> limits,
-                   std::function<uint64_t()> stored)
+                   std::function<uint64_t()> stored, const EngineOptions& options)
       : name_(std::move(name)),
         clock_(clock),
-        engine_(*Engine::Create(store, clock, EngineOptions{})),
+        engine_(*Engine::Create(store, clock, options)),
         policy_{std::move(limits), CountingMode::kAdmitted, FailureMode::kFailClosed},
         stored_(std::move(stored)) {}
   std::string name() const override { return name_; }
-  bool Decide(const Request& r, std::vector<double>& estimates) override {
+  bool Decide(const Request& r, std::vector<double>& estimates,
+              std::vector<double>& lows) override {
     clock_.Set(FromUnix(r.t));
     const Decision d = *engine_.Check("request", std::to_string(r.feature), policy_, r.cost);
     if (d.degraded) throw std::runtime_error(d.store_error->ToString());
     for (size_t i = 0; i < d.limits.size(); ++i) {
-      estimates[i] = static_cast<double>(d.limits[i].count - (d.recorded ? r.cost : 0));
+      const uint64_t own = d.recorded ? r.cost : 0;
+      estimates[i] = static_cast<double>(d.limits[i].count - own);
+      lows[i] = static_cast<double>(d.limits[i].count_min - std::min(d.limits[i].count_min, own));
     }
+    cache_hits += d.cost.cache_hits;
+    blocked_hits += d.cost.blocked_hits;
+    round_trips += d.cost.round_trips;
+    keys_read_per_decision.push_back(d.cost.keys_read);
     keys_read += d.cost.keys_read;
     keys_written += d.cost.keys_written;
     return d.allowed;
@@ -50,7 +57,7 @@ class SlidingLogLimiter final : public Limiter {
     for (const Limit& l : limits_) longest_ = std::max(longest_, W(l));
   }
   std::string name() const override { return "sliding log (exact)"; }
-  bool Decide(const Request& r, std::vector<double>& estimates) override {
+  bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     std::deque<std::pair<int64_t, uint64_t>>& log = logs_[r.feature];
     while (!log.empty() && log.front().first <= r.t - longest_) log.pop_front();
     bool fits = true;
@@ -111,7 +118,7 @@ class FixedWindowLimiter final : public Limiter {
  public:
   explicit FixedWindowLimiter(std::vector<Limit> limits) : limits_(std::move(limits)) {}
   std::string name() const override { return "fixed window"; }
-  bool Decide(const Request& r, std::vector<double>& estimates) override {
+  bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     bool fits = true;
     for (size_t i = 0; i < limits_.size(); ++i) {
       const uint64_t n = store_.Get(Key(r.feature, i, r.t / W(limits_[i])), r.t);
@@ -138,7 +145,7 @@ class SlidingCounterLimiter final : public Limiter {
  public:
   explicit SlidingCounterLimiter(std::vector<Limit> limits) : limits_(std::move(limits)) {}
   std::string name() const override { return "sliding-window counter estimate"; }
-  bool Decide(const Request& r, std::vector<double>& estimates) override {
+  bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     bool fits = true;
     for (size_t i = 0; i < limits_.size(); ++i) {
       const int64_t w = W(limits_[i]);
@@ -173,7 +180,7 @@ class CoarseBucketsLimiter final : public Limiter {
   std::string name() const override { return "coarse buckets"; }
   static int64_t BucketWidth(int64_t w) { return w <= 60 ? 1 : w <= 3600 ? 60 : 3600; }
   static size_t Level(int64_t b) { return b == 1 ? 0 : b == 60 ? 1 : 2; }
-  bool Decide(const Request& r, std::vector<double>& estimates) override {
+  bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     bool fits = true;
     for (size_t i = 0; i < limits_.size(); ++i) {
       const int64_t w = W(limits_[i]);
@@ -206,7 +213,7 @@ class FirstAccessLimiter final : public Limiter {
  public:
   explicit FirstAccessLimiter(std::vector<Limit> limits) : limits_(std::move(limits)) {}
   std::string name() const override { return "first-access interval"; }
-  bool Decide(const Request& r, std::vector<double>& estimates) override {
+  bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     bool fits = true;
     for (size_t i = 0; i < limits_.size(); ++i) {
       State& s = state_[Key(r.feature, i, 0)];
@@ -242,9 +249,27 @@ class FirstAccessLimiter final : public Limiter {
 
 std::unique_ptr<Limiter> MakeHourglass(const std::string& name, Store& store, ManualClock& clock,
                                        const std::vector<Limit>& limits,
-                                       std::function<uint64_t()> stored_keys) {
-  return std::make_unique<HourglassLimiter>(name, store, clock, limits, std::move(stored_keys));
+                                       std::function<uint64_t()> stored_keys,
+                                       const EngineOptions& options) {
+  return std::make_unique<HourglassLimiter>(name, store, clock, limits, std::move(stored_keys),
+                                            options);
 }
+EngineOptions ExactCoverOptions() {
+  EngineOptions options;
+  options.hot_path.bounds = false;
+  options.hot_path.bucket_cache_features = 0;
+  options.hot_path.blocked_cache_entries = 0;
+  return options;
+}
+
+EngineOptions HotPathEngineOptions() {
+  EngineOptions options;
+  options.hot_path.bounds = true;
+  options.hot_path.bucket_cache_features = 100000;
+  options.hot_path.blocked_cache_entries = 100000;
+  return options;
+}
+
 std::unique_ptr<Limiter> MakeSlidingLog(const std::vector<Limit>& limits) {
   return std::make_unique<SlidingLogLimiter>(limits);
 }

@@ -35,18 +35,29 @@ class Limiter {
   virtual ~Limiter() = default;
   virtual std::string name() const = 0;
   // Decides `r`. estimates[i] = the count the limiter believes limit i's window holds before this
-  // request.
-  virtual bool Decide(const Request& r, std::vector<double>& estimates) = 0;
+  // request; lows[i] = the lowest it believes possible, for limiters that report bounds (hourglass,
+  // when bounds settled a decision). A limiter that leaves lows[i] NaN means lows = estimates.
+  virtual bool Decide(const Request& r, std::vector<double>& estimates,
+                      std::vector<double>& lows) = 0;
   // Keys (store entries) alive at `now`: what the store holds for this limiter.
   virtual uint64_t StoredKeys(int64_t now) = 0;
   uint64_t keys_read = 0;
   uint64_t keys_written = 0;
+  uint64_t round_trips = 0;   // hourglass only: waits for the store
+  uint64_t cache_hits = 0;    // hourglass only: bucket values from the immutable-bucket cache
+  uint64_t blocked_hits = 0;  // hourglass only: checks answered by the blocked-client cache
+  std::vector<uint64_t> keys_read_per_decision;  // hourglass only, for percentiles
 };
 
 // The engine on `store` (in-memory or memcached), driven by `clock`.
 std::unique_ptr<Limiter> MakeHourglass(const std::string& name, Store& store, ManualClock& clock,
                                        const std::vector<Limit>& limits,
-                                       std::function<uint64_t()> stored_keys);
+                                       std::function<uint64_t()> stored_keys,
+                                       const EngineOptions& options);
+// The engine's configurations: every check reads its exact cover (before issue 5), or the hot
+// path (bounds, immutable-bucket cache, blocked-client cache).
+EngineOptions ExactCoverOptions();
+EngineOptions HotPathEngineOptions();
 std::unique_ptr<Limiter> MakeSlidingLog(const std::vector<Limit>& limits);
 std::unique_ptr<Limiter> MakeFixedWindow(const std::vector<Limit>& limits);
 std::unique_ptr<Limiter> MakeSlidingCounter(const std::vector<Limit>& limits);

@@ -12,24 +12,27 @@ namespace {
 std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
                              std::span<const CountedSpan> pieces, bool latest) {
   if (cost > limit.max_hits) return std::nullopt;
-  const uint64_t count = std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
-                                         [](uint64_t a, const CountedSpan& p) { return a + p.hits; });
+  const uint64_t count =
+      std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
+                      [](uint64_t a, const CountedSpan& p) { return a + p.hits; });
   if (count + cost <= limit.max_hits) return Seconds{0};
   if (std::optional<Instant> next = limit.window.NextStart(t)) {
     return *next - t;  // the next window starts empty, and cost <= max_hits
   }
   // Sliding: the window at s starts at s - W + 1, so a hit at second h has left once s >= h + W.
-  const auto leaves = [latest](const CountedSpan& p) { return latest ? p.span.last : p.span.first; };
+  const auto leaves = [latest](const CountedSpan& p) {
+    return latest ? p.span.last : p.span.first;
+  };
   const uint64_t must_leave = count + cost - limit.max_hits;
   std::vector<CountedSpan> sorted(pieces.begin(), pieces.end());
-  std::sort(sorted.begin(), sorted.end(), [&](const CountedSpan& a, const CountedSpan& b) {
-    return leaves(a) < leaves(b);
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [&](const CountedSpan& a, const CountedSpan& b) { return leaves(a) < leaves(b); });
   uint64_t left = 0;
   for (const CountedSpan& piece : sorted) {
     left += piece.hits;
     if (left >= must_leave) {
-      return Seconds{std::max<int64_t>(0, leaves(piece) + limit.window.length().count() - ToUnix(t))};
+      return Seconds{
+          std::max<int64_t>(0, leaves(piece) + limit.window.length().count() - ToUnix(t))};
     }
   }
   return Seconds{limit.window.length()};  // unreachable: all pieces leave by then

@@ -5,10 +5,21 @@
 #include <algorithm>
 #include <atomic>
 
+#include "hot_path_cache.h"
+
 namespace hourglass {
+
+namespace internal {
+struct Caches {
+  std::unique_ptr<BucketCache> buckets;
+  std::unique_ptr<BlockedCache> blocked;
+};
+}  // namespace internal
+
 namespace {
 
 constexpr Seconds kMaxRetention{400 * 86400};
+constexpr Seconds kGenerationTtl{60 * 86400};
 
 struct PlanCache {
   uint64_t engine = 0;
@@ -17,7 +28,52 @@ struct PlanCache {
   ReadPlan plan;
 };
 
+std::string GenerationKey(const std::string& group) { return group + ":g"; }
+
+// The coarse bounds of one window: the buckets of one level that overlap it.
+struct Bound {
+  size_t level = 0;
+  std::vector<Bucket> buckets;
+  bool first_inside = true;  // does the first bucket start inside the window?
+};
+
+Bound BoundFor(const Ladder& ladder, Span span) {
+  Bound bound;
+  const int64_t length = span.length();
+  for (size_t level = ladder.levels(); level-- > 0;) {
+    if (ladder.width(level).count() <= length || level == 0) {
+      bound.level = level;
+      break;
+    }
+  }
+  const int64_t w = ladder.width(bound.level).count();
+  const int64_t first = FloorDiv(span.first, w), last = FloorDiv(span.last, w);
+  for (int64_t i = first; i <= last; ++i) {
+    bound.buckets.push_back(Bucket{static_cast<uint32_t>(bound.level), i});
+  }
+  bound.first_inside = first * w >= span.first;
+  return bound;
+}
+
 }  // namespace
+
+Engine::Engine(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec)
+    : store_(&store),
+      clock_(&clock),
+      options_(std::move(options)),
+      codec_(std::move(codec)),
+      id_(NextId()),
+      caches_(std::make_shared<internal::Caches>()) {
+  const HotPathOptions& hot = options_.hot_path;
+  if (hot.bucket_cache_features > 0) {
+    caches_->buckets = std::make_unique<internal::BucketCache>(
+        hot.bucket_cache_features, std::max<size_t>(16, hot.bucket_cache_buckets_per_feature));
+  }
+  if (hot.blocked_cache_entries > 0) {
+    caches_->blocked =
+        std::make_unique<internal::BlockedCache>(hot.blocked_cache_entries, hot.blocked_max_age);
+  }
+}
 
 uint64_t Engine::NextId() {
   static std::atomic<uint64_t> next{1};
@@ -44,6 +100,9 @@ Result<Engine> Engine::Create(Store& store, const Clock& clock, EngineOptions op
   }
   if (options.settle_margin < Seconds{0} || options.settle_margin > Seconds{3600}) {
     return InvalidArgument("settle margin must be 0s to 1h");
+  }
+  if (options.hot_path.blocked_max_age < Seconds{1}) {
+    return InvalidArgument("blocked_max_age must be >= 1s");
   }
   return Engine(store, clock, std::move(options), std::move(*codec));
 }
@@ -91,6 +150,66 @@ std::vector<Increment> Engine::HitIncrements(const std::string& group, int64_t t
   return increments;
 }
 
+Result<Engine::Read> Engine::ReadCached(const std::string& group, std::span<const Bucket> buckets,
+                                        std::vector<Increment> increments, Instant now) const {
+  internal::BucketCache* cache = caches_->buckets.get();
+  const int64_t settled = ToUnix(now) - options_.settle_margin.count();
+  const auto immutable = [&](const Bucket& b) {
+    const int64_t w = options_.ladder.width(b.level).count();
+    return (b.index + 1) * w - 1 < settled;
+  };
+  Read read;
+  read.values.assign(buckets.size(), 0);
+  Batch batch{group, std::move(increments), {}};
+  read.cost.keys_written = batch.increments.size();
+  std::vector<size_t> fetched;     // indexes into `buckets` read from the store
+  std::vector<size_t> from_cache;  // indexes served by the cache
+  std::optional<uint64_t> cached_gen;
+  if (cache != nullptr) {
+    batch.reads.push_back(GenerationKey(group));  // first: see BucketCache for why
+    cached_gen = cache->Generation(group);
+  }
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (cache != nullptr && cached_gen && immutable(buckets[i])) {
+      if (std::optional<uint64_t> v = cache->Get(group, buckets[i])) {
+        read.values[i] = *v;
+        from_cache.push_back(i);
+        continue;
+      }
+    }
+    fetched.push_back(i);
+    batch.reads.push_back(BucketKey(group, buckets[i]));
+  }
+  if (batch.reads.empty() && batch.increments.empty()) return read;
+  Result<std::vector<uint64_t>> values = store_->Apply(batch);
+  if (!values.ok()) return values.error();
+  read.cost.keys_read += batch.reads.size();
+  read.cost.round_trips += batch.reads.empty() ? 0 : 1;
+  const size_t offset = cache != nullptr ? 1 : 0;
+  for (size_t k = 0; k < fetched.size(); ++k) read.values[fetched[k]] = (*values)[k + offset];
+  if (cache == nullptr) return read;
+
+  // The generation was read before any bucket: values cached under it are current.
+  const uint64_t gen = (*values)[0];
+  if (!cache->Sync(group, gen) && !from_cache.empty()) {
+    // A reset happened since those values were cached: read them again.
+    Batch again{group, {}, {}};
+    for (size_t i : from_cache) again.reads.push_back(BucketKey(group, buckets[i]));
+    Result<std::vector<uint64_t>> fresh = store_->Apply(again);
+    if (!fresh.ok()) return fresh.error();
+    for (size_t k = 0; k < from_cache.size(); ++k) read.values[from_cache[k]] = (*fresh)[k];
+    read.cost.keys_read += again.reads.size();
+    read.cost.round_trips += 1;
+    fetched.insert(fetched.end(), from_cache.begin(), from_cache.end());
+    from_cache.clear();
+  }
+  read.cost.cache_hits += from_cache.size();
+  for (size_t i : fetched) {
+    if (immutable(buckets[i])) cache->Put(group, gen, buckets[i], read.values[i]);
+  }
+  return read;
+}
+
 Result<Cost> Engine::Record(std::string_view event, std::string_view feature, uint64_t cost,
                             std::optional<Instant> at) const {
   Result<std::string> group = Group(event, feature);
@@ -115,17 +234,14 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
   const ReadPlan& plan = Plan(spans, open);
-  Batch batch{*group, {}, {}};
-  for (const Bucket& bucket : plan.reads) batch.reads.push_back(BucketKey(*group, bucket));
-  Counts counts{t, {}, Cost{0, batch.reads.size(), batch.reads.empty() ? 0u : 1u}};
-  std::vector<uint64_t> values;
-  if (!batch.reads.empty()) {
-    Result<std::vector<uint64_t>> read = store_->Apply(batch);
-    if (!read.ok()) return read.error();
-    values = std::move(*read);
-  }
+  const std::vector<Bucket> reads =
+      plan.reads;  // the plan reference is per thread: copy what we keep
+  Result<Read> read = ReadCached(*group, reads, {}, now);
+  if (!read.ok()) return read.error();
+  Counts counts{t, {}, read->cost};
+  const ReadPlan& again = Plan(spans, open);
   for (size_t i = 0; i < windows.size(); ++i) {
-    counts.windows.push_back(WindowCount{windows[i], plan.Total(i, values)});
+    counts.windows.push_back(WindowCount{windows[i], again.Total(i, read->values)});
   }
   return counts;
 }
@@ -148,6 +264,16 @@ Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event, std::st
   return BucketValues{std::move(*values), Cost{0, batch.reads.size(), 1}};
 }
 
+Decision Engine::Degraded(const Policy& policy, Error error, Cost cost) const {
+  Decision decision;
+  decision.allowed = policy.on_store_failure == FailureMode::kFailOpen;
+  decision.degraded = true;
+  decision.store_error = std::move(error);
+  decision.retry_after = decision.allowed ? Seconds{0} : Seconds{1};
+  decision.cost = cost;
+  return decision;
+}
+
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t cost,
                                std::optional<Instant> at) const {
@@ -161,38 +287,147 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   const Instant now = clock_->Now();
   const Instant t = at.value_or(now);
   const int64_t ut = ToUnix(t);
+  const bool live = t == now;
+  const size_t n = policy.limits.size();
+
+  // A client denied moments ago is certainly still denied: answer without reading.
+  std::string blocked_key;
+  if (caches_->blocked && live) {
+    blocked_key = *group + '\x1f' + std::string(CountingModeName(policy.mode));
+    for (const Limit& limit : policy.limits) blocked_key += '\x1f' + limit.ToString();
+    if (std::optional<internal::BlockedCache::Entry> hit =
+            caches_->blocked->Get(blocked_key, t, cost)) {
+      Decision decision = hit->decision;
+      decision.cost = Cost{};
+      decision.cost.blocked_hits = 1;
+      decision.recorded = false;
+      if (policy.mode == CountingMode::kAttempts) {
+        // Every attempt counts: send the increments, do not wait.
+        Result<std::vector<uint64_t>> sent =
+            store_->Apply(Batch{*group, HitIncrements(*group, ut, static_cast<int64_t>(cost)), {}});
+        if (!sent.ok()) return Degraded(policy, sent.error(), decision.cost);
+        decision.recorded = true;
+        decision.cost.keys_written = options_.ladder.levels();
+        for (auto& pieces : hit->pieces) {
+          if (!pieces.empty() && pieces.back().span == Span{ut, ut}) {
+            pieces.back().hits += cost;  // one piece per second: bounded by blocked_max_age
+          } else {
+            pieces.push_back(CountedSpan{Span{ut, ut}, cost});
+          }
+        }
+      }
+      // Counts are those of the decision that blocked the client, plus the attempts recorded
+      // since: an upper bound now (hits may have left the windows since).
+      decision.retry_after = Seconds{0};
+      for (size_t i = 0; i < decision.limits.size(); ++i) {
+        LimitOutcome& o = decision.limits[i];
+        if (decision.recorded) o.count += cost;
+        o.count_min = 0;
+        o.exact = false;
+        o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
+        o.retry_after = RetryAfter(o.limit, t, cost, hit->pieces[i]);
+        if (!o.retry_after) {
+          decision.retry_after = std::nullopt;
+        } else if (decision.retry_after) {
+          decision.retry_after = std::max(*decision.retry_after, *o.retry_after);
+        }
+      }
+      if (decision.recorded) {
+        internal::BlockedCache::Entry updated = *hit;
+        updated.decision = decision;
+        updated.decision.cost = Cost{};
+        caches_->blocked->Put(blocked_key, std::move(updated));
+      }
+      return decision;
+    }
+  }
+
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
-  const std::optional<int64_t> open = t == now ? std::optional(ut) : std::nullopt;
-  const ReadPlan& plan = Plan(spans, open);
-
-  Batch batch{*group, HitIncrements(*group, ut, static_cast<int64_t>(cost)), {}};
-  for (const Bucket& bucket : plan.reads) batch.reads.push_back(BucketKey(*group, bucket));
   Decision decision;
-  decision.cost = Cost{batch.increments.size(), batch.reads.size(), 1};
+  decision.recorded = true;
+  std::vector<uint64_t> upper(n), lower(n);
+  std::vector<std::vector<CountedSpan>> upper_pieces(n), lower_pieces(n);
+  bool settled = false;
 
-  Result<std::vector<uint64_t>> values = store_->Apply(batch);
-  if (!values.ok()) {
-    decision.allowed = policy.on_store_failure == FailureMode::kFailOpen;
-    decision.degraded = true;
-    decision.store_error = values.error();
-    decision.retry_after = decision.allowed ? Seconds{0} : Seconds{1};
-    return decision;
+  if (options_.hot_path.bounds && live) {
+    // Phase 1: the increments and the coarse bounds of every window, in one batch.
+    std::vector<Bound> bounds;
+    std::vector<Bucket> reads;
+    for (const Span& span : spans) {
+      bounds.push_back(BoundFor(options_.ladder, span));
+      reads.insert(reads.end(), bounds.back().buckets.begin(), bounds.back().buckets.end());
+    }
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    Result<Read> read =
+        ReadCached(*group, reads, HitIncrements(*group, ut, static_cast<int64_t>(cost)), now);
+    if (!read.ok()) return Degraded(policy, read.error(), decision.cost);
+    decision.cost += read->cost;
+    bool all_fit = true, one_over = false;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t w = options_.ladder.width(bounds[i].level).count();
+      for (size_t k = 0; k < bounds[i].buckets.size(); ++k) {
+        const Bucket& b = bounds[i].buckets[k];
+        const uint64_t v = read->values[static_cast<size_t>(
+            std::lower_bound(reads.begin(), reads.end(), b) - reads.begin())];
+        const Span bucket_span{b.index * w, std::min(b.index * w + w - 1, ut)};
+        upper[i] += v;
+        upper_pieces[i].push_back(CountedSpan{bucket_span, v});
+        if (k > 0 || bounds[i].first_inside) {
+          lower[i] += v;
+          lower_pieces[i].push_back(CountedSpan{bucket_span, v});
+        }
+      }
+      all_fit = all_fit && upper[i] <= policy.limits[i].max_hits;
+      one_over = one_over || lower[i] > policy.limits[i].max_hits;
+    }
+    settled = all_fit || one_over;
+  } else {
+    // Exact in one batch with the increments.
+    const ReadPlan& plan = Plan(spans, live ? std::optional(ut) : std::nullopt);
+    const std::vector<Bucket> reads = plan.reads;
+    Result<Read> read =
+        ReadCached(*group, reads, HitIncrements(*group, ut, static_cast<int64_t>(cost)), now);
+    if (!read.ok()) return Degraded(policy, read.error(), decision.cost);
+    decision.cost += read->cost;
+    const ReadPlan& again = Plan(spans, live ? std::optional(ut) : std::nullopt);
+    for (size_t i = 0; i < n; ++i) {
+      upper_pieces[i] = lower_pieces[i] = again.Pieces(i, read->values);
+      for (const CountedSpan& p : upper_pieces[i]) upper[i] += p.hits;
+      lower[i] = upper[i];
+    }
+    settled = true;
   }
 
-  // Every window contains t, and the reads followed the increments: counts include this hit.
-  std::vector<std::vector<CountedSpan>> pieces;
+  if (!settled) {
+    // Phase 2: the bounds did not settle it; read the exact cover (increments already sent).
+    const ReadPlan& plan = Plan(spans, std::optional(ut));
+    const std::vector<Bucket> reads = plan.reads;
+    Result<Read> read = ReadCached(*group, reads, {}, now);
+    if (!read.ok()) return Degraded(policy, read.error(), decision.cost);
+    decision.cost += read->cost;
+    const ReadPlan& again = Plan(spans, std::optional(ut));
+    for (size_t i = 0; i < n; ++i) {
+      upper_pieces[i] = lower_pieces[i] = again.Pieces(i, read->values);
+      upper[i] = 0;
+      for (const CountedSpan& p : upper_pieces[i]) upper[i] += p.hits;
+      lower[i] = upper[i];
+    }
+  }
+
+  // Every window contains t and the reads followed the increments: counts include this hit.
   bool fits = true;
-  for (size_t i = 0; i < policy.limits.size(); ++i) {
-    pieces.push_back(plan.Pieces(i, *values));
-    uint64_t count = 0;
-    for (const CountedSpan& piece : pieces.back()) count += piece.hits;
-    const bool exceeded = count > policy.limits[i].max_hits;
-    decision.limits.push_back(LimitOutcome{policy.limits[i], count, 0, exceeded, Seconds{0}});
-    fits = fits && !exceeded;
+  for (size_t i = 0; i < n; ++i) {
+    const bool exceeded =
+        lower[i] > policy.limits[i].max_hits || upper[i] > policy.limits[i].max_hits;
+    // With bounds settled, "exceeded" is certain only from the lower bound; an allowed decision
+    // had every upper bound within its limit.
+    decision.limits.push_back(LimitOutcome{policy.limits[i], upper[i], 0, exceeded, Seconds{0},
+                                           lower[i] == upper[i], lower[i]});
+    fits = fits && upper[i] <= policy.limits[i].max_hits;
   }
   decision.allowed = fits;
-  decision.recorded = true;
 
   if (!fits && policy.mode == CountingMode::kAdmitted) {
     // Take the increments back; nobody waits for the answer.
@@ -201,25 +436,40 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
     Result<std::vector<uint64_t>> undone = store_->Apply(undo);
     decision.recorded = !undone.ok();
     if (!decision.recorded) {
-      for (size_t i = 0; i < decision.limits.size(); ++i) {
-        decision.limits[i].count -= std::min(decision.limits[i].count, cost);
-        for (CountedSpan& piece : pieces[i]) {
-          if (piece.span.Contains(ut)) piece.hits -= std::min(piece.hits, cost);
+      for (size_t i = 0; i < n; ++i) {
+        LimitOutcome& o = decision.limits[i];
+        o.count -= std::min(o.count, cost);
+        o.count_min -= std::min(o.count_min, cost);
+        for (auto* pieces : {&upper_pieces[i], &lower_pieces[i]}) {
+          for (CountedSpan& piece : *pieces) {
+            if (piece.span.Contains(ut)) piece.hits -= std::min(piece.hits, cost);
+          }
         }
       }
     }
   }
 
-  for (size_t i = 0; i < decision.limits.size(); ++i) {
+  std::optional<Seconds> earliest = Seconds{0};
+  for (size_t i = 0; i < n; ++i) {
     LimitOutcome& outcome = decision.limits[i];
     const uint64_t max = outcome.limit.max_hits;
     outcome.remaining = outcome.count < max ? max - outcome.count : 0;
-    outcome.retry_after = fits ? Seconds{0} : RetryAfter(outcome.limit, t, cost, pieces[i]);
+    outcome.retry_after = fits ? Seconds{0} : RetryAfter(outcome.limit, t, cost, upper_pieces[i]);
     if (!outcome.retry_after) {
       decision.retry_after = std::nullopt;
     } else if (decision.retry_after) {
       decision.retry_after = std::max(*decision.retry_after, *outcome.retry_after);
     }
+    if (!fits) {
+      const std::optional<Seconds> e = EarliestRetry(outcome.limit, t, cost, lower_pieces[i]);
+      earliest = !e || !earliest ? std::nullopt : std::optional(std::max(*earliest, *e));
+    }
+  }
+  if (!fits && caches_->blocked && live && (!earliest || *earliest > Seconds{0})) {
+    const Instant until =
+        earliest ? t + *earliest : t + options_.hot_path.blocked_max_age;  // never fits: re-check
+    caches_->blocked->Put(blocked_key,
+                          internal::BlockedCache::Entry{t, until, cost, decision, upper_pieces});
   }
   return decision;
 }
@@ -268,6 +518,14 @@ Result<Cost> Engine::Reset(std::string_view event, std::string_view feature,
     cost.keys_written += doomed.size();
     cost.round_trips += 1;
   }
+  // After the deletes: every process that reads the new generation drops what it cached.
+  Batch bump{
+      *group, {Increment{GenerationKey(*group), 1, kGenerationTtl}}, {GenerationKey(*group)}};
+  Result<std::vector<uint64_t>> bumped = store_->Apply(bump);
+  if (!bumped.ok()) return bumped.error();
+  cost.keys_written += 1;
+  cost.round_trips += 1;
+  if (caches_->buckets) caches_->buckets->Invalidate(*group);
   return cost;
 }
 

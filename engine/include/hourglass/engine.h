@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +40,31 @@
 
 namespace hourglass {
 
+namespace internal {
+struct Caches;
+}
+
+// The hot path (issue 5): ways to read fewer keys per check while every decision stays exactly
+// that of a perfect sliding-window limiter.
+struct HotPathOptions {
+  // Decide from coarse bounds when they settle it: the hits of a window lie between the sum of the
+  // coarse buckets inside it and the sum of those overlapping it. Otherwise refine in a second
+  // round trip. Applies to checks at the current time.
+  bool bounds = true;
+  // Cache the values of buckets whose span ended more than settle_margin ago (they never change),
+  // for up to this many event+features in this process; 0 turns it off. A per-feature generation
+  // key, read first in the same batch, drops them when any process resets the feature.
+  size_t bucket_cache_features = 4096;
+  size_t bucket_cache_buckets_per_feature = 512;
+  // Deny a client denied in admitted or attempts mode locally (no read; attempts are still counted,
+  // fire-and-forget) until a time before which it certainly stays denied, for up to this many
+  // clients; 0 (the default) turns it off.
+  size_t blocked_cache_entries = 0;
+  // A locally denied client is checked against the store again at least this often (so a reset
+  // elsewhere takes effect within it).
+  Seconds blocked_max_age{5};
+};
+
 struct EngineOptions {
   std::string name_space = "hg";  // first part of every key; [A-Za-z0-9._-]{1,64}
   Ladder ladder = Ladder::Default();
@@ -47,6 +73,7 @@ struct EngineOptions {
   // Allowance for clock skew between app servers, added to every TTL. Default 5s.
   Seconds settle_margin{5};
   CoverOptions cover;  // planner switches (for benchmarks and tests)
+  HotPathOptions hot_path;
 };
 
 struct WindowCount {
@@ -75,14 +102,16 @@ class Engine {
                        std::optional<Instant> at = std::nullopt) const;
 
   // Checks a hit of `cost` (>= 1) against every limit of `policy` and records it per the policy's
-  // counting mode. One round trip. A store failure gives a degraded decision per the policy's
-  // FailureMode, not an error; errors are for bad arguments only.
+  // counting mode. One round trip, two when the bounds do not settle it, none when the blocked-
+  // client cache does. A store failure gives a degraded decision per the policy's FailureMode,
+  // not an error; errors are for bad arguments only.
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
                          uint64_t cost = 1, std::optional<Instant> at = std::nullopt) const;
 
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
-  // only buckets that hold hits: a few round trips.
+  // only buckets that hold hits: a few round trips. Then bumps the feature's generation, which
+  // drops every process's cached buckets of it.
   Result<Cost> Reset(std::string_view event, std::string_view feature,
                      std::optional<Instant> around = std::nullopt) const;
 
@@ -103,18 +132,23 @@ class Engine {
   std::string BucketKey(const std::string& group, const Bucket& bucket) const;
 
  private:
-  Engine(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec)
-      : store_(&store),
-        clock_(&clock),
-        options_(std::move(options)),
-        codec_(std::move(codec)),
-        id_(NextId()) {}
+  Engine(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec);
   static uint64_t NextId();
 
   Status CheckWindows(std::span<const Window> windows) const;
   // The plan for `spans`; reused from a per-thread cache when the same engine asks for the same
-  // spans again (every check of one policy within one second).
+  // spans again (every check of one policy within one second). The reference is valid until the
+  // calling thread plans again.
   const ReadPlan& Plan(const std::vector<Span>& spans, std::optional<int64_t> open) const;
+  struct Read {
+    std::vector<uint64_t> values;  // per requested bucket
+    Cost cost;
+  };
+  // Applies `increments` and reads `buckets` of `group` in one batch, taking immutable buckets
+  // from the cache (validated by the generation key read first in the same batch).
+  Result<Read> ReadCached(const std::string& group, std::span<const Bucket> buckets,
+                          std::vector<Increment> increments, Instant now) const;
+  Decision Degraded(const Policy& policy, Error error, Cost cost) const;
   Result<std::string> Group(std::string_view event, std::string_view feature) const;
   // The increments of a hit at `t`.
   std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
@@ -124,6 +158,7 @@ class Engine {
   EngineOptions options_;
   KeyCodec codec_;
   uint64_t id_;  // identifies this engine's configuration in the per-thread plan cache
+  std::shared_ptr<internal::Caches> caches_;
 };
 
 }  // namespace hourglass

@@ -1,0 +1,111 @@
+#include "hot_path_cache.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace hourglass::internal {
+
+BucketCache::Entry& BucketCache::Touch(Shard& shard, const std::string& group) {
+  auto it = shard.entries.find(group);
+  if (it != shard.entries.end()) {
+    shard.lru.splice(shard.lru.begin(), shard.lru, it->second.lru);
+    return it->second;
+  }
+  if (shard.entries.size() >= max_features_per_shard_) {
+    shard.entries.erase(shard.lru.back());
+    shard.lru.pop_back();
+  }
+  shard.lru.push_front(group);
+  Entry& entry = shard.entries[group];
+  entry.lru = shard.lru.begin();
+  return entry;
+}
+
+std::optional<uint64_t> BucketCache::Generation(const std::string& group) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(group);
+  if (it == shard.entries.end()) return std::nullopt;
+  return it->second.gen;
+}
+
+std::optional<uint64_t> BucketCache::Get(const std::string& group, const Bucket& bucket) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(group);
+  if (it == shard.entries.end()) return std::nullopt;
+  auto v = it->second.values.find(bucket);
+  if (v == it->second.values.end()) return std::nullopt;
+  return v->second;
+}
+
+bool BucketCache::Sync(const std::string& group, uint64_t gen) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(group);
+  if (it == shard.entries.end()) {
+    Touch(shard, group).gen = gen;
+    return true;
+  }
+  if (it->second.gen == gen) return true;
+  it->second.gen = gen;
+  it->second.values.clear();
+  return false;
+}
+
+void BucketCache::Put(const std::string& group, uint64_t gen, const Bucket& bucket,
+                      uint64_t value) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  Entry& entry = Touch(shard, group);
+  if (entry.gen != gen) return;  // read under another generation: not ours to keep
+  if (entry.values.size() >= max_buckets_) {
+    // Keep the newer half: old buckets leave every window first.
+    std::vector<std::pair<int64_t, Bucket>> ends;
+    for (const auto& [b, v] : entry.values) ends.emplace_back(b.index << b.level, b);
+    std::nth_element(ends.begin(), ends.begin() + static_cast<long>(ends.size() / 2), ends.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 0; i < ends.size() / 2; ++i) entry.values.erase(ends[i].second);
+  }
+  entry.values[bucket] = value;
+}
+
+void BucketCache::Invalidate(const std::string& group) {
+  Shard& shard = ShardFor(group);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(group);
+  if (it == shard.entries.end()) return;
+  shard.lru.erase(it->second.lru);
+  shard.entries.erase(it);
+}
+
+std::optional<BlockedCache::Entry> BlockedCache::Get(const std::string& key, Instant now,
+                                                     uint64_t cost) {
+  Shard& shard = shards_[std::hash<std::string>()(key) % kShards];
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(key);
+  if (it == shard.entries.end()) return std::nullopt;
+  const Entry& entry = it->second.first;
+  if (now >= entry.until || now - entry.decided_at >= max_age_ || now < entry.decided_at ||
+      cost < entry.cost) {
+    return std::nullopt;
+  }
+  return entry;
+}
+
+void BlockedCache::Put(const std::string& key, Entry entry) {
+  Shard& shard = shards_[std::hash<std::string>()(key) % kShards];
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(key);
+  if (it != shard.entries.end()) {
+    shard.lru.erase(it->second.second);
+    shard.entries.erase(it);
+  } else if (shard.entries.size() >= max_per_shard_) {
+    shard.entries.erase(shard.lru.back());
+    shard.lru.pop_back();
+  }
+  shard.lru.push_front(key);
+  shard.entries.emplace(key, std::make_pair(std::move(entry), shard.lru.begin()));
+}
+
+}  // namespace hourglass::internal

@@ -1,0 +1,96 @@
+// The engine's process-local caches (internal):
+// - BucketCache: values of buckets that can no longer change (their span ended more than the
+//   settle margin ago), per event+feature, tagged with the feature's generation so a reset
+//   anywhere invalidates them here;
+// - BlockedCache: clients denied until a time before which they certainly stay denied.
+// Both are bounded, sharded by group key, and safe to use from many threads.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "hourglass/decision.h"
+#include "hourglass/ladder.h"
+
+namespace hourglass::internal {
+
+struct BucketHash {
+  size_t operator()(const Bucket& b) const {
+    return std::hash<int64_t>()(b.index * 16 + static_cast<int64_t>(b.level));
+  }
+};
+
+class BucketCache {
+ public:
+  BucketCache(size_t max_features, size_t max_buckets_per_feature)
+      : max_features_per_shard_(std::max<size_t>(1, max_features / kShards)),
+        max_buckets_(max_buckets_per_feature) {}
+
+  // The generation the cached values of `group` belong to, if any are cached.
+  std::optional<uint64_t> Generation(const std::string& group);
+  std::optional<uint64_t> Get(const std::string& group, const Bucket& bucket);
+  // Records that `group` is at generation `gen`; drops what was cached under another one.
+  // Returns false when something was dropped.
+  bool Sync(const std::string& group, uint64_t gen);
+  // Caches `value` of an immutable bucket read under generation `gen`.
+  void Put(const std::string& group, uint64_t gen, const Bucket& bucket, uint64_t value);
+  void Invalidate(const std::string& group);
+
+ private:
+  static constexpr size_t kShards = 16;
+  struct Entry {
+    uint64_t gen = 0;
+    std::unordered_map<Bucket, uint64_t, BucketHash> values;
+    std::list<std::string>::iterator lru;
+  };
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, Entry> entries;
+    std::list<std::string> lru;  // most recently used first
+  };
+  Shard& ShardFor(const std::string& group) {
+    return shards_[std::hash<std::string>()(group) % kShards];
+  }
+  Entry& Touch(Shard& shard, const std::string& group);  // creates; holds shard.mu
+
+  size_t max_features_per_shard_;
+  size_t max_buckets_;
+  std::array<Shard, kShards> shards_;
+};
+
+class BlockedCache {
+ public:
+  BlockedCache(size_t max_entries, Seconds max_age)
+      : max_per_shard_(std::max<size_t>(1, max_entries / kShards)), max_age_(max_age) {}
+
+  struct Entry {
+    Instant decided_at;
+    Instant until;  // denied certainly before this (EarliestRetry)
+    uint64_t cost = 0;
+    Decision decision;
+    // Per limit, the hits that stay recorded (as RetryAfter reads them). Attempts counted while
+    // blocked are added here, so the client-facing retry time follows them.
+    std::vector<std::vector<CountedSpan>> pieces;
+  };
+  // The entry for `key` if a hit of `cost` at `now` is certainly denied.
+  std::optional<Entry> Get(const std::string& key, Instant now, uint64_t cost);
+  void Put(const std::string& key, Entry entry);
+
+ private:
+  static constexpr size_t kShards = 16;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::pair<Entry, std::list<std::string>::iterator>> entries;
+    std::list<std::string> lru;
+  };
+  size_t max_per_shard_;
+  Seconds max_age_;
+  std::array<Shard, kShards> shards_;
+};
+
+}  // namespace hourglass::internal
