@@ -430,6 +430,91 @@ TEST_P(EngineTest, ReadBucketsReturnsRawBucketValues) {
   EXPECT_EQ(engine.ReadBuckets("e", "f", bad).error().code(), ErrorCode::kInvalidArgument);
 }
 
+// Two engines with their own caches on one store stand for two app servers: a reset by one must
+// reach what the other cached.
+TEST_P(EngineTest, ResetByAnotherProcessInvalidatesCachedBuckets) {
+  const Engine a = MakeEngine();
+  const Engine b = MakeEngine();
+  for (int i = 0; i < 20; ++i) {
+    clock_->Set(FromUnix(kStart + 100 * i));
+    ASSERT_TRUE(a.Record("signup", "ann").ok());
+  }
+  clock_->Set(FromUnix(kStart + 3000));
+  const std::vector<Window> day = Windows({86400});
+  Result<Counts> first = a.Count("signup", "ann", day);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->windows[0].count, 20u);
+  Result<Counts> second = a.Count("signup", "ann", day);
+  EXPECT_EQ(second->windows[0].count, 20u);
+  if (hot()) {
+    EXPECT_GT(second->cost.cache_hits, 0u) << "settled buckets come from the cache";
+    EXPECT_LT(second->cost.keys_read, first->cost.keys_read);
+  }
+  ASSERT_TRUE(b.Reset("signup", "ann").ok());
+  Result<Counts> after = a.Count("signup", "ann", day);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->windows[0].count, 0u) << "a's cache must not survive b's reset";
+  // Checks too: a limit of 20/d admits again at once.
+  const Policy policy = MakePolicy("20/d");
+  EXPECT_TRUE(a.Check("signup", "ann", policy)->allowed);
+}
+
+// Hot-path behaviour, on both stores in the hot configuration only.
+class HotPathTest : public EngineTest {};
+
+TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
+  const Engine engine = MakeEngine();
+  const Policy attempts = MakePolicy("3/m", CountingMode::kAttempts);
+  clock_->Set(FromUnix(kStart));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(engine.Check("login", "mallory", attempts)->allowed);
+  Result<Decision> denied = engine.Check("login", "mallory", attempts);
+  ASSERT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->cost.blocked_hits, 0u) << "the first denial reads the store";
+  for (int i = 0; i < 10; ++i) {
+    Result<Decision> d = engine.Check("login", "mallory", attempts);
+    ASSERT_FALSE(d->allowed);
+    EXPECT_EQ(d->cost.blocked_hits, 1u);
+    EXPECT_EQ(d->cost.keys_read, 0u);
+    EXPECT_EQ(d->cost.round_trips, 0u);
+    EXPECT_EQ(d->cost.keys_written, 3u) << "the attempt is still counted";
+    EXPECT_TRUE(d->recorded);
+  }
+  // Fire-and-forget increments arrive: the store holds every attempt.
+  EngineOptions plain = Options();
+  plain.hot_path.bucket_cache_features = 0;
+  const Engine probe = MakeEngine(plain);
+  EXPECT_EQ(probe.Count("login", "mallory", Windows({60}))->windows[0].count, 14u);
+  // Admitted mode: a blocked client reads nothing and records nothing.
+  const Policy admitted = MakePolicy("1/h");
+  ASSERT_TRUE(engine.Check("signup", "eve", admitted)->allowed);
+  ASSERT_FALSE(engine.Check("signup", "eve", admitted)->allowed);
+  Result<Decision> local = engine.Check("signup", "eve", admitted);
+  EXPECT_EQ(local->cost.blocked_hits, 1u);
+  EXPECT_EQ(local->cost.keys_written, 0u);
+  EXPECT_FALSE(local->recorded);
+  EXPECT_EQ(probe.Count("signup", "eve", Windows({3600}))->windows[0].count, 1u);
+  // After blocked_max_age the store is asked again.
+  clock_->Advance(Options().hot_path.blocked_max_age);
+  EXPECT_EQ(engine.Check("signup", "eve", admitted)->cost.blocked_hits, 0u);
+}
+
+TEST_P(HotPathTest, FarFromTheLimitOneRoundTripReadsAFewKeys) {
+  const Engine engine = MakeEngine();
+  const Policy policy = MakePolicy("2/s, 5/m, 10/h, 100/d");
+  uint64_t keys = 0, checks = 0;
+  for (int i = 0; i < 100; ++i) {  // one check every ~15 minutes: always far from every limit
+    clock_->Set(FromUnix(kStart + 900 * i + 7));
+    Result<Decision> d = engine.Check("url_shorten", "1.2.3.4", policy);
+    ASSERT_TRUE(d.ok() && d->allowed);
+    EXPECT_EQ(d->cost.round_trips, 1u);
+    if (i >= 10) {  // once the cache is warm
+      keys += d->cost.keys_read;
+      ++checks;
+    }
+  }
+  EXPECT_LE(keys / checks, 8u) << "mean keys read per check with a warm cache";
+}
+
 INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
                          ::testing::Combine(::testing::Values("memory", "memcached"),
                                             ::testing::Values("plain", "hot")),
@@ -437,6 +522,11 @@ INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
                            return std::get<0>(param_info.param) + "_" +
                                   std::get<1>(param_info.param);
                          });
+
+INSTANTIATE_TEST_SUITE_P(Stores, HotPathTest,
+                         ::testing::Combine(::testing::Values("memory", "memcached"),
+                                            ::testing::Values("hot")),
+                         [](const auto& param_info) { return std::get<0>(param_info.param); });
 
 }  // namespace
 }  // namespace hourglass
