@@ -22,11 +22,15 @@ def main():
     parser.add_argument("--features", type=int, default=10000)
     parser.add_argument("--hot-share", type=float, default=0.5)
     parser.add_argument("--policy", default="2/second;5/minute;10/hour;100/day")
+    parser.add_argument("--replay", help="an Apache log: check each line's client, in file order")
     args = parser.parse_args()
 
     storage = storage_from_string("memcached://" + args.servers.split(",")[0])
     limiter = FixedWindowRateLimiter(storage)
     items = limits.parse_many(args.policy)
+    if args.replay:
+        replay(args, storage, limiter, items)
+        return
     rng = random.Random(1000)
     latencies = []
     start = time.perf_counter()
@@ -47,6 +51,24 @@ def main():
         "keys_read": len(items),
         "keys_written": len(items),
         "round_trips": len(items),
+    }))
+
+
+def replay(args, storage, limiter, items):
+    """The same checks as `hourglass replay LOG --format apache`: one per line, feature = client."""
+    with open(args.replay, encoding="utf-8", errors="replace") as f:
+        clients = [line.split(" ", 1)[0] for line in f if line.strip()]
+    admitted = 0
+    start = time.perf_counter()
+    for client in clients:
+        admitted += all([limiter.hit(item, "request", client) for item in items])
+    elapsed = time.perf_counter() - start
+    print(json.dumps({
+        "name": "Python limits %s fixed window" % limits.__version__,
+        "checks": len(clients),
+        "admitted": admitted,
+        "seconds": elapsed,
+        "checks_per_second": len(clients) / elapsed,
     }))
 
 

@@ -57,12 +57,15 @@ struct Globals {
   bool json = false;
   int timeout_ms = 500;
   std::string retention = "1d";
+  bool exact_cover = false;  // no hot path: every check reads its exact cover
 };
 
 // The store and engine a command runs on. `clock` is the wall clock, or a manual one for replay.
 class Runtime {
  public:
-  Runtime(const Globals& g, const Clock& clock) {
+  // `hot_path`: the engine's hot path with the blocked-client cache (replay); otherwise the
+  // defaults (a one-shot command has nothing to cache).
+  Runtime(const Globals& g, const Clock& clock, bool hot_path = false) {
     if (g.timeout_ms < 1 || g.timeout_ms > 600000) {
       Fail(kUsage, fmt::format("--timeout-ms {}: must be 1 to 600000", g.timeout_ms));
     }
@@ -80,6 +83,17 @@ class Runtime {
     Result<Seconds> retention = ParseDuration(g.retention);
     if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
     options.retention = *retention;
+    if (hot_path) {
+      options.hot_path.bucket_cache_features = 100000;
+      options.hot_path.blocked_cache_entries = 100000;
+    } else {
+      options.hot_path.bucket_cache_features = 0;
+    }
+    if (g.exact_cover) {
+      options.hot_path.bounds = false;
+      options.hot_path.bucket_cache_features = 0;
+      options.hot_path.blocked_cache_entries = 0;
+    }
     engine_.emplace(Unwrap(Engine::Create(*store_, clock, options)));
   }
   const Engine& engine() const { return *engine_; }
@@ -387,7 +401,7 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
   int64_t out_of_order = 0;
   const std::vector<TraceHit> hits = ReadTrace(a, out_of_order);
   ManualClock clock(FromUnix(hits.empty() ? 0 : hits.front().at));
-  Runtime rt(g, clock);
+  Runtime rt(g, clock, /*hot_path=*/true);
   const Engine& engine = rt.engine();
   struct PerFeature {
     std::string event;
@@ -397,6 +411,7 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
   std::unordered_map<std::string, PerFeature> features;
   uint64_t admitted = 0, denied = 0;
   Cost total;
+  std::vector<uint64_t> keys_per_check;
   const auto started = std::chrono::steady_clock::now();
   // Line numbers for --decisions: the position of each hit in the file after sorting is not its
   // line, so number hits in replay order.
@@ -421,6 +436,7 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
                                      d.store_error->message()));
     }
     total += d.cost;
+    keys_per_check.push_back(d.cost.keys_read);
     (d.allowed ? admitted : denied)++;
     (d.allowed ? f.admitted : f.denied)++;
     if (a.decisions) {
@@ -461,6 +477,13 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
   const auto per_check = [&](uint64_t v) {
     return checks == 0 ? 0.0 : static_cast<double>(v) / static_cast<double>(checks);
   };
+  std::sort(keys_per_check.begin(), keys_per_check.end());
+  const auto keys_at = [&](double q) -> uint64_t {
+    if (keys_per_check.empty()) return 0;
+    return keys_per_check[std::min(
+        keys_per_check.size() - 1,
+        static_cast<size_t>(q * static_cast<double>(keys_per_check.size())))];
+  };
   json summary = {{"file", a.file},
                   {"lines", hits.size()},
                   {"sorted_lines", out_of_order},
@@ -471,6 +494,10 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
                   {"keys_read", total.keys_read},
                   {"keys_written", total.keys_written},
                   {"round_trips", total.round_trips},
+                  {"cache_hits", total.cache_hits},
+                  {"blocked_hits", total.blocked_hits},
+                  {"keys_read_p50", keys_at(0.5)},
+                  {"keys_read_p99", keys_at(0.99)},
                   {"seconds", seconds},
                   {"top", top}};
   if (busiest != ranked.end()) {
@@ -505,8 +532,11 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
                         feature_of(busiest->first), busiest->second.hits, busiest->second.last_at);
   }
   text += fmt::format(
-      "per check: {:.1f} keys read, {:.1f} keys written, {:.2f} round trips; {:.0f} checks/s\n",
-      per_check(total.keys_read), per_check(total.keys_written), per_check(total.round_trips),
+      "per check: {:.1f} keys read (median {}, p99 {}), {:.1f} keys written, {:.2f} round trips, "
+      "{:.1f} cached buckets, {:.1f}% answered locally; {:.0f} checks/s\n",
+      per_check(total.keys_read), keys_at(0.5), keys_at(0.99), per_check(total.keys_written),
+      per_check(total.round_trips), per_check(total.cache_hits),
+      100.0 * per_check(total.blocked_hits),
       seconds > 0 ? static_cast<double>(checks) / seconds : 0.0);
   // With --decisions, stdout carries the JSON lines: the summary goes to stderr.
   if (a.decisions) {
@@ -573,6 +603,8 @@ int Main(int argc, char** argv) {
   app.add_option("--retention", g.retention,
                  "longest window answered; sets bucket TTLs (same on every client)")
       ->capture_default_str();
+  app.add_flag("--exact-cover", g.exact_cover,
+               "no hot path: every check reads its window's exact cover (for comparison)");
   for (CLI::Option* option : app.get_options()) {
     option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
   }

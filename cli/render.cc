@@ -40,7 +40,9 @@ nlohmann::json DecisionJson(const Decision& d) {
                       {"remaining", o.remaining},
                       {"retry_after", o.retry_after ? nlohmann::json(o.retry_after->count())
                                                     : nlohmann::json(nullptr)},
-                      {"spec", o.limit.ToString()}});
+                      {"spec", o.limit.ToString()},
+                      {"exact", o.exact},
+                      {"count_min", o.count_min}});
   }
   nlohmann::json j = {{"allowed", d.allowed},
                       {"degraded", d.degraded},
@@ -50,7 +52,9 @@ nlohmann::json DecisionJson(const Decision& d) {
                       {"limits", limits},
                       {"keys_read", d.cost.keys_read},
                       {"keys_written", d.cost.keys_written},
-                      {"round_trips", d.cost.round_trips}};
+                      {"round_trips", d.cost.round_trips},
+                      {"cache_hits", d.cost.cache_hits},
+                      {"blocked_hits", d.cost.blocked_hits}};
   if (d.store_error) j["error"] = d.store_error->ToString();
   return j;
 }

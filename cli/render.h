@@ -22,7 +22,10 @@ std::string Sparkline(std::span<const uint64_t> values);
 std::string Dump(const nlohmann::json& j);
 
 // {"allowed","degraded","recorded","retry_after","limits":[{"window","limit","count",
-//  "remaining","retry_after","spec"}],"keys_read","keys_written","round_trips"[,"error"]}
+//  "remaining","retry_after","spec","exact","count_min"}],"keys_read","keys_written",
+//  "round_trips","cache_hits","blocked_hits"[,"error"]}
+// When a limit's "exact" is false, bounds settled the decision: the true count lies in
+// [count_min, count].
 nlohmann::json DecisionJson(const Decision& d);
 // {"event","feature","at","windows":[{"window","count"}],"keys_read","round_trips"}
 nlohmann::json CountsJson(std::string_view event, std::string_view feature, const Counts& c);

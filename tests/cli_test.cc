@@ -285,7 +285,22 @@ TEST_F(CliTest, ReplayTheRealApacheLog) {
   EXPECT_EQ(j["features"], 1753);
   EXPECT_EQ(j["busiest"]["feature"], "66.249.73.135");
   EXPECT_EQ(j["top"].size(), 10u);
-  EXPECT_EQ(j["round_trips"], 10000);
+  // The hot path: mostly one round trip, some two, none for blocked clients; few keys read.
+  EXPECT_LE(j["round_trips"].get<int>(), 2 * 10000);
+  EXPECT_GT(j["blocked_hits"].get<int>(), 0);
+  EXPECT_GT(j["cache_hits"].get<int>(), 0);
+  EXPECT_LE(j["keys_read_p50"].get<int>(), 8);
+  EXPECT_LE(j["keys_read_p99"].get<int>(), 40);
+  // The same decisions without the hot path.
+  ProcessResult exact = Run({"--exact-cover", "--store", "memory", "replay", log, "--format",
+                             "apache", "--policy", Policy(), "--json"});
+  ASSERT_EQ(exact.code, 0) << exact.err;
+  const json e = Json(exact);
+  EXPECT_EQ(e["admitted"], j["admitted"]);
+  EXPECT_EQ(e["denied"], j["denied"]);
+  EXPECT_EQ(e["top"], j["top"]);
+  EXPECT_EQ(e["round_trips"], 10000);
+  EXPECT_EQ(e["cache_hits"], 0);
 }
 
 TEST_F(CliTest, PolicyValidate) {
