@@ -40,7 +40,21 @@ struct Options {
   std::string peer;  // path of peer_limits.py; empty: skip the peer
   bool scaling = false;
   bool quick = false;
+  bool exact_cover = false;  // engine without the hot path
+  bool minimal_raw = false;  // raw round trip: the increments and a get of the open buckets only
 };
+
+EngineOptions LoadEngineOptions(const Options& o) {
+  EngineOptions eo;
+  if (o.exact_cover) {
+    eo.hot_path.bounds = false;
+    eo.hot_path.bucket_cache_features = 0;
+  } else {
+    eo.hot_path.bucket_cache_features = 100000;
+    eo.hot_path.blocked_cache_entries = 100000;  // on by default for the load driver
+  }
+  return eo;
+}
 
 struct Run {
   std::string name;
@@ -49,6 +63,7 @@ struct Run {
   double seconds = 0;
   std::vector<double> latencies_us;
   double keys_read = 0, keys_written = 0, round_trips = 0;  // per check
+  double cache_hits = 0, blocked_share = 0;                 // per check (hourglass)
   uint64_t errors = 0;
   double Percentile(double p) const {
     if (latencies_us.empty()) return 0;
@@ -100,14 +115,14 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
   const Engine engine = *Engine::Create(*store, clock, eo);
   const Policy policy{limits, CountingMode::kAdmitted, FailureMode::kFailClosed};
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
-  std::atomic<uint64_t> read{0}, written{0}, trips{0}, errors{0};
+  std::atomic<uint64_t> read{0}, written{0}, trips{0}, errors{0}, cached{0}, blocked{0};
   const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
   const auto start = Clock::now();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       Picker picker(o, 1000 + static_cast<uint64_t>(t));
-      uint64_t r = 0, w = 0, rt = 0;
+      uint64_t r = 0, w = 0, rt = 0, c = 0, b = 0;
       while (Clock::now() < deadline) {
         const std::string feature = FeatureName(picker.Next());
         const auto begin = Clock::now();
@@ -121,10 +136,14 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
         r += d->cost.keys_read;
         w += d->cost.keys_written;
         rt += d->cost.round_trips;
+        c += d->cost.cache_hits;
+        b += d->cost.blocked_hits;
       }
       read += r;
       written += w;
       trips += rt;
+      cached += c;
+      blocked += b;
     });
   }
   for (std::thread& w : workers) w.join();
@@ -134,6 +153,8 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
   run.keys_read = static_cast<double>(read) / n;
   run.keys_written = static_cast<double>(written) / n;
   run.round_trips = static_cast<double>(trips) / n;
+  run.cache_hits = static_cast<double>(cached) / n;
+  run.blocked_share = static_cast<double>(blocked) / n;
   run.errors = errors;
   return run;
 }
@@ -172,7 +193,11 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
         for (size_t level = 0; level < ladder.levels(); ++level) {
           incr_keys.push_back(keys.BucketKey(group, ladder.BucketAt(level, now)));
         }
-        for (const Bucket& b : plan.reads) read_keys.push_back(keys.BucketKey(group, b));
+        if (o.minimal_raw) {
+          read_keys = incr_keys;  // one round trip carrying the increments, reading them back
+        } else {
+          for (const Bucket& b : plan.reads) read_keys.push_back(keys.BucketKey(group, b));
+        }
         std::vector<const char*> ptrs;
         std::vector<size_t> lens;
         for (const std::string& k : read_keys) {
@@ -208,8 +233,9 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
     });
   }
   for (std::thread& w : workers) w.join();
-  Run run = Finish("raw libmemcached pipeline", threads,
-                   std::chrono::duration<double>(Clock::now() - start).count(), latencies);
+  Run run = Finish(o.minimal_raw ? "raw round trip: same increments, read back"
+                                 : "raw libmemcached pipeline, same keys",
+                   threads, std::chrono::duration<double>(Clock::now() - start).count(), latencies);
   const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
   run.keys_read = static_cast<double>(read) / n;
   run.keys_written = static_cast<double>(written) / n;
@@ -234,6 +260,8 @@ void Merge(Run& total, const Run& slice) {
   total.keys_read = avg(total.keys_read, slice.keys_read);
   total.keys_written = avg(total.keys_written, slice.keys_written);
   total.round_trips = avg(total.round_trips, slice.round_trips);
+  total.cache_hits = avg(total.cache_hits, slice.cache_hits);
+  total.blocked_share = avg(total.blocked_share, slice.blocked_share);
   total.errors += slice.errors;
 }
 
@@ -244,7 +272,9 @@ std::pair<Run, Run> Interleaved(const Options& o, const std::vector<Limit>& limi
   Run engine, raw;
   for (int r = 0; r < rounds; ++r) {
     Merge(engine,
-          RunEngine(o, limits, threads, EngineOptions{}, "hourglass check", o.seconds / rounds));
+          RunEngine(o, limits, threads, LoadEngineOptions(o),
+                    o.exact_cover ? "hourglass check, exact cover" : "hourglass check, hot path",
+                    o.seconds / rounds));
     Merge(raw, RunRaw(o, limits, threads, o.seconds / rounds));
   }
   std::sort(engine.latencies_us.begin(), engine.latencies_us.end());
@@ -283,14 +313,16 @@ std::optional<Run> RunPeer(const Options& o) {
 void PrintRuns(const std::vector<Run>& runs) {
   fmt::print(
       "| run | threads | checks | checks/s | p50 µs | p99 µs | p99.9 µs | keys read / check | keys "
-      "written / check | round trips / check | errors |\n");
-  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "written / check | round trips / check | cached buckets / check | answered locally | errors "
+      "|\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Run& r : runs) {
     fmt::print(
-        "| {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {} |\n",
+        "| {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.2f} | {:.1f} | "
+        "{:.1f}% | {} |\n",
         r.name, r.threads, r.checks, static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5),
         r.Percentile(0.99), r.Percentile(0.999), r.keys_read, r.keys_written, r.round_trips,
-        r.errors);
+        r.cache_hits, 100 * r.blocked_share, r.errors);
   }
 }
 
@@ -322,11 +354,15 @@ int Main(int argc, char** argv) {
       o.scaling = true;
     else if (a == "--quick")
       o.quick = true;
+    else if (a == "--exact-cover")
+      o.exact_cover = true;
+    else if (a == "--minimal-raw")
+      o.minimal_raw = true;
     else {
       fmt::print(stderr,
                  "usage: load [--servers H:P | --start-memcached] [--threads N] [--features F] "
                  "[--hot-share X] [--seconds S] [--policy SPECS] [--peer peer_limits.py] "
-                 "[--scaling] [--quick]\n");
+                 "[--scaling] [--quick] [--exact-cover] [--minimal-raw]\n");
       return 2;
     }
   }
@@ -340,9 +376,10 @@ int Main(int argc, char** argv) {
   const std::vector<Limit> limits = *ParseLimits(o.policy);
   fmt::print(
       "## Load: policy {}, {} features ({:.0f}% of checks on 10 hot ones), {:.1f} s per kind of "
-      "run "
-      "(engine and raw interleaved in 10 slices), memcached {}\n\n",
-      o.policy, o.features, 100 * o.hot_share, o.seconds, o.servers);
+      "run (engine and raw interleaved in 10 slices), engine {}, memcached {}\n\n",
+      o.policy, o.features, 100 * o.hot_share, o.seconds,
+      o.exact_cover ? "exact cover" : "hot path (bounds, bucket cache, blocked-client cache)",
+      o.servers);
   std::vector<Run> runs;
   auto [engine1, raw1] = Interleaved(o, limits, 1);
   runs.push_back(engine1);
@@ -372,7 +409,9 @@ int Main(int argc, char** argv) {
   }
 
   if (o.scaling) {
-    fmt::print("\n## Scaling: one sliding limit, 1 thread, by window and ladder\n\n");
+    fmt::print(
+        "\n## Scaling: one sliding limit read exactly (no hot path), 1 thread, by window and "
+        "ladder\n\n");
     fmt::print(
         "| ladder | window | checks/s | p50 µs | p99 µs | keys read / check "
         "|\n|---|---|---|---|---|---|\n");

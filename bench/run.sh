@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every benchmark table and picture under bench/results/ from scratch:
-#   bash bench/run.sh
+#   bash bench/run.sh            (or one step: keys, accuracy, micro, load, replay)
 # Installs what is missing (Debian packages), builds, and runs: keys per query, the accuracy
 # replay (with plots), the micro-benchmarks, and the load driver against a memcached it starts on
 # loopback (raw baseline, the Python limits peer, scaling). Takes about 10 minutes on 2 cores.
@@ -12,6 +12,8 @@ out=bench/results
 mkdir -p "$out"
 log="../shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-10}"
+step="${1:-all}"  # all, or one of: keys accuracy micro load replay
+want() { [[ "$step" == all || "$step" == "$1" ]]; }
 
 {
   echo "# Machine"
@@ -26,28 +28,86 @@ seconds="${HOURGLASS_BENCH_SECONDS:-10}"
   echo "- client, server and load share the cores (loopback)"
 } >"$out/machine.md"
 
+if want keys; then
 echo "== keys read per query (build/bench/keys_report)"
 build/bench/keys_report 1 >"$out/keys_report.md"
 cat "$out/keys_report.md"
+fi
 
+if want accuracy; then
 echo "== accuracy (build/bench/accuracy)"
 build/bench/accuracy --out "$out" --apache "$log" --start-memcached
 gnuplot -e "dir='$out'" bench/plots/errors.gp
 gnuplot -e "dir='$out'" bench/plots/boundary.gp
+fi
 
+if want micro; then
 echo "== micro-benchmarks (build/bench/micro)"
 build/bench/micro --benchmark_min_time=0.5 | tee "$out/micro.txt"
+fi
 
+if want load; then
 echo "== load (build/bench/load)"
+nodenials="1000000/s, 1000000/m, 1000000/h, 1000000/d"
+run_load() {
+  echo "\`build/bench/load $*\`"
+  echo
+  build/bench/load "$@"
+  echo
+}
 {
-  echo "Command: \`build/bench/load --threads 2 --features 10000 --seconds $seconds --peer bench/peer_limits.py --scaling\`"
+  echo "# Load against memcached on loopback"
   echo
-  build/bench/load --threads 2 --features 10000 --seconds "$seconds" --peer bench/peer_limits.py --scaling
+  echo "Every run interleaves engine and raw slices (see bench/README.md). Commands as given."
   echo
-  echo "The same without denials (limits never reached: no take-backs), isolating the engine's own cost:"
-  echo "\`build/bench/load --threads 2 --features 10000 --seconds $seconds --policy \"1000000/s, 1000000/m, 1000000/h, 1000000/d\"\`"
+  echo "## Mixed traffic, policy 2/s, 5/m, 10/h, 100/d: hot path (after issue 5), the Python peer, scaling"
   echo
-  build/bench/load --threads 2 --features 10000 --seconds "$seconds" \
-    --policy "1000000/s, 1000000/m, 1000000/h, 1000000/d"
+  run_load --threads 2 --features 10000 --seconds "$seconds" --peer bench/peer_limits.py --scaling
+  echo "## The same with the exact cover (before issue 5)"
+  echo
+  run_load --threads 2 --features 10000 --seconds "$seconds" --exact-cover
+  echo "## Without denials (limits never reached), exact cover: the engine's own cost over the same keys"
+  echo
+  run_load --threads 2 --features 10000 --seconds "$seconds" --exact-cover --policy "$nodenials"
+  echo "## Hot features only, never denied: hot path against one raw round trip carrying the same increments"
+  echo
+  run_load --threads 2 --hot-share 1.0 --seconds "$seconds" --minimal-raw --policy "$nodenials"
+  echo "## Hot features only, policy 2/s, 5/m, 10/h, 100/d (mostly denied: the blocked-client cache)"
+  echo
+  run_load --threads 2 --hot-share 1.0 --seconds "$seconds" --minimal-raw
 } | tee "$out/load.md"
+fi
+
+if want replay; then
+echo "== replay of the real log against memcached: hourglass and Python limits, same checks"
+source scripts/memcached.sh
+start_memcached
+trap stop_memcached EXIT
+limits=(--limit 2/s --limit 5/m --limit 10/h --limit 100/d)
+hot=$(build/cli/hourglass --servers "$MEMCACHED_ADDRESS" --namespace hot --json replay "$log" \
+  --format apache "${limits[@]}")
+exact=$(build/cli/hourglass --servers "$MEMCACHED_ADDRESS" --namespace exact --exact-cover --json \
+  replay "$log" --format apache "${limits[@]}")
+peer=$(bench/peer_limits.py --servers "$MEMCACHED_ADDRESS" --replay "$log")
+stop_memcached
+trap - EXIT
+field() { sed -E "s/.*\"$2\": ?([0-9.]+).*/\1/" <<<"$1"; }
+rate() { awk -v n="$(field "$1" lines)" -v s="$(field "$1" seconds)" 'BEGIN { printf "%.0f", n / s }'; }
+hot_rate=$(rate "$hot")
+exact_rate=$(rate "$exact")
+peer_rate=$(field "$peer" checks_per_second | awk '{ printf "%.0f", $1 }')
+{
+  echo "# Replay of the real log against memcached"
+  echo
+  echo "\`hourglass replay ../shared/data/apache_access_2015.log --format apache --limit 2/s --limit 5/m --limit 10/h --limit 100/d\`"
+  echo "against a memcached on loopback, one thread; the peer does the same 10,000 checks with"
+  echo "\`bench/peer_limits.py --replay\` (Python limits, fixed windows, the same four limits)."
+  echo
+  echo "| limiter | checks/s | keys read / check (median, p99) | round trips | ratio to Python limits |"
+  echo "| --- | --- | --- | --- | --- |"
+  echo "| hourglass, hot path | $hot_rate | $(field "$hot" keys_read_p50), $(field "$hot" keys_read_p99) | $(field "$hot" round_trips) | $(awk -v a="$hot_rate" -v b="$peer_rate" 'BEGIN { printf "%.1fx", a / b }') |"
+  echo "| hourglass, exact cover | $exact_rate | $(field "$exact" keys_read_p50), $(field "$exact" keys_read_p99) | $(field "$exact" round_trips) | $(awk -v a="$exact_rate" -v b="$peer_rate" 'BEGIN { printf "%.1fx", a / b }') |"
+  echo "| Python limits 2.8 fixed window | $peer_rate | 4 incr per check | 40000 | 1.0x |"
+} | tee "$out/replay.md"
+fi
 echo "results in $out/"
