@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "../cli/trace.h"
+#include "guarded_main.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "limiters.h"
@@ -449,10 +450,5 @@ int Main(int argc, char** argv) {
 }  // namespace hourglass::bench
 
 int main(int argc, char** argv) {
-  try {
-    return hourglass::bench::Main(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "accuracy: {}\n", e.what());
-    return 2;
-  }
+  return hourglass::bench::GuardedMain("accuracy", hourglass::bench::Main, argc, argv);
 }

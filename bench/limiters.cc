@@ -114,6 +114,16 @@ class CounterStore {
   std::unordered_map<uint64_t, std::pair<uint64_t, int64_t>> map_;  // value, expiry
 };
 
+// Adds an admitted request to one counter per limit, for the window index `t / W`, living
+// `ttl_windows` windows (what the fixed-window and sliding-counter peers write).
+void CountAdmitted(CounterStore& store, const std::vector<Limit>& limits, const Request& r,
+                   int64_t ttl_windows, uint64_t& keys_written) {
+  for (size_t i = 0; i < limits.size(); ++i) {
+    store.Add(Key(r.feature, i, r.t / W(limits[i])), r.cost, r.t, ttl_windows * W(limits[i]));
+  }
+  keys_written += limits.size();
+}
+
 class FixedWindowLimiter final : public Limiter {
  public:
   explicit FixedWindowLimiter(std::vector<Limit> limits) : limits_(std::move(limits)) {}
@@ -126,12 +136,7 @@ class FixedWindowLimiter final : public Limiter {
       fits = fits && n + r.cost <= limits_[i].max_hits;
     }
     keys_read += limits_.size();
-    if (fits) {
-      for (size_t i = 0; i < limits_.size(); ++i) {
-        store_.Add(Key(r.feature, i, r.t / W(limits_[i])), r.cost, r.t, W(limits_[i]));
-      }
-      keys_written += limits_.size();
-    }
+    if (fits) CountAdmitted(store_, limits_, r, 1, keys_written);
     return fits;
   }
   uint64_t StoredKeys(int64_t now) override { return store_.Live(now); }
@@ -159,12 +164,7 @@ class SlidingCounterLimiter final : public Limiter {
              estimate + static_cast<double>(r.cost) <= static_cast<double>(limits_[i].max_hits);
     }
     keys_read += 2 * limits_.size();
-    if (fits) {
-      for (size_t i = 0; i < limits_.size(); ++i) {
-        store_.Add(Key(r.feature, i, r.t / W(limits_[i])), r.cost, r.t, 2 * W(limits_[i]));
-      }
-      keys_written += limits_.size();
-    }
+    if (fits) CountAdmitted(store_, limits_, r, 2, keys_written);  // the previous window is read
     return fits;
   }
   uint64_t StoredKeys(int64_t now) override { return store_.Live(now); }

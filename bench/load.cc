@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "guarded_main.h"
 #include "hourglass/engine.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
@@ -463,10 +464,5 @@ int Main(int argc, char** argv) {
 }  // namespace hourglass::bench
 
 int main(int argc, char** argv) {
-  try {
-    return hourglass::bench::Main(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "load: {}\n", e.what());
-    return 2;
-  }
+  return hourglass::bench::GuardedMain("load", hourglass::bench::Main, argc, argv);
 }
