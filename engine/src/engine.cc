@@ -215,10 +215,16 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
   Result<std::string> group = Group(event, feature);
   if (!group.ok()) return group.error();
   if (cost < 1 || cost > (uint64_t{1} << 62)) return InvalidArgument("cost must be >= 1");
-  const int64_t t = ToUnix(at.value_or(clock_->Now()));
+  const Instant now = clock_->Now();
+  const int64_t t = ToUnix(at.value_or(now));
   Batch batch{*group, HitIncrements(*group, t, static_cast<int64_t>(cost)), {}};
   for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
   Result<std::vector<uint64_t>> values = store_->Apply(batch);
+  // A hit recorded at a settled instant (a replay) changes buckets this process may have cached
+  // as immutable: forget them. Other processes' caches assume no such writes (settle_margin).
+  if (caches_->buckets && t < ToUnix(now) - options_.settle_margin.count()) {
+    caches_->buckets->Invalidate(*group);
+  }
   if (!values.ok()) return values.error();
   return Cost{batch.increments.size(), batch.reads.size(), 1};
 }

@@ -92,7 +92,9 @@ class Engine {
   static Result<Engine> Create(Store& store, const Clock& clock, EngineOptions options);
 
   // Records a hit of `cost` (>= 1) at `at` (default now). One round trip: it reads back the
-  // current buckets, which confirms the increments landed.
+  // current buckets, which confirms the increments landed. Recording more than settle_margin in
+  // the past drops this engine's cached buckets of the feature; other processes' caches assume
+  // nobody does that (replay in a process of its own, as the CLI does).
   Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t cost = 1,
                       std::optional<Instant> at = std::nullopt) const;
 
