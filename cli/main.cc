@@ -247,8 +247,11 @@ std::string DecisionText(std::string_view event, std::string_view feature, const
   }
   out += "\n";
   for (const LimitOutcome& o : d.limits) {
-    out += fmt::format("  {:<16} count {:>6}  remaining {:>6}{}\n", DescribeLimits({o.limit}),
-                       o.count, o.remaining, o.exceeded ? "  exceeded" : "");
+    // Counts settled by bounds are shown as the range the true count lies in.
+    const std::string count =
+        o.exact ? fmt::format("{}", o.count) : fmt::format("{}..{}", o.count_min, o.count);
+    out += fmt::format("  {:<16} count {:>9}  remaining {:>6}{}\n", DescribeLimits({o.limit}),
+                       count, o.remaining, o.exceeded ? "  exceeded" : "");
   }
   return out;
 }
