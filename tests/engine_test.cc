@@ -174,7 +174,9 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
       ASSERT_TRUE(d.ok()) << d.error().ToString();
       ASSERT_FALSE(d->degraded);
       ASSERT_EQ(d->allowed, expect) << "check " << i << " at " << t;
-      ASSERT_LE(d->cost.round_trips, hot() ? 2u : 1u);
+      // One round trip; a second when the bounds do not settle it; a denial adds at most one per
+      // ladder level to pin its retry time to the second.
+      ASSERT_LE(d->cost.round_trips, (hot() ? 2u : 1u) + (d->allowed ? 0u : 3u));
       if (expect || mode == CountingMode::kAttempts) counted.Add(t, cost);
       if (d->cost.blocked_hits > 0) {
         ASSERT_FALSE(d->allowed);
@@ -197,6 +199,17 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
         // retry_after is never too early: after it, with nothing else happening, the hit fits.
         ASSERT_TRUE(d->retry_after.has_value());
         const int64_t later = t + d->retry_after->count();
+        // ... and, read from the store, exact: one second earlier it would not fit yet.
+        if (d->cost.blocked_hits == 0 && d->retry_after > Seconds{0}) {
+          bool fits_earlier = true;
+          for (const Limit& limit : policy.limits) {
+            fits_earlier =
+                fits_earlier &&
+                counted.Window(later - 1, limit.window.length().count()) + cost <= limit.max_hits;
+          }
+          EXPECT_FALSE(fits_earlier)
+              << "retry_after " << d->retry_after->count() << " is late at " << t;
+        }
         for (const Limit& limit : policy.limits) {
           EXPECT_LE(counted.Window(later, limit.window.length().count()) + cost, limit.max_hits)
               << "retry_after " << d->retry_after->count() << " too early for " << limit.ToString()
@@ -247,17 +260,13 @@ TEST_P(EngineTest, DenialReportsRetryAfterAndTakesTheHitBack) {
   EXPECT_TRUE(d->limits[0].exceeded);
   EXPECT_EQ(d->limits[0].count, 3u);
   EXPECT_EQ(d->limits[0].remaining, 0u);
-  // The hit at kStart leaves the window at kStart + 60, 30 s from now. All three hits sit in the
-  // open minute bucket, whose finer spread this check did not read: retry_after may be late by
-  // less than that bucket's width, never early.
-  ASSERT_TRUE(d->limits[0].retry_after.has_value());
-  EXPECT_GE(*d->limits[0].retry_after, Seconds{30});
-  EXPECT_LT(*d->limits[0].retry_after, Seconds{30 + 60});
+  // The hit at kStart leaves the window at kStart + 60: 30 s from now, to the second.
+  EXPECT_EQ(d->limits[0].retry_after, Seconds{30});
   EXPECT_FALSE(d->limits[1].exceeded);
   EXPECT_EQ(d->limits[1].remaining, 7u);
   EXPECT_EQ(d->retry_after, d->limits[0].retry_after);
   EXPECT_EQ(d->cost.keys_written, 6u) << "three increments and three take-backs";
-  EXPECT_EQ(d->cost.round_trips, 1u) << "the take-back is not waited for";
+  EXPECT_LE(d->cost.round_trips, 4u) << "the take-back is not waited for";
   // The count stays at 3: the denied hit left no trace.
   EXPECT_EQ(engine.Count("signup", "ann", Windows({60}))->windows[0].count, 3u);
   clock_->Set(FromUnix(kStart + 30) + *d->retry_after);

@@ -270,6 +270,80 @@ Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event, std::st
   return BucketValues{std::move(*values), Cost{0, batch.reads.size(), 1}};
 }
 
+Result<Cost> Engine::RefineForRetry(const std::string& group, const std::vector<Limit>& limits,
+                                    int64_t t, uint64_t cost, uint64_t pending,
+                                    std::vector<std::vector<CountedSpan>>& pieces,
+                                    Instant now) const {
+  Cost spent;
+  const Ladder& ladder = options_.ladder;
+  const auto hits = [&](const CountedSpan& p) {
+    return p.span.Contains(t) ? p.hits - std::min(p.hits, pending) : p.hits;
+  };
+  // The piece of limit i that frees the room, if it is wider than a second.
+  const auto crossing = [&](size_t i) -> std::optional<size_t> {
+    const Limit& limit = limits[i];
+    if (limit.window.kind() != WindowKind::kSliding || cost > limit.max_hits) return std::nullopt;
+    uint64_t total = 0;
+    for (const CountedSpan& p : pieces[i]) total += hits(p);
+    if (total + cost <= limit.max_hits) return std::nullopt;
+    // Hits leave in time order: the running sum of the oldest reaches what must leave.
+    const uint64_t must_leave = total + cost - limit.max_hits;
+    uint64_t left = 0;
+    size_t k = 0;
+    while (k < pieces[i].size() && (left += hits(pieces[i][k])) < must_leave) ++k;
+    if (k == pieces[i].size() || pieces[i][k].span.length() <= 1) return std::nullopt;
+    return k;
+  };
+  // The widest ladder level narrower than `span` whose buckets tile it.
+  const auto child_level = [&](Span span) {
+    for (size_t l = ladder.levels(); l-- > 0;) {
+      const int64_t w = ladder.width(l).count();
+      if (w < span.length() && FloorDiv(span.first, w) * w == span.first) return l;
+    }
+    return size_t{0};
+  };
+  for (size_t round = 0; round < ladder.levels(); ++round) {
+    std::vector<std::optional<size_t>> split(limits.size());
+    std::vector<Bucket> reads;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      split[i] = crossing(i);
+      if (!split[i]) continue;
+      const Span span = pieces[i][*split[i]].span;
+      const size_t level = child_level(span);
+      const int64_t w = ladder.width(level).count();
+      for (int64_t s = FloorDiv(span.first, w) * w; s <= span.last; s += w) {
+        reads.push_back(ladder.BucketAt(level, s));
+      }
+    }
+    if (reads.empty()) break;
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    Result<Read> read = ReadCached(group, reads, {}, now);
+    if (!read.ok()) return read.error();
+    spent += read->cost;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      if (!split[i]) continue;
+      const int64_t first_second = t - limits[i].window.length().count() + 1;
+      const Span span = pieces[i][*split[i]].span;
+      const size_t level = child_level(span);
+      const int64_t w = ladder.width(level).count();
+      std::vector<CountedSpan> children;
+      for (int64_t s = FloorDiv(span.first, w) * w; s <= span.last; s += w) {
+        const Bucket b = ladder.BucketAt(level, s);
+        const Span child{std::max(s, first_second), std::min(s + w - 1, span.last)};
+        if (child.last < first_second) continue;  // before the window: already gone
+        const size_t at =
+            static_cast<size_t>(std::lower_bound(reads.begin(), reads.end(), b) - reads.begin());
+        children.push_back(CountedSpan{child, read->values[at]});
+      }
+      auto& p = pieces[i];
+      p.erase(p.begin() + static_cast<long>(*split[i]));
+      p.insert(p.begin() + static_cast<long>(*split[i]), children.begin(), children.end());
+    }
+  }
+  return spent;
+}
+
 Decision Engine::Degraded(const Policy& policy, Error error, Cost cost) const {
   Decision decision;
   decision.allowed = policy.on_store_failure == FailureMode::kFailOpen;
@@ -434,6 +508,18 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
     fits = fits && upper[i] <= policy.limits[i].max_hits;
   }
   decision.allowed = fits;
+
+  if (!fits) {
+    // Pin the retry time to the second: read inside the piece that frees the room (on denials
+    // only). Reads go before the take-back, so they include this hit; it is discounted as pending.
+    const uint64_t pending = policy.mode == CountingMode::kAdmitted ? cost : 0;
+    Result<Cost> spent =
+        RefineForRetry(*group, policy.limits, ut, cost, pending, upper_pieces, now);
+    if (spent.ok()) {  // otherwise keep the coarser retry: it is never early
+      decision.cost += *spent;
+      lower_pieces = upper_pieces;
+    }
+  }
 
   if (!fits && policy.mode == CountingMode::kAdmitted) {
     // Take the increments back; nobody waits for the answer.

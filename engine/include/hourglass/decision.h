@@ -40,7 +40,8 @@ struct LimitOutcome {
   uint64_t remaining = 0;  // max_hits - count, floored at 0
   bool exceeded = false;   // this hit did not fit under this limit
   // Seconds until this hit would fit under this limit if nothing else happened: 0 when it fits,
-  // never earlier than the truth, nullopt when it can never fit (cost > max_hits).
+  // never earlier than the truth (exact to the second when the engine read the store for this
+  // decision), nullopt when it can never fit (cost > max_hits).
   std::optional<Seconds> retry_after = Seconds{0};
   bool exact = true;
   uint64_t count_min = 0;  // equals count when exact

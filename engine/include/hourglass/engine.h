@@ -151,6 +151,13 @@ class Engine {
   Result<Read> ReadCached(const std::string& group, std::span<const Bucket> buckets,
                           std::vector<Increment> increments, Instant now) const;
   Decision Degraded(const Policy& policy, Error error, Cost cost) const;
+  // For each sliding limit, splits the piece whose leaving frees room for `cost` into its child
+  // buckets until it is one second wide, so RetryAfter is exact: one batch per ladder level for
+  // all limits together. `pieces[i]` are limit i's pieces in time order with actual values;
+  // `pending` hits at `t` are about to be taken back. Reads only on denials.
+  Result<Cost> RefineForRetry(const std::string& group, const std::vector<Limit>& limits, int64_t t,
+                              uint64_t cost, uint64_t pending,
+                              std::vector<std::vector<CountedSpan>>& pieces, Instant now) const;
   Result<std::string> Group(std::string_view event, std::string_view feature) const;
   // The increments of a hit at `t`.
   std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
