@@ -390,6 +390,7 @@ std::vector<TraceHit> ReadTrace(const ReplayArgs& a, int64_t& out_of_order) {
         a.format == "hits" ? ParseHitsLine(line) : ParseApacheLine(line, a.event);
     if (!hit.ok()) Fail(kUsage, fmt::format("{}:{}: {}", a.file, number, hit.error().message()));
     if (!hit->has_value()) continue;
+    (*hit)->line = number;
     if (!hits.empty() && (*hit)->at < hits.back().at) ++out_of_order;
     hits.push_back(std::move(**hit));
   }
@@ -444,7 +445,8 @@ int RunReplay(const Globals& g, const ReplayArgs& a) {
     (d.allowed ? f.admitted : f.denied)++;
     if (a.decisions) {
       json j = DecisionJson(d);
-      j["hit"] = index;
+      j["hit"] = index;      // position in replay (time) order
+      j["line"] = hit.line;  // line in the file
       j["at"] = hit.at;
       j["event"] = hit.event;
       j["feature"] = hit.feature;

@@ -23,6 +23,7 @@ struct TraceHit {
   std::string event;
   std::string feature;
   uint64_t cost = 1;
+  int64_t line = 0;  // in the trace file, set by the reader
 };
 
 // nullopt for a line to skip (blank or comment); an error naming what is wrong otherwise.

@@ -263,6 +263,7 @@ TEST_F(CliTest, ReplayDecisionsEqualAPerfectSlidingWindowLimiter) {
     const json d = json::parse(line);
     const int64_t at = times[n++];
     ASSERT_EQ(d["at"], at);
+    ASSERT_EQ(d["line"], static_cast<int64_t>(n)) << "the trace is in time order: line = hit";
     const bool expect =
         admitted.Window(at, 1) < 2 && admitted.Window(at, 60) < 5 && admitted.Window(at, 3600) < 10;
     ASSERT_EQ(d["allowed"], expect) << "hit " << n << " at " << at;

@@ -278,6 +278,27 @@ TEST_P(EngineTest, DenialReportsRetryAfterAndTakesTheHitBack) {
   EXPECT_EQ(never->retry_after, std::nullopt);
 }
 
+TEST_P(EngineTest, WithoutExactRetryADenialIsOneRoundTripAndNeverEarly) {
+  EngineOptions options = Options();
+  options.exact_retry_after = false;
+  options.hot_path.bounds = false;
+  const Engine engine = MakeEngine(options);
+  const Policy policy = MakePolicy("3/m, 10/h");
+  for (int i = 0; i < 3; ++i) {
+    clock_->Set(FromUnix(kStart + 10 * i));
+    ASSERT_TRUE(engine.Check("signup", "ann", policy)->allowed);
+  }
+  clock_->Set(FromUnix(kStart + 30));
+  Result<Decision> d = engine.Check("signup", "ann", policy);
+  ASSERT_FALSE(d->allowed);
+  EXPECT_EQ(d->cost.round_trips, 1u);
+  // The three hits sit in the open minute bucket: the coarse answer waits for all of it to
+  // leave (never early, here 60 s instead of the exact 30 s).
+  ASSERT_TRUE(d->retry_after.has_value());
+  EXPECT_GE(*d->retry_after, Seconds{30});
+  EXPECT_LT(*d->retry_after, Seconds{30 + 60});
+}
+
 TEST_P(EngineTest, FourLimitsAreOneRoundTripWithThreeWrites) {
   const Engine engine = MakeEngine();
   clock_->Set(FromUnix(kStart + 12345));

@@ -509,7 +509,7 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   }
   decision.allowed = fits;
 
-  if (!fits) {
+  if (!fits && options_.exact_retry_after) {
     // Pin the retry time to the second: read inside the piece that frees the room (on denials
     // only). Reads go before the take-back, so they include this hit; it is discounted as pending.
     const uint64_t pending = policy.mode == CountingMode::kAdmitted ? cost : 0;

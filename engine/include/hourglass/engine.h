@@ -74,6 +74,10 @@ struct EngineOptions {
   Seconds settle_margin{5};
   CoverOptions cover;  // planner switches (for benchmarks and tests)
   HotPathOptions hot_path;
+  // On a denial, read inside the bucket whose hits leave first (at most one batch per ladder
+  // level) so that retry_after is exact to the second. false: a denial costs no extra round trip
+  // and retry_after is still never early, but may be late by up to a bucket's width.
+  bool exact_retry_after = true;
 };
 
 struct WindowCount {
