@@ -37,12 +37,15 @@ int main(int argc, char** argv) {
   EngineOptions exact;  // every query reads its exact cover: no bounds, no cache
   exact.hot_path.bounds = false;
   exact.hot_path.bucket_cache_features = 0;
+  exact.exact_retry_after = false;  // a check reads its cover only, denied or not
   EngineOptions greedy = exact;
   greedy.cover.complements = false;
   configs.emplace_back("greedy cover (seed 004)", greedy);
   configs.emplace_back("cover with complements", exact);
-  configs.emplace_back("hot path (bounds, bucket cache; one feature queried every second)",
-                       EngineOptions{});
+  configs.emplace_back(
+      "hot path (defaults: bounds, bucket cache, exact retry_after on denials; one feature "
+      "queried every second, so mostly denied)",
+      EngineOptions{});
   const Window day = *Window::Sliding(Seconds{86400});
   const Policy policy{*ParseLimits("2/s, 5/m, 10/h, 100/d"), CountingMode::kAdmitted,
                       FailureMode::kFailOpen};

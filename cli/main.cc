@@ -65,7 +65,8 @@ class Runtime {
  public:
   // `hot_path`: the engine's hot path with the blocked-client cache (replay); otherwise the
   // defaults (a one-shot command has nothing to cache).
-  Runtime(const Globals& g, const Clock& clock, bool hot_path = false) {
+  Runtime(const Globals& g, const Clock& clock, bool hot_path = false,
+          bool exact_retry_after = false) {
     if (g.timeout_ms < 1 || g.timeout_ms > 600000) {
       Fail(kUsage, fmt::format("--timeout-ms {}: must be 1 to 600000", g.timeout_ms));
     }
@@ -83,6 +84,7 @@ class Runtime {
     Result<Seconds> retention = ParseDuration(g.retention);
     if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
     options.retention = *retention;
+    options.exact_retry_after = exact_retry_after;
     if (hot_path) {
       options.hot_path.bucket_cache_features = 100000;
       options.hot_path.blocked_cache_entries = 100000;
@@ -263,7 +265,7 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   }
   const Policy policy = Unwrap(source.For(a.event, a.feature));
   SystemClock clock;
-  Runtime rt(g, clock);
+  Runtime rt(g, clock, /*hot_path=*/false, /*exact_retry_after=*/true);  // one shot: be exact
   const Decision d =
       Unwrap(rt.engine().Check(a.event, a.feature, policy, CheckCost(a.cost), ParseAt(a.at)));
   Print(g.json ? Dump(DecisionJson(d)) + "\n" : DecisionText(a.event, a.feature, d));

@@ -41,6 +41,7 @@ class EngineTest : public ::testing::TestWithParam<Config> {
   // The engine options of this configuration.
   EngineOptions Options() const {
     EngineOptions options;
+    options.exact_retry_after = true;  // the properties check it to the second
     if (hot()) {
       options.hot_path.bounds = true;
       options.hot_path.bucket_cache_features = 1024;

@@ -75,9 +75,11 @@ struct EngineOptions {
   CoverOptions cover;  // planner switches (for benchmarks and tests)
   HotPathOptions hot_path;
   // On a denial, read inside the bucket whose hits leave first (at most one batch per ladder
-  // level) so that retry_after is exact to the second. false: a denial costs no extra round trip
-  // and retry_after is still never early, but may be late by up to a bucket's width.
-  bool exact_retry_after = true;
+  // level) so that retry_after is exact to the second. Off by default: a denial then costs no
+  // extra round trip and retry_after is still never early, but may be late by up to the width of
+  // a bucket (an hour for a day limit on the default ladder). Measured on the real log: on, p99
+  // keys read per check 29 -> 75 and replay throughput -23%.
+  bool exact_retry_after = false;
 };
 
 struct WindowCount {
