@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   configs.emplace_back("greedy cover (seed 004)", greedy);
   configs.emplace_back("cover with complements", exact);
   configs.emplace_back(
-      "hot path (defaults: bounds, bucket cache, exact retry_after on denials; one feature "
+      "hot path (defaults: bounds, bucket cache; one feature "
       "queried every second, so mostly denied)",
       EngineOptions{});
   const Window day = *Window::Sliding(Seconds{86400});
