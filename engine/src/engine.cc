@@ -239,15 +239,12 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
-  const ReadPlan& plan = Plan(spans, open);
-  const std::vector<Bucket> reads =
-      plan.reads;  // the plan reference is per thread: copy what we keep
-  Result<Read> read = ReadCached(*group, reads, {}, now);
+  const ReadPlan& plan = Plan(spans, open);  // ReadCached does not plan: the reference holds
+  Result<Read> read = ReadCached(*group, plan.reads, {}, now);
   if (!read.ok()) return read.error();
   Counts counts{t, {}, read->cost};
-  const ReadPlan& again = Plan(spans, open);
   for (size_t i = 0; i < windows.size(); ++i) {
-    counts.windows.push_back(WindowCount{windows[i], again.Total(i, read->values)});
+    counts.windows.push_back(WindowCount{windows[i], plan.Total(i, read->values)});
   }
   return counts;
 }
@@ -430,6 +427,22 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   std::vector<std::vector<CountedSpan>> upper_pieces(n), lower_pieces(n);
   bool settled = false;
 
+  // Reads the exact cover of every window (with `increments`, if any) into the pieces.
+  const auto read_exact = [&](std::vector<Increment> increments,
+                              std::optional<int64_t> open) -> Status {
+    const ReadPlan& plan = Plan(spans, open);  // ReadCached does not plan: the reference holds
+    Result<Read> read = ReadCached(*group, plan.reads, std::move(increments), now);
+    if (!read.ok()) return read.error();
+    decision.cost += read->cost;
+    for (size_t i = 0; i < n; ++i) {
+      upper_pieces[i] = lower_pieces[i] = plan.Pieces(i, read->values);
+      upper[i] = 0;
+      for (const CountedSpan& p : upper_pieces[i]) upper[i] += p.hits;
+      lower[i] = upper[i];
+    }
+    return {};
+  };
+
   if (options_.hot_path.bounds && live) {
     // Phase 1: the increments and the coarse bounds of every window, in one batch.
     std::vector<Bound> bounds;
@@ -465,34 +478,18 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
     settled = all_fit || one_over;
   } else {
     // Exact in one batch with the increments.
-    const ReadPlan& plan = Plan(spans, live ? std::optional(ut) : std::nullopt);
-    const std::vector<Bucket> reads = plan.reads;
-    Result<Read> read =
-        ReadCached(*group, reads, HitIncrements(*group, ut, static_cast<int64_t>(cost)), now);
-    if (!read.ok()) return Degraded(policy, read.error(), decision.cost);
-    decision.cost += read->cost;
-    const ReadPlan& again = Plan(spans, live ? std::optional(ut) : std::nullopt);
-    for (size_t i = 0; i < n; ++i) {
-      upper_pieces[i] = lower_pieces[i] = again.Pieces(i, read->values);
-      for (const CountedSpan& p : upper_pieces[i]) upper[i] += p.hits;
-      lower[i] = upper[i];
+    if (Status st = read_exact(HitIncrements(*group, ut, static_cast<int64_t>(cost)),
+                               live ? std::optional(ut) : std::nullopt);
+        !st.ok()) {
+      return Degraded(policy, st.error(), decision.cost);
     }
     settled = true;
   }
 
   if (!settled) {
     // Phase 2: the bounds did not settle it; read the exact cover (increments already sent).
-    const ReadPlan& plan = Plan(spans, std::optional(ut));
-    const std::vector<Bucket> reads = plan.reads;
-    Result<Read> read = ReadCached(*group, reads, {}, now);
-    if (!read.ok()) return Degraded(policy, read.error(), decision.cost);
-    decision.cost += read->cost;
-    const ReadPlan& again = Plan(spans, std::optional(ut));
-    for (size_t i = 0; i < n; ++i) {
-      upper_pieces[i] = lower_pieces[i] = again.Pieces(i, read->values);
-      upper[i] = 0;
-      for (const CountedSpan& p : upper_pieces[i]) upper[i] += p.hits;
-      lower[i] = upper[i];
+    if (Status st = read_exact({}, std::optional(ut)); !st.ok()) {
+      return Degraded(policy, st.error(), decision.cost);
     }
   }
 
