@@ -235,31 +235,7 @@ struct Options {
   bool quick = false;
 };
 
-int Main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--out")
-      o.out = next();
-    else if (a == "--apache")
-      o.apache = next();
-    else if (a == "--servers")
-      o.servers = next();
-    else if (a == "--start-memcached")
-      o.start_memcached = true;
-    else if (a == "--quick")
-      o.quick = true;
-    else {
-      fmt::print(stderr,
-                 "usage: accuracy [--out DIR] [--apache FILE] [--servers H:P | --start-memcached] "
-                 "[--quick]\n");
-      return 2;
-    }
-  }
+int Main(Options o) {
   std::unique_ptr<testing::MemcachedServer> server;
   if (o.start_memcached) {
     server = std::make_unique<testing::MemcachedServer>();
@@ -450,5 +426,14 @@ int Main(int argc, char** argv) {
 }  // namespace hourglass::bench
 
 int main(int argc, char** argv) {
-  return hourglass::bench::GuardedMain("accuracy", hourglass::bench::Main, argc, argv);
+  using hourglass::bench::Options;
+  Options o;
+  CLI::App app{"Replays traces through hourglass and the peers' algorithms; writes bench/results.",
+               "accuracy"};
+  app.add_option("--out", o.out, "output folder")->capture_default_str();
+  app.add_option("--apache", o.apache, "also replay this Apache log (feature = client IP)");
+  app.add_option("--servers", o.servers, "also run hourglass on this memcached (real log only)");
+  app.add_flag("--start-memcached", o.start_memcached, "start a memcached on loopback for that");
+  app.add_flag("--quick", o.quick, "tiny traces (the ctest smoke run)");
+  return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }

@@ -327,46 +327,7 @@ void PrintRuns(const std::vector<Run>& runs) {
   }
 }
 
-int Main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--servers")
-      o.servers = next();
-    else if (a == "--start-memcached")
-      o.start_memcached = true;
-    else if (a == "--threads")
-      o.threads = std::stoi(next());
-    else if (a == "--features")
-      o.features = static_cast<uint32_t>(std::stoul(next()));
-    else if (a == "--hot-share")
-      o.hot_share = std::stod(next());
-    else if (a == "--seconds")
-      o.seconds = std::stod(next());
-    else if (a == "--policy")
-      o.policy = next();
-    else if (a == "--peer")
-      o.peer = next();
-    else if (a == "--scaling")
-      o.scaling = true;
-    else if (a == "--quick")
-      o.quick = true;
-    else if (a == "--exact-cover")
-      o.exact_cover = true;
-    else if (a == "--minimal-raw")
-      o.minimal_raw = true;
-    else {
-      fmt::print(stderr,
-                 "usage: load [--servers H:P | --start-memcached] [--threads N] [--features F] "
-                 "[--hot-share X] [--seconds S] [--policy SPECS] [--peer peer_limits.py] "
-                 "[--scaling] [--quick] [--exact-cover] [--minimal-raw]\n");
-      return 2;
-    }
-  }
+int Main(Options o) {
   if (o.quick) o.seconds = std::min(o.seconds, 0.3);
   std::unique_ptr<testing::MemcachedServer> server;
   if (o.start_memcached || o.servers.empty()) {
@@ -464,5 +425,27 @@ int Main(int argc, char** argv) {
 }  // namespace hourglass::bench
 
 int main(int argc, char** argv) {
-  return hourglass::bench::GuardedMain("load", hourglass::bench::Main, argc, argv);
+  using hourglass::bench::Options;
+  Options o;
+  CLI::App app{
+      "Load driver: hourglass checks against memcached beside the raw libmemcached "
+      "baseline and, optionally, the Python limits peer.",
+      "load"};
+  app.add_option("--servers", o.servers, "memcached host:port (default: start one on loopback)");
+  app.add_flag("--start-memcached", o.start_memcached, "start a memcached on loopback");
+  app.add_option("--threads", o.threads, "threads for the multi-threaded runs")
+      ->capture_default_str();
+  app.add_option("--features", o.features, "distinct features")->capture_default_str();
+  app.add_option("--hot-share", o.hot_share, "share of checks on the 10 hot features")
+      ->capture_default_str();
+  app.add_option("--seconds", o.seconds, "seconds per kind of run")->capture_default_str();
+  app.add_option("--policy", o.policy, "limits, e.g. \"2/s, 5/m, 10/h, 100/d\"")
+      ->capture_default_str();
+  app.add_option("--peer", o.peer, "path of peer_limits.py: also run the Python limits peer");
+  app.add_flag("--scaling", o.scaling, "also measure by window and ladder, and memory per feature");
+  app.add_flag("--quick", o.quick, "tiny runs (the ctest smoke run)");
+  app.add_flag("--exact-cover", o.exact_cover, "engine without the hot path");
+  app.add_flag("--minimal-raw", o.minimal_raw,
+               "raw baseline: one round trip with the same increments, read back");
+  return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }
