@@ -68,6 +68,17 @@ class EngineTest : public ::testing::TestWithParam<Config> {
     return Policy{*ParseLimits(limits), mode, FailureMode::kFailOpen};
   }
 
+  // Three admitted signups by "ann" at kStart, +10 s and +20 s, then the check at +30 s that
+  // `policy` (3/m) denies.
+  Result<Decision> FillThenCheck(const Engine& engine, const Policy& policy) {
+    for (int i = 0; i < 3; ++i) {
+      clock_->Set(FromUnix(kStart + 10 * i));
+      EXPECT_TRUE(engine.Check("signup", "ann", policy)->allowed);
+    }
+    clock_->Set(FromUnix(kStart + 30));
+    return engine.Check("signup", "ann", policy);
+  }
+
   std::unique_ptr<testing::StoreHarness> harness_;
   std::unique_ptr<ManualClock> own_clock_;
   ManualClock* clock_ = nullptr;
@@ -248,12 +259,7 @@ TEST_P(EngineTest, AttemptsModeKeepsABruteForcerLockedOut) {
 TEST_P(EngineTest, DenialReportsRetryAfterAndTakesTheHitBack) {
   const Engine engine = MakeEngine();
   const Policy policy = MakePolicy("3/m, 10/h");
-  for (int i = 0; i < 3; ++i) {
-    clock_->Set(FromUnix(kStart + 10 * i));
-    ASSERT_TRUE(engine.Check("signup", "ann", policy)->allowed);
-  }
-  clock_->Set(FromUnix(kStart + 30));
-  Result<Decision> d = engine.Check("signup", "ann", policy);
+  Result<Decision> d = FillThenCheck(engine, policy);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->allowed);
   EXPECT_FALSE(d->recorded);
@@ -285,12 +291,7 @@ TEST_P(EngineTest, WithoutExactRetryADenialIsOneRoundTripAndNeverEarly) {
   options.hot_path.bounds = false;
   const Engine engine = MakeEngine(options);
   const Policy policy = MakePolicy("3/m, 10/h");
-  for (int i = 0; i < 3; ++i) {
-    clock_->Set(FromUnix(kStart + 10 * i));
-    ASSERT_TRUE(engine.Check("signup", "ann", policy)->allowed);
-  }
-  clock_->Set(FromUnix(kStart + 30));
-  Result<Decision> d = engine.Check("signup", "ann", policy);
+  Result<Decision> d = FillThenCheck(engine, policy);
   ASSERT_FALSE(d->allowed);
   EXPECT_EQ(d->cost.round_trips, 1u);
   // The three hits sit in the open minute bucket: the coarse answer waits for all of it to
