@@ -2,6 +2,7 @@
 // server its group key hashes to, a check talks to that server only, and features spread over
 // both.
 #include <gtest/gtest.h>
+#include <libmemcached-1.0/memcached.h>
 
 #include <set>
 
@@ -18,7 +19,8 @@ struct Traffic {
 
 Traffic Snapshot(const testing::MemcachedServer& s) {
   const long long gets = s.Stat("cmd_get");
-  const long long incrs = s.Stat("incr_hits") + s.Stat("incr_misses");
+  // A meta increment counts as an incr hit, or creates an item (total_items) when it vivifies.
+  const long long incrs = s.Stat("incr_hits") + s.Stat("incr_misses") + s.Stat("total_items");
   return Traffic{gets, incrs, s.Stat("cmd_get") + s.Stat("cmd_set") + incrs};
 }
 
@@ -57,6 +59,35 @@ TEST(AffinityTest, OneCheckIsOneRoundTripToOneServer) {
     EXPECT_EQ(other.Raw("get " + key + "\r\n"), "END\r\n");
   }
   EXPECT_EQ(used.size(), 2u) << "features spread over both servers";
+}
+
+// Other processes may use plain libmemcached with the same server list (consistent
+// distribution): they must find a feature's keys on the server hourglass put them on.
+TEST(AffinityTest, ServerChoiceMatchesAPlainLibmemcachedClient) {
+  testing::MemcachedServer a, b, c;
+  ASSERT_TRUE(a.running() && b.running() && c.running());
+  MemcachedOptions options;
+  options.servers = {a.address(), b.address(), c.address()};
+  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(options));
+  const std::string config = "--SERVER=" + a.address() + " --SERVER=" + b.address() +
+                             " --SERVER=" + c.address() + " --DISTRIBUTION=consistent";
+  memcached_st* plain = memcached(config.data(), config.size());
+  ASSERT_NE(plain, nullptr);
+  std::set<std::string> used;
+  for (int i = 0; i < 300; ++i) {
+    const std::string group =
+        "url_shorten:10.1." + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    memcached_return_t rc;
+    const memcached_instance_st* theirs =
+        memcached_server_by_key(plain, group.data(), group.size(), &rc);
+    ASSERT_NE(theirs, nullptr);
+    const std::string expected = std::string(memcached_server_name(theirs)) + ":" +
+                                 std::to_string(memcached_server_port(theirs));
+    EXPECT_EQ(*store->ServerFor(group), expected) << group;
+    used.insert(expected);
+  }
+  memcached_free(plain);
+  EXPECT_EQ(used.size(), 3u);
 }
 
 }  // namespace

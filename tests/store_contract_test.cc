@@ -66,6 +66,14 @@ TEST_P(StoreContract, BatchWithoutReadsIsAppliedBeforeTheNextBatch) {
   EXPECT_EQ(Read({Key("a")}), (std::vector<uint64_t>{7}));
 }
 
+TEST_P(StoreContract, ManyBatchesWithoutReadsAreAllApplied) {
+  // More fire-and-forget batches in a row than a connection lets go unanswered.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(store().Apply(Batch{group_, {{Key("a"), 1, Seconds{60}}}, {}}).ok());
+  }
+  EXPECT_EQ(Read({Key("a")}), (std::vector<uint64_t>{200}));
+}
+
 TEST_P(StoreContract, TtlIsSetAtCreationAndNotExtended) {
   ASSERT_TRUE(store().Apply(Batch{group_, {{Key("a"), 1, Seconds{2}}}, {}}).ok());
   harness_->Advance(Seconds{1});

@@ -2,51 +2,21 @@
 
 #include <fmt/format.h>
 #include <libmemcached-1.0/memcached.h>
-#include <libmemcachedutil-1.0/pool.h>
 
+#include <atomic>
 #include <cctype>
+#include <charconv>
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 
 #include "hourglass/key_codec.h"
+#include "memcached_connection.h"
 
 namespace hourglass {
 namespace {
 
 constexpr int64_t kMaxRelativeTtl = 30 * 86400;  // memcached reads larger values as Unix times
-
-// The one place memcached's return codes become hourglass errors.
-ErrorCode CodeFor(memcached_return_t rc) {
-  switch (rc) {
-    case MEMCACHED_TIMEOUT:
-      return ErrorCode::kDeadlineExceeded;
-    case MEMCACHED_CONNECTION_FAILURE:
-    case MEMCACHED_CONNECTION_BIND_FAILURE:
-    case MEMCACHED_CONNECTION_SOCKET_CREATE_FAILURE:
-    case MEMCACHED_HOST_LOOKUP_FAILURE:
-    case MEMCACHED_WRITE_FAILURE:
-    case MEMCACHED_READ_FAILURE:
-    case MEMCACHED_UNKNOWN_READ_FAILURE:
-    case MEMCACHED_ERRNO:
-    case MEMCACHED_SERVER_ERROR:
-    case MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE:
-    case MEMCACHED_SERVER_TEMPORARILY_DISABLED:
-    case MEMCACHED_SERVER_MARKED_DEAD:
-    case MEMCACHED_NO_SERVERS:
-    case MEMCACHED_IN_PROGRESS:
-      return ErrorCode::kUnavailable;
-    case MEMCACHED_BAD_KEY_PROVIDED:
-    case MEMCACHED_KEY_TOO_BIG:
-      return ErrorCode::kInvalidArgument;
-    default:
-      return ErrorCode::kInternal;
-  }
-}
-
-bool IsStoreSuccess(memcached_return_t rc) {
-  // With noreply, add answers nothing: SUCCESS or BUFFERED. NOTSTORED: the key already existed.
-  return rc == MEMCACHED_SUCCESS || rc == MEMCACHED_BUFFERED || rc == MEMCACHED_NOTSTORED ||
-         rc == MEMCACHED_STORED;
-}
 
 std::optional<uint64_t> ParseCounter(const char* data, size_t length) {
   // incr/decr values are decimal; decr may leave trailing spaces.
@@ -104,56 +74,196 @@ Result<std::vector<std::string>> ParseServers(std::string_view list) {
   return servers;
 }
 
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// More unanswered no-ops than this on one connection and a request waits for them first, so the
+// answers of fire-and-forget requests never pile up in the socket.
+constexpr int kMaxUnreadNoops = 32;
+
+// One memcached server: its address and its connections.
+struct Server {
+  std::string host;  // without brackets
+  std::string port;
+  std::string name;  // "memcached host:port", for messages
+
+  std::mutex mu;
+  std::condition_variable freed;
+  std::vector<std::unique_ptr<MemcachedConnection>> idle;  // guarded by mu
+  uint32_t open = 0;                                       // idle + leased; guarded by mu
+  SteadyClock::time_point retry_at{};  // after a failure, fail fast until then; guarded by mu
+  std::string failure;                 // what failed; guarded by mu
+};
+
+// "host:port", or "[v6]:port".
+std::string HostPort(const Server& server) {
+  if (server.host.find(':') != std::string::npos) {
+    return fmt::format("[{}]:{}", server.host, server.port);
+  }
+  return fmt::format("{}:{}", server.host, server.port);
+}
+
+// What an answer line other than the expected ones means.
+Error LineError(const Server& server, std::string_view line) {
+  if (line == "ERROR") {
+    return Error(ErrorCode::kInternal,
+                 fmt::format("{}: the server does not understand a meta command (ma/md/mn); "
+                             "hourglass needs memcached >= 1.6",
+                             server.name));
+  }
+  const ErrorCode code =
+      line.starts_with("SERVER_ERROR") ? ErrorCode::kUnavailable : ErrorCode::kInternal;
+  return Error(code, fmt::format("{}: unexpected answer \"{}\"", server.name,
+                                 line.substr(0, std::min<size_t>(line.size(), 200))));
+}
+
+// The request for a batch: one "ma" (meta arithmetic) per increment, then one "get" of every
+// read key, or a "mn" no-op when nothing is read. With q, "ma" answers only when it creates a
+// key ("HD"), misses one ("NF") or fails; the create-with-initial-value is atomic on the server.
+void BuildRequest(const Batch& batch, std::string& out) {
+  out.clear();
+  const int64_t now = static_cast<int64_t>(time(nullptr));
+  for (const Increment& inc : batch.increments) {
+    if (inc.delta > 0) {
+      const int64_t ttl = inc.ttl.count();
+      fmt::format_to(std::back_inserter(out), "ma {} N{} J{} D{} q\r\n", inc.key,
+                     ttl > kMaxRelativeTtl ? now + ttl : ttl, inc.delta, inc.delta);
+    } else {
+      // Decrement floors at 0; a missing key stays missing ("NF").
+      fmt::format_to(std::back_inserter(out), "ma {} MD D{} q\r\n", inc.key, -inc.delta);
+    }
+  }
+  if (batch.reads.empty()) {
+    out += "mn\r\n";
+    return;
+  }
+  out += "get";
+  for (const std::string& key : batch.reads) {
+    out += ' ';
+    out += key;
+  }
+  out += "\r\n";
+}
+
+}  // namespace
+
 struct MemcachedStore::Impl {
-  memcached_pool_st* pool = nullptr;
   MemcachedOptions options;
   std::string description;
+  // libmemcached's consistent-hash (ketama) ring, used only to pick the server of a group, so
+  // hourglass places keys where any libmemcached client listing the same servers does.
+  memcached_st* ring = nullptr;
+  std::vector<std::unique_ptr<Server>> servers;  // by ring position
+  std::atomic<uint64_t> unconfirmed_failures{0};
 
   ~Impl() {
-    if (pool != nullptr) memcached_pool_destroy(pool);
+    if (ring != nullptr) memcached_free(ring);
   }
 
-  // A pooled connection, returned to the pool when it goes out of scope.
+  Server& ServerOf(const std::string& group) const {
+    if (servers.size() == 1) return *servers[0];
+    // Read-only on the ring (no auto-eject), so safe from many threads.
+    return *servers[memcached_generate_hash(ring, group.data(), group.size()) % servers.size()];
+  }
+
+  // A connection of one server, returned to its idle list when the lease ends unless dropped.
   class Lease {
    public:
-    Lease(Impl& impl, memcached_return_t& rc) : impl_(impl) {
-      timespec wait{static_cast<time_t>(impl.options.pool_wait.count()), 0};
-      handle_ = memcached_pool_fetch(impl.pool, &wait, &rc);
-    }
+    Lease(Impl& impl, Server& server) : impl_(impl), server_(server) {}
     ~Lease() {
-      if (handle_ != nullptr) memcached_pool_release(impl_.pool, handle_);
+      if (connection_ == nullptr) return;
+      std::lock_guard lock(server_.mu);
+      server_.idle.push_back(std::move(connection_));
+      server_.freed.notify_one();
     }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    memcached_st* get() const { return handle_; }
+
+    Status Acquire() {
+      const auto& o = impl_.options;
+      std::unique_lock lock(server_.mu);
+      const auto deadline = SteadyClock::now() + o.pool_wait;
+      while (true) {
+        if (SteadyClock::now() < server_.retry_at) {
+          return Error(ErrorCode::kUnavailable,
+                       fmt::format("{}: failed less than {} s ago ({}); not retried yet",
+                                   server_.name, o.retry_timeout.count(), server_.failure));
+        }
+        if (!server_.idle.empty()) {
+          connection_ = std::move(server_.idle.back());
+          server_.idle.pop_back();
+          return {};
+        }
+        if (server_.open < o.pool_size) break;
+        if (server_.freed.wait_until(lock, deadline) == std::cv_status::timeout &&
+            server_.idle.empty()) {
+          return Error(ErrorCode::kUnavailable,
+                       fmt::format("{}: all {} connections busy for {} s", server_.name,
+                                   o.pool_size, o.pool_wait.count()));
+        }
+      }
+      ++server_.open;
+      lock.unlock();
+      Result<std::unique_ptr<MemcachedConnection>> opened =
+          MemcachedConnection::Open(server_.host, server_.port, o.connect_timeout, o.io_timeout);
+      if (!opened.ok()) {
+        lock.lock();
+        --server_.open;
+        server_.freed.notify_one();
+        lock.unlock();
+        return Fail(opened.error());
+      }
+      connection_ = std::move(*opened);
+      return {};
+    }
+
+    MemcachedConnection& operator*() const { return *connection_; }
+    MemcachedConnection* operator->() const { return connection_.get(); }
+
+    // Drops the connection (its state is unknown after `error`); an I/O failure also makes the
+    // server fail fast for retry_timeout and drops its idle connections, which are likely dead
+    // too. Returns the error, naming the server.
+    Error Fail(const Error& error) {
+      Error named(error.code(), error.message().starts_with(server_.name)
+                                    ? error.message()
+                                    : fmt::format("{}: {}", server_.name, error.message()));
+      std::lock_guard lock(server_.mu);
+      if (connection_ != nullptr) {
+        connection_.reset();
+        --server_.open;
+      }
+      if (error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded) {
+        server_.retry_at = SteadyClock::now() + impl_.options.retry_timeout;
+        server_.failure = error.message();
+        server_.open -= static_cast<uint32_t>(server_.idle.size());
+        server_.idle.clear();
+      }
+      server_.freed.notify_all();
+      return named;
+    }
 
    private:
     Impl& impl_;
-    memcached_st* handle_ = nullptr;
+    Server& server_;
+    std::unique_ptr<MemcachedConnection> connection_;
   };
 
-  std::string ServerName(memcached_st* m, const std::string& group) const {
-    memcached_return_t rc;
-    const memcached_instance_st* server =
-        memcached_server_by_key(m, group.data(), group.size(), &rc);
-    if (server == nullptr) return description;
-    return fmt::format("memcached {}:{}", memcached_server_name(server),
-                       memcached_server_port(server));
-  }
-
-  Error Fail(memcached_st* m, memcached_return_t rc, const std::string& group,
-             std::string_view what) const {
-    const char* detail = m != nullptr ? memcached_last_error_message(m) : nullptr;
-    std::string message =
-        fmt::format("{}: {} failed: {}", m != nullptr ? ServerName(m, group) : description, what,
-                    detail != nullptr && *detail != '\0' ? detail : memcached_strerror(m, rc));
-    if (m != nullptr) {
-      // Whatever was half sent or half read on this connection is abandoned with it, so the next
-      // user of the handle starts on a clean connection.
-      memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 0);
-      memcached_quit(m);
+  // Reads the answers to earlier requests sent without waiting ("mn" answers "MN"). Their
+  // failures cannot reach their callers any more; they are counted.
+  Status ReadUnreadNoops(const Server& server, MemcachedConnection& c) {
+    while (c.unread_noops > 0) {
+      Result<std::string_view> line = c.ReadLine();
+      if (!line.ok()) return line.error();
+      if (*line == "MN") {
+        --c.unread_noops;
+      } else if (*line == "ERROR") {
+        return LineError(server, *line);
+      } else if (*line != "HD" && *line != "NF") {
+        unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+      }
     }
-    return Error(CodeFor(rc), std::move(message));
+    return {};
   }
 };
 
@@ -167,88 +277,57 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
       return parsed.error();
     }
   }
-  if (options.dead_timeout < std::chrono::seconds{1}) {
-    return InvalidArgument("dead_timeout must be >= 1s, or an ejected server never comes back");
-  }
   if (options.pool_size < 1) return InvalidArgument("pool_size must be >= 1");
   if (options.connect_timeout.count() < 1 || options.io_timeout.count() < 1) {
     return InvalidArgument("connect_timeout and io_timeout must be >= 1ms");
   }
   std::string config;
   for (const std::string& server : options.servers) config += fmt::format("--SERVER={} ", server);
-  config += fmt::format(
-      "--DISTRIBUTION=consistent --TCP-NODELAY --CONNECT-TIMEOUT={} --POLL-TIMEOUT={} "
-      "--RETRY-TIMEOUT={} --REMOVE-FAILED-SERVERS=1 --POOL-MIN=1 --POOL-MAX={}",
-      options.connect_timeout.count(), options.io_timeout.count(), options.retry_timeout.count(),
-      options.pool_size);
+  config += "--DISTRIBUTION=consistent";
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->description = "memcached " + fmt::format("{}", fmt::join(options.servers, ","));
-  impl->pool = memcached_pool(config.data(), config.size());
-  if (impl->pool == nullptr) {
+  impl->ring = memcached(config.data(), config.size());
+  if (impl->ring == nullptr) {
     return Error(ErrorCode::kInternal, "libmemcached rejected the configuration: " + config);
   }
-  memcached_return_t rc =
-      memcached_pool_behavior_set(impl->pool, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT,
-                                  static_cast<uint64_t>(options.dead_timeout.count()));
-  if (rc != MEMCACHED_SUCCESS) {
-    return Error(ErrorCode::kInternal, "libmemcached: cannot set DEAD_TIMEOUT");
+  const uint32_t count = memcached_server_count(impl->ring);
+  for (uint32_t i = 0; i < count; ++i) {
+    const memcached_instance_st* instance = memcached_server_instance_by_position(impl->ring, i);
+    auto server = std::make_unique<Server>();
+    server->host = memcached_server_name(instance);
+    server->port = std::to_string(memcached_server_port(instance));
+    server->name = "memcached " + HostPort(*server);
+    impl->servers.push_back(std::move(server));
   }
+  if (impl->servers.empty()) return InvalidArgument("no memcached server given");
   return std::unique_ptr<MemcachedStore>(new MemcachedStore(std::move(impl)));
 }
 
 std::string MemcachedStore::Describe() const { return impl_->description; }
 
+uint64_t MemcachedStore::unconfirmed_failures() const {
+  return impl_->unconfirmed_failures.load(std::memory_order_relaxed);
+}
+
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
-  memcached_return_t rc;
-  Impl::Lease lease(*impl_, rc);
-  memcached_st* m = lease.get();
-  if (m == nullptr) return impl_->Fail(nullptr, rc, batch.group, "waiting for a free connection");
-  const std::string& g = batch.group;
-
-  if (!batch.increments.empty()) {
-    memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1);
-    const time_t now = time(nullptr);
-    for (const Increment& inc : batch.increments) {
-      uint64_t ignored = 0;
-      if (inc.delta > 0) {
-        const int64_t ttl = inc.ttl.count();
-        const time_t expiration = ttl > kMaxRelativeTtl ? now + ttl : static_cast<time_t>(ttl);
-        rc = memcached_add_by_key(m, g.data(), g.size(), inc.key.data(), inc.key.size(), "0", 1,
-                                  expiration, 0);
-        if (!IsStoreSuccess(rc)) return impl_->Fail(m, rc, g, "add " + inc.key);
-        rc = memcached_increment_by_key(m, g.data(), g.size(), inc.key.data(), inc.key.size(),
-                                        static_cast<uint64_t>(inc.delta), &ignored);
-      } else {
-        rc = memcached_decrement_by_key(m, g.data(), g.size(), inc.key.data(), inc.key.size(),
-                                        static_cast<uint64_t>(-inc.delta), &ignored);
-      }
-      if (!IsStoreSuccess(rc)) return impl_->Fail(m, rc, g, "incr/decr " + inc.key);
-    }
-    memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 0);
+  Server& server = impl_->ServerOf(batch.group);
+  Impl::Lease c(*impl_, server);
+  if (Status s = c.Acquire(); !s.ok()) return s.error();
+  if (c->unread_noops >= kMaxUnreadNoops) {
+    if (Status s = impl_->ReadUnreadNoops(server, *c); !s.ok()) return c.Fail(s.error());
   }
+  thread_local std::string request;
+  BuildRequest(batch, request);
+  if (Status s = c->Send(request); !s.ok()) return c.Fail(s.error());
   std::vector<uint64_t> values(batch.reads.size(), 0);
   if (batch.reads.empty()) {
-    rc = memcached_flush_buffers(m);
-    if (rc != MEMCACHED_SUCCESS) return impl_->Fail(m, rc, g, "flush");
+    ++c->unread_noops;  // fire-and-forget: its answer is read by the connection's next user
     return values;
   }
+  if (Status s = impl_->ReadUnreadNoops(server, *c); !s.ok()) return c.Fail(s.error());
 
-  std::vector<const char*> keys;
-  std::vector<size_t> lengths;
-  keys.reserve(batch.reads.size());
-  lengths.reserve(batch.reads.size());
-  for (const std::string& key : batch.reads) {
-    keys.push_back(key.data());
-    lengths.push_back(key.size());
-  }
-  rc = memcached_mget_by_key(m, g.data(), g.size(), keys.data(), lengths.data(), keys.size());
-  if (rc != MEMCACHED_SUCCESS) return impl_->Fail(m, rc, g, "get");
-
-  memcached_result_st result_storage;
-  memcached_result_st* result = memcached_result_create(m, &result_storage);
-  std::optional<Error> error;
   // One server answers a get in the order of its keys, skipping missing ones: match with a cursor
   // (and search from the start only if an answer ever comes out of order).
   size_t cursor = 0;
@@ -261,22 +340,42 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
     }
     return std::nullopt;
   };
-  while (memcached_fetch_result(m, result, &rc) != nullptr) {
-    const std::string_view key(memcached_result_key_value(result),
-                               memcached_result_key_length(result));
+  std::optional<Error> error;  // an answer in step but unexpected: reported after END
+  while (true) {
+    Result<std::string_view> line = c->ReadLine();
+    if (!line.ok()) return c.Fail(line.error());
+    if (*line == "END") break;
+    if (*line == "HD" || *line == "NF") continue;  // a key created, a decrement of a missing key
+    if (!line->starts_with("VALUE ")) {
+      if (*line == "ERROR") return c.Fail(LineError(server, *line));  // may be out of step
+      if (!error) error = LineError(server, *line);
+      continue;
+    }
+    // VALUE <key> <flags> <bytes>
+    const std::string_view rest = line->substr(6);
+    const size_t key_end = rest.find(' ');
+    const size_t flags_end =
+        key_end == std::string_view::npos ? key_end : rest.find(' ', key_end + 1);
+    size_t bytes = 0;
+    const std::string_view length =
+        flags_end == std::string_view::npos ? std::string_view{} : rest.substr(flags_end + 1);
+    if (length.empty() ||
+        std::from_chars(length.data(), length.data() + length.size(), bytes).ec != std::errc{}) {
+      return c.Fail(Error(ErrorCode::kInternal, fmt::format("malformed answer \"{}\"", *line)));
+    }
+    const std::string key(rest.substr(0, key_end));
+    Result<std::string_view> data = c->ReadBlock(bytes);
+    if (!data.ok()) return c.Fail(data.error());
     const std::optional<size_t> slot = find(key);
-    const std::optional<uint64_t> value =
-        ParseCounter(memcached_result_value(result), memcached_result_length(result));
+    const std::optional<uint64_t> value = ParseCounter(data->data(), data->size());
     if (!slot.has_value() || !value.has_value()) {
-      error = Error(ErrorCode::kInternal, fmt::format("{}: unexpected item \"{}\" in answer to get",
-                                                      impl_->ServerName(m, g), key));
-      continue;  // drain the rest of the answer
+      if (!error) {
+        error = Error(ErrorCode::kInternal,
+                      fmt::format("{}: unexpected item \"{}\" in answer to get", server.name, key));
+      }
+      continue;  // read the rest of the answer
     }
     values[*slot] = *value;
-  }
-  memcached_result_free(result);
-  if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS) {
-    return impl_->Fail(m, rc, g, "get");
   }
   if (error) return *error;
   return values;
@@ -284,42 +383,37 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
 
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
-  memcached_return_t rc;
-  Impl::Lease lease(*impl_, rc);
-  memcached_st* m = lease.get();
-  if (m == nullptr) return impl_->Fail(nullptr, rc, group, "waiting for a free connection");
-  memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1);
-  for (const std::string& key : keys) {
-    rc = memcached_delete_by_key(m, group.data(), group.size(), key.data(), key.size(), 0);
-    if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_BUFFERED && rc != MEMCACHED_NOTFOUND) {
-      return impl_->Fail(m, rc, group, "delete " + key);
+  Server& server = impl_->ServerOf(group);
+  Impl::Lease c(*impl_, server);
+  if (Status s = c.Acquire(); !s.ok()) return s.error();
+  std::string request;
+  for (const std::string& key : keys) request += fmt::format("md {} q\r\n", key);
+  request += "mn\r\n";  // answered after every delete: one round trip confirms them all
+  if (Status s = c->Send(request); !s.ok()) return c.Fail(s.error());
+  ++c->unread_noops;
+  // The deletes' own failures come before the last MN; anything else is an earlier request's.
+  std::optional<Error> error;
+  while (c->unread_noops > 0) {
+    Result<std::string_view> line = c->ReadLine();
+    if (!line.ok()) return c.Fail(line.error());
+    if (*line == "MN") {
+      --c->unread_noops;
+    } else if (*line == "ERROR") {
+      return c.Fail(LineError(server, *line));
+    } else if (*line != "HD" && *line != "NF") {
+      if (c->unread_noops > 1) {
+        impl_->unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+      } else if (!error) {
+        error = LineError(server, *line);
+      }
     }
   }
-  memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 0);
-  // A get of nothing-in-particular confirms the deletes reached the server: one round trip.
-  const char* probe = group.data();
-  const size_t probe_length = group.size();
-  rc = memcached_mget_by_key(m, group.data(), group.size(), &probe, &probe_length, 1);
-  if (rc != MEMCACHED_SUCCESS) return impl_->Fail(m, rc, group, "get after delete");
-  memcached_result_st result_storage;
-  memcached_result_st* result = memcached_result_create(m, &result_storage);
-  while (memcached_fetch_result(m, result, &rc) != nullptr) {
-  }
-  memcached_result_free(result);
-  if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS) {
-    return impl_->Fail(m, rc, group, "get after delete");
-  }
+  if (error) return *error;
   return {};
 }
 
 Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
-  memcached_return_t rc;
-  Impl::Lease lease(*impl_, rc);
-  memcached_st* m = lease.get();
-  if (m == nullptr) return impl_->Fail(nullptr, rc, group, "waiting for a free connection");
-  const memcached_instance_st* server = memcached_server_by_key(m, group.data(), group.size(), &rc);
-  if (server == nullptr) return impl_->Fail(m, rc, group, "server lookup");
-  return fmt::format("{}:{}", memcached_server_name(server), memcached_server_port(server));
+  return HostPort(impl_->ServerOf(group));
 }
 
 }  // namespace hourglass

@@ -1,10 +1,12 @@
-// A Store on memcached through libmemcached (ASCII protocol).
+// A Store on memcached (text protocol with meta commands; memcached >= 1.6).
 //
-// Per batch, on one pooled connection to the server the group key hashes to (consistent hashing):
-// for each increment `add key 0 ttl noreply` then `incr key delta noreply` (race-free creation,
-// atomic add), then one `get` of every read key: the whole batch is one round trip. TCP_NODELAY
-// is on; timeouts are short and configurable; a failed server is retried after retry_timeout and,
-// once ejected, comes back after dead_timeout.
+// Per batch, on one pooled connection to the server the group key hashes to (libmemcached's
+// consistent-hash ring, so keys land where any libmemcached client listing the same servers puts
+// them): for each increment `ma key N<ttl> J<delta> D<delta> q` (atomic create-or-add), then one
+// `get` of every read key, all written with one send(): one round trip, one write. TCP_NODELAY is
+// on; timeouts are short and configurable. A server that fails (refused, reset, timed out) fails
+// fast for retry_timeout, then is tried again. Its features are never moved to another server:
+// there they would start again from zero and over-admit; checks answer per their policy instead.
 //
 //   MemcachedOptions options;
 //   options.servers = *ParseServers("10.0.0.1:11211,10.0.0.2:11211");
@@ -33,7 +35,6 @@ struct MemcachedOptions {
   std::chrono::milliseconds connect_timeout{100};  // to open a connection
   std::chrono::milliseconds io_timeout{100};       // each wait for the server to answer
   std::chrono::seconds retry_timeout{1};  // after a failure, the server fails fast this long
-  std::chrono::seconds dead_timeout{2};   // an ejected server is tried again after this; > 0
   uint32_t pool_size = 8;                 // connections per server, shared by all threads
   std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
 };
@@ -49,6 +50,10 @@ class MemcachedStore final : public Store {
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
   Status Delete(const std::string& group, std::span<const std::string> keys) override;
   std::string Describe() const override;
+
+  // Failures of fire-and-forget increments (batches without reads), learnt after their callers
+  // had returned: increments memcached refused (e.g. out of memory). Normally 0.
+  uint64_t unconfirmed_failures() const;
 
   // The server ("host:port") that holds `group`'s keys.
   Result<std::string> ServerFor(const std::string& group);

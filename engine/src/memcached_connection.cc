@@ -1,0 +1,182 @@
+#include "memcached_connection.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+namespace hourglass {
+namespace {
+
+constexpr size_t kReadChunk = 16 * 1024;
+constexpr size_t kMaxLine = 64 * 1024;  // memcached's answer lines are short; more is a desync
+
+Error ErrnoError(std::string_view what, int err) {
+  return Error(ErrorCode::kUnavailable, fmt::format("{}: {}", what, std::strerror(err)));
+}
+
+// A non-blocking connect to one address, bounded by `timeout`. Returns the socket or an error.
+Result<int> ConnectOne(const addrinfo& ai, std::chrono::milliseconds timeout) {
+  const int fd =
+      socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol);
+  if (fd < 0) return ErrnoError("socket", errno);
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // no Nagle wait per request
+  if (connect(fd, ai.ai_addr, ai.ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) {
+      const int err = errno;
+      close(fd);
+      return ErrnoError("connect", err);
+    }
+    pollfd p{fd, POLLOUT, 0};
+    int ready;
+    do {
+      ready = poll(&p, 1, static_cast<int>(timeout.count()));
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+      close(fd);
+      return Error(ErrorCode::kDeadlineExceeded,
+                   fmt::format("connect: no answer within {} ms", timeout.count()));
+    }
+    int err = 0;
+    socklen_t length = sizeof err;
+    if (ready < 0) err = errno;
+    if (err == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &length) != 0) err = errno;
+    if (err != 0) {
+      close(fd);
+      return ErrnoError("connect", err);
+    }
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Open(
+    const std::string& host, const std::string& port, std::chrono::milliseconds connect_timeout,
+    std::chrono::milliseconds io_timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return Error(ErrorCode::kUnavailable, fmt::format("name lookup: {}", gai_strerror(rc)));
+  }
+  std::optional<Error> last;
+  int fd = -1;
+  for (const addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    Result<int> connected = ConnectOne(*ai, connect_timeout);
+    if (connected.ok()) {
+      fd = *connected;
+    } else {
+      last = connected.error();
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) return last.value_or(Error(ErrorCode::kUnavailable, "name lookup: no address"));
+  return std::unique_ptr<MemcachedConnection>(new MemcachedConnection(fd, io_timeout));
+}
+
+MemcachedConnection::MemcachedConnection(int fd, std::chrono::milliseconds io_timeout)
+    : fd_(fd), io_timeout_(io_timeout), buffer_(kReadChunk) {}
+
+MemcachedConnection::~MemcachedConnection() { close(fd_); }
+
+Status MemcachedConnection::Wait(short events, std::string_view what) {
+  pollfd p{fd_, events, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, static_cast<int>(io_timeout_.count()));
+  } while (ready < 0 && errno == EINTR);
+  if (ready < 0) return ErrnoError(what, errno);
+  if (ready == 0) {
+    return Error(ErrorCode::kDeadlineExceeded,
+                 fmt::format("{}: no answer within {} ms", what, io_timeout_.count()));
+  }
+  return {};
+}
+
+Status MemcachedConnection::Send(std::string_view bytes) {
+  while (!bytes.empty()) {
+    // MSG_NOSIGNAL: a server that went away is an error here, not a SIGPIPE for the process.
+    const ssize_t sent = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (sent >= 0) {
+      bytes.remove_prefix(static_cast<size_t>(sent));
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (Status s = Wait(POLLOUT, "send"); !s.ok()) return s;
+    } else if (errno != EINTR) {
+      return ErrnoError("send", errno);
+    }
+  }
+  return {};
+}
+
+Status MemcachedConnection::Fill() {
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  } else if (end_ == buffer_.size()) {
+    if (begin_ > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    } else {
+      buffer_.resize(buffer_.size() * 2);
+    }
+  }
+  while (true) {
+    const ssize_t got = recv(fd_, buffer_.data() + end_, buffer_.size() - end_, 0);
+    if (got > 0) {
+      end_ += static_cast<size_t>(got);
+      return {};
+    }
+    if (got == 0) return Error(ErrorCode::kUnavailable, "the server closed the connection");
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (Status s = Wait(POLLIN, "read"); !s.ok()) return s;
+    } else if (errno != EINTR) {
+      return ErrnoError("read", errno);
+    }
+  }
+}
+
+Result<std::string_view> MemcachedConnection::ReadLine() {
+  size_t scanned = begin_;
+  while (true) {
+    const char* start = buffer_.data() + begin_;
+    const void* nl = std::memchr(buffer_.data() + scanned, '\n', end_ - scanned);
+    if (nl != nullptr) {
+      const size_t length = static_cast<size_t>(static_cast<const char*>(nl) - start);
+      begin_ += length + 1;
+      const size_t text = length > 0 && start[length - 1] == '\r' ? length - 1 : length;
+      return std::string_view(start, text);
+    }
+    if (end_ - begin_ > kMaxLine) {
+      return Error(ErrorCode::kInternal, "an answer line longer than 64 KiB (out of step?)");
+    }
+    scanned = end_ - begin_;  // relative; Fill may move the unread bytes
+    if (Status s = Fill(); !s.ok()) return s.error();
+    scanned += begin_;
+  }
+}
+
+Result<std::string_view> MemcachedConnection::ReadBlock(size_t n) {
+  while (end_ - begin_ < n + 2) {
+    if (Status s = Fill(); !s.ok()) return s.error();
+  }
+  const char* start = buffer_.data() + begin_;
+  if (start[n] != '\r' || start[n + 1] != '\n') {
+    return Error(ErrorCode::kInternal, "a data block without its \\r\\n (out of step?)");
+  }
+  begin_ += n + 2;
+  return std::string_view(start, n);
+}
+
+}  // namespace hourglass

@@ -1,0 +1,65 @@
+// Internal to the engine: one TCP connection to one memcached server, written to in whole
+// requests and read line by line, each wait bounded by a timeout.
+//
+// MemcachedStore builds one request per batch (every command of a check in one buffer) and sends
+// it with one send(): libmemcached sends each noreply command as its own write, which made kernel
+// and TCP work dominate a check.
+//
+//   Result<std::unique_ptr<MemcachedConnection>> c =
+//       MemcachedConnection::Open("127.0.0.1", "11211", 100ms, 100ms);
+//   (*c)->Send("mn\r\n");
+//   Result<std::string_view> line = (*c)->ReadLine();  // "MN"
+//
+// Errors: kUnavailable (refused, reset, closed by the server, name lookup failed),
+// kDeadlineExceeded (a wait outlasted its timeout). After any error the connection is unusable:
+// the caller drops it. Messages do not name the server; the caller prefixes them.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+class MemcachedConnection {
+ public:
+  // `host` without brackets ("::1" for "[::1]").
+  static Result<std::unique_ptr<MemcachedConnection>> Open(
+      const std::string& host, const std::string& port, std::chrono::milliseconds connect_timeout,
+      std::chrono::milliseconds io_timeout);
+  ~MemcachedConnection();
+  MemcachedConnection(const MemcachedConnection&) = delete;
+  MemcachedConnection& operator=(const MemcachedConnection&) = delete;
+
+  // Sends all of `bytes` (one send() when the socket buffer has room, as it has for a check).
+  Status Send(std::string_view bytes);
+  // The next line without its "\r\n"; valid until the next read.
+  Result<std::string_view> ReadLine();
+  // The next `n` bytes and the "\r\n" after them (a VALUE's data block); valid until the next read.
+  Result<std::string_view> ReadBlock(size_t n);
+
+  // "mn" no-ops sent whose "MN" has not been read yet (requests sent without waiting).
+  int unread_noops = 0;
+
+ private:
+  MemcachedConnection(int fd, std::chrono::milliseconds io_timeout);
+  // Waits for `events` on the socket for at most io_timeout_.
+  Status Wait(short events, std::string_view what);
+  // Reads more bytes into the buffer.
+  Status Fill();
+
+  int fd_;
+  std::chrono::milliseconds io_timeout_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)
+  size_t end_ = 0;
+};
+
+}  // namespace hourglass

@@ -1,0 +1,108 @@
+// MemcachedConnection against a real memcached: whole requests in, lines and data blocks out, and
+// every failure (refused, unknown host, frozen, killed) a clear error within the timeout.
+#include "memcached_connection.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "memcached_server.h"
+
+namespace hourglass {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr milliseconds kTimeout{100};
+
+std::unique_ptr<MemcachedConnection> Connect(const testing::MemcachedServer& server) {
+  Result<std::unique_ptr<MemcachedConnection>> c =
+      MemcachedConnection::Open("127.0.0.1", std::to_string(server.port()), kTimeout, kTimeout);
+  EXPECT_TRUE(c.ok()) << c.error().ToString();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+TEST(MemcachedConnection, PipelinedRequestAnswersLineByLine) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Send("ma k N60 J4 D4 q\r\nma k N60 J4 D4 q\r\nget k missing\r\nmn\r\n").ok());
+  EXPECT_EQ(*c->ReadLine(), "HD");  // created; the second increment answers nothing (q)
+  EXPECT_EQ(*c->ReadLine(), "VALUE k 0 1");
+  EXPECT_EQ(*c->ReadBlock(1), "8");
+  EXPECT_EQ(*c->ReadLine(), "END");
+  EXPECT_EQ(*c->ReadLine(), "MN");
+}
+
+TEST(MemcachedConnection, ValuesLargerThanTheReadBufferArriveWhole) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  ASSERT_NE(c, nullptr);
+  std::string value(200'000, 'x');
+  for (size_t i = 0; i < value.size(); i += 997) value[i] = 'y';
+  ASSERT_TRUE(c->Send("set big 0 60 " + std::to_string(value.size()) + "\r\n" + value + "\r\n" +
+                      "get big big\r\n")
+                  .ok());
+  EXPECT_EQ(*c->ReadLine(), "STORED");
+  for (int copy = 0; copy < 2; ++copy) {
+    EXPECT_EQ(*c->ReadLine(), "VALUE big 0 " + std::to_string(value.size()));
+    Result<std::string_view> block = c->ReadBlock(value.size());
+    ASSERT_TRUE(block.ok()) << block.error().ToString();
+    EXPECT_EQ(*block, value);
+  }
+  EXPECT_EQ(*c->ReadLine(), "END");
+}
+
+TEST(MemcachedConnection, RefusedConnectionIsUnavailable) {
+  Result<std::unique_ptr<MemcachedConnection>> c = MemcachedConnection::Open(
+      "127.0.0.1", std::to_string(testing::FreeLoopbackPort()), kTimeout, kTimeout);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(c.error().message().find("connect"), std::string::npos) << c.error().message();
+}
+
+TEST(MemcachedConnection, UnknownHostIsUnavailable) {
+  Result<std::unique_ptr<MemcachedConnection>> c =
+      MemcachedConnection::Open("no-such-host.invalid", "11211", kTimeout, kTimeout);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(c.error().message().find("name lookup"), std::string::npos) << c.error().message();
+}
+
+TEST(MemcachedConnection, FrozenServerTimesOut) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(server.Freeze());
+  const auto start = steady_clock::now();
+  ASSERT_TRUE(c->Send("mn\r\n").ok());  // the kernel accepts it; nobody answers
+  Result<std::string_view> line = c->ReadLine();
+  const auto elapsed = steady_clock::now() - start;
+  server.Thaw();
+  ASSERT_FALSE(line.ok());
+  EXPECT_EQ(line.error().code(), ErrorCode::kDeadlineExceeded) << line.error().ToString();
+  EXPECT_GE(elapsed, kTimeout);
+  EXPECT_LT(elapsed, 10 * kTimeout);
+}
+
+TEST(MemcachedConnection, KilledServerIsUnavailableAndNoSignalKillsTheProcess) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  ASSERT_NE(c, nullptr);
+  server.Kill();
+  // Writing to a reset connection raises SIGPIPE unless suppressed: this test would die.
+  Status sent;
+  for (int i = 0; i < 3 && sent.ok(); ++i) sent = c->Send("mn\r\n");
+  Result<std::string_view> line = c->ReadLine();
+  ASSERT_FALSE(line.ok());
+  EXPECT_EQ(line.error().code(), ErrorCode::kUnavailable) << line.error().ToString();
+}
+
+}  // namespace
+}  // namespace hourglass

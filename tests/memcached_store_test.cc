@@ -1,0 +1,119 @@
+// MemcachedStore's own behaviour with a real memcached, beyond the Store contract: refused
+// increments are errors naming the server, fire-and-forget failures are counted, a failed server
+// fails fast and comes back, and a full pool is an error, not a hang.
+#include "hourglass/memcached_store.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "memcached_server.h"
+
+namespace hourglass {
+namespace {
+
+using std::chrono::milliseconds;
+
+class MemcachedStoreTest : public ::testing::Test {
+ protected:
+  void Open(MemcachedOptions options = {}) {
+    ASSERT_TRUE(server_.running()) << server_.error();
+    options.servers = {server_.address()};
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(*store);
+  }
+  Result<std::vector<uint64_t>> Add(const std::string& key, int64_t delta) {
+    return store_->Apply(Batch{"g", {{key, delta, Seconds{60}}}, {key}});
+  }
+  std::string name() const { return "memcached " + server_.address(); }
+
+  testing::MemcachedServer server_;
+  std::unique_ptr<MemcachedStore> store_;
+};
+
+TEST_F(MemcachedStoreTest, RefusedIncrementIsAnErrorNamingTheServerAndTheAnswer) {
+  Open();
+  ASSERT_EQ(server_.Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
+  Result<std::vector<uint64_t>> values = Add("text", 1);
+  ASSERT_FALSE(values.ok());
+  EXPECT_EQ(values.error().code(), ErrorCode::kInternal);
+  EXPECT_NE(values.error().message().find(name()), std::string::npos) << values.error().message();
+  EXPECT_NE(values.error().message().find("non-numeric"), std::string::npos)
+      << values.error().message();
+  // The connection stayed in step: the next batch on it is answered correctly.
+  Result<std::vector<uint64_t>> next = Add("number", 2);
+  ASSERT_TRUE(next.ok()) << next.error().ToString();
+  EXPECT_EQ(*next, (std::vector<uint64_t>{2}));
+}
+
+TEST_F(MemcachedStoreTest, FireAndForgetFailuresAreCountedNotLost) {
+  Open();
+  ASSERT_EQ(server_.Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
+  ASSERT_TRUE(store_->Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
+  EXPECT_EQ(store_->unconfirmed_failures(), 0u) << "not known yet: nothing was read";
+  Result<std::vector<uint64_t>> next = Add("number", 1);
+  ASSERT_TRUE(next.ok()) << next.error().ToString();
+  EXPECT_EQ(*next, (std::vector<uint64_t>{1})) << "the earlier failure is not this batch's";
+  EXPECT_EQ(store_->unconfirmed_failures(), 1u);
+}
+
+TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
+  MemcachedOptions options;
+  options.retry_timeout = std::chrono::seconds{1};
+  Open(options);
+  ASSERT_TRUE(Add("k", 1).ok());
+  server_.Kill();
+  Result<std::vector<uint64_t>> first = Add("k", 1);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.error().code(), ErrorCode::kUnavailable) << first.error().ToString();
+  EXPECT_NE(first.error().message().find(name()), std::string::npos) << first.error().message();
+  ASSERT_TRUE(server_.Start()) << server_.error();
+  // Back already, but the store does not try it again before retry_timeout.
+  Result<std::vector<uint64_t>> fast = Add("k", 1);
+  ASSERT_FALSE(fast.ok());
+  EXPECT_NE(fast.error().message().find("not retried yet"), std::string::npos)
+      << fast.error().message();
+  std::this_thread::sleep_for(milliseconds{1100});
+  Result<std::vector<uint64_t>> back = Add("k", 1);
+  ASSERT_TRUE(back.ok()) << back.error().ToString();
+  EXPECT_EQ(*back, (std::vector<uint64_t>{1})) << "a restarted memcached starts empty";
+}
+
+TEST_F(MemcachedStoreTest, FullPoolIsAnErrorAfterPoolWait) {
+  MemcachedOptions options;
+  options.pool_size = 1;
+  options.pool_wait = std::chrono::seconds{0};
+  options.io_timeout = milliseconds{3000};
+  Open(options);
+  ASSERT_TRUE(Add("k", 1).ok());
+  ASSERT_TRUE(server_.Freeze());
+  // The pool's only connection waits on the frozen server...
+  std::thread holder([&] { (void)Add("k", 1); });
+  std::this_thread::sleep_for(milliseconds{500});
+  // ...so another caller gets an error at once instead of queueing behind it.
+  Result<std::vector<uint64_t>> busy = Add("k", 1);
+  server_.Thaw();
+  holder.join();
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.error().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(busy.error().message().find("busy"), std::string::npos) << busy.error().message();
+  EXPECT_TRUE(Add("k", 1).ok()) << "the connection is back in the pool";
+}
+
+TEST(MemcachedStoreCreate, RejectsBadOptionsNamingThem) {
+  MemcachedOptions options;
+  options.servers = {"localhost"};
+  Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message().find("host:port"), std::string::npos);
+  options.servers = {"127.0.0.1:11211"};
+  options.pool_size = 0;
+  store = MemcachedStore::Create(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message().find("pool_size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hourglass
