@@ -1,13 +1,12 @@
 // Load driver: checks against a real memcached (started on loopback, or --servers), and in the
-// same run the raw baseline: the same increments and the same keys fetched by one plain
-// libmemcached pipeline without the engine. Reports checks/s, latency percentiles, keys and round
+// same run the raw baseline: the same increments and the same keys fetched in one store batch
+// (one write, one answer) without the engine. Reports checks/s, latency percentiles, keys and round
 // trips per check, and the engine/raw ratio. Optionally the Python `limits` peer doing the same
 // four fixed-window limits on the same server (bench/peer_limits.py).
 //
 //   load [--servers H:P | --start-memcached] [--threads N] [--features F] [--hot-share X]
 //        [--seconds S] [--policy "2/s, 5/m, 10/h, 100/d"] [--peer PYTHON] [--scaling] [--quick]
 #include <fmt/format.h>
-#include <libmemcached-1.0/memcached.h>
 
 #include <algorithm>
 #include <atomic>
@@ -160,9 +159,15 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
   return run;
 }
 
-// The same work without the engine: keys computed beforehand (outside the timing), then the
-// libmemcached calls the memcached store makes: noreply add+incr per level, one mget, fetch all.
+// The same work without the engine: keys computed beforehand (outside the timing), then one
+// store batch carrying the hit's increments and the planned reads: the single write and single
+// answer the engine's check needs at best, on the same wire.
 Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, double seconds) {
+  MemcachedOptions mo;
+  mo.servers = *ParseServers(o.servers);
+  mo.pool_size = static_cast<uint32_t>(threads);
+  mo.io_timeout = std::chrono::milliseconds{1000};
+  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(mo));
   SystemClock clock;
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
   std::atomic<uint64_t> read{0}, written{0}, errors{0};
@@ -172,70 +177,44 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      std::string config;
-      const std::vector<std::string> servers = *ParseServers(o.servers);  // not a temporary in for
-      for (const std::string& s : servers) config += "--SERVER=" + s + " ";
-      config += "--DISTRIBUTION=consistent --TCP-NODELAY --POLL-TIMEOUT=1000";
-      memcached_st* m = memcached(config.data(), config.size());
       MemoryStore unused(clock);
       const Engine keys = *Engine::Create(unused, clock, EngineOptions{});
       Picker picker(o, 1000 + static_cast<uint64_t>(t));
-      memcached_result_st result_storage;
-      memcached_result_st* result = memcached_result_create(m, &result_storage);
       uint64_t r = 0, w = 0;
       while (Clock::now() < deadline) {
         // Prepare exactly what the engine sends: the hit's increments and the planned reads.
-        const std::string group = keys.GroupKey("url_shorten", FeatureName(picker.Next()));
+        Batch batch;
+        batch.group = keys.GroupKey("url_shorten", FeatureName(picker.Next()));
         const int64_t now = ToUnix(clock.Now());
-        std::vector<Span> spans;
-        for (const Limit& l : limits) spans.push_back(l.window.SpanAt(FromUnix(now)));
-        const ReadPlan plan = PlanReads(ladder, spans, now);
-        std::vector<std::string> incr_keys, read_keys;
         for (size_t level = 0; level < ladder.levels(); ++level) {
-          incr_keys.push_back(keys.BucketKey(group, ladder.BucketAt(level, now)));
+          batch.increments.push_back(
+              {keys.BucketKey(batch.group, ladder.BucketAt(level, now)), 1, keys.Ttl(level)});
         }
         if (o.minimal_raw) {
-          read_keys = incr_keys;  // one round trip carrying the increments, reading them back
+          // One round trip carrying the increments, reading them back.
+          for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
         } else {
-          for (const Bucket& b : plan.reads) read_keys.push_back(keys.BucketKey(group, b));
-        }
-        std::vector<const char*> ptrs;
-        std::vector<size_t> lens;
-        for (const std::string& k : read_keys) {
-          ptrs.push_back(k.data());
-          lens.push_back(k.size());
+          std::vector<Span> spans;
+          for (const Limit& l : limits) spans.push_back(l.window.SpanAt(FromUnix(now)));
+          for (const Bucket& b : PlanReads(ladder, spans, now).reads) {
+            batch.reads.push_back(keys.BucketKey(batch.group, b));
+          }
         }
         const auto begin = Clock::now();
-        memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1);
-        for (size_t i = 0; i < incr_keys.size(); ++i) {
-          uint64_t v;
-          memcached_add_by_key(m, group.data(), group.size(), incr_keys[i].data(),
-                               incr_keys[i].size(), "0", 1,
-                               static_cast<time_t>(keys.Ttl(i).count()), 0);
-          memcached_increment_by_key(m, group.data(), group.size(), incr_keys[i].data(),
-                                     incr_keys[i].size(), 1, &v);
-        }
-        memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 0);
-        memcached_return_t rc = memcached_mget_by_key(m, group.data(), group.size(), ptrs.data(),
-                                                      lens.data(), ptrs.size());
-        uint64_t sum = 0;
-        while (memcached_fetch_result(m, result, &rc) != nullptr)
-          sum += memcached_result_length(result);
+        const bool ok = store->Apply(batch).ok();
         latencies[static_cast<size_t>(t)].push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
-        if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND && rc != MEMCACHED_SUCCESS) ++errors;
-        r += read_keys.size();
-        w += incr_keys.size();
+        if (!ok) ++errors;
+        r += batch.reads.size();
+        w += batch.increments.size();
       }
-      memcached_result_free(result);
-      memcached_free(m);
       read += r;
       written += w;
     });
   }
   for (std::thread& w : workers) w.join();
   Run run = Finish(o.minimal_raw ? "raw round trip: same increments, read back"
-                                 : "raw libmemcached pipeline, same keys",
+                                 : "raw round trip: same increments, same keys read",
                    threads, std::chrono::duration<double>(Clock::now() - start).count(), latencies);
   const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
   run.keys_read = static_cast<double>(read) / n;
@@ -428,7 +407,7 @@ int main(int argc, char** argv) {
   using hourglass::bench::Options;
   Options o;
   CLI::App app{
-      "Load driver: hourglass checks against memcached beside the raw libmemcached "
+      "Load driver: hourglass checks against memcached beside the raw store round trip "
       "baseline and, optionally, the Python limits peer.",
       "load"};
   app.add_option("--servers", o.servers, "memcached host:port (default: start one on loopback)");
