@@ -1,5 +1,5 @@
 // Internal to the engine: one TCP connection to one memcached server, written to in whole
-// requests and read line by line, each wait bounded by a timeout.
+// requests and read line by line, each send and receive bounded by a timeout.
 //
 // MemcachedStore builds one request per batch (every command of a check in one buffer) and sends
 // it with one send(): libmemcached sends each noreply command as its own write, which made kernel
@@ -50,8 +50,7 @@ class MemcachedConnection {
 
  private:
   MemcachedConnection(int fd, std::chrono::milliseconds io_timeout);
-  // Waits for `events` on the socket for at most io_timeout_.
-  Status Wait(short events, std::string_view what);
+  Error TimedOut(std::string_view what) const;
   // Reads more bytes into the buffer.
   Status Fill();
 
