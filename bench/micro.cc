@@ -66,6 +66,22 @@ void BM_CheckFourLimitsMemoryStore(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckFourLimitsMemoryStore);
 
+// The hot path's own CPU on a feature checked again and again, never denied: what a hot feature's
+// check costs beyond its one round trip.
+void BM_CheckHotFeatureMemoryStore(benchmark::State& state) {
+  ManualClock clock(FromUnix(kNow));
+  MemoryStore store(clock);
+  const Engine engine = *Engine::Create(store, clock, EngineOptions{});
+  const Policy policy{*ParseLimits("1000000/s, 1000000/m, 1000000/h, 1000000/d"),
+                      CountingMode::kAdmitted, FailureMode::kFailOpen};
+  int i = 0;
+  for (auto _ : state) {
+    if (++i % 16 == 0) clock.Advance(Seconds{1});
+    benchmark::DoNotOptimize(engine.Check("url_shorten", "10.0.0.1", policy));
+  }
+}
+BENCHMARK(BM_CheckHotFeatureMemoryStore);
+
 }  // namespace
 }  // namespace hourglass
 

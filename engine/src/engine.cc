@@ -152,61 +152,63 @@ std::vector<Increment> Engine::HitIncrements(const std::string& group, int64_t t
 
 Result<Engine::Read> Engine::ReadCached(const std::string& group, std::span<const Bucket> buckets,
                                         std::vector<Increment> increments, Instant now) const {
-  internal::BucketCache* cache = caches_->buckets.get();
+  using internal::BucketCache;
+  BucketCache* cache = caches_->buckets.get();
   const int64_t settled = ToUnix(now) - options_.settle_margin.count();
-  const auto immutable = [&](const Bucket& b) {
-    const int64_t w = options_.ladder.width(b.level).count();
-    return (b.index + 1) * w - 1 < settled;
-  };
   Read read;
   read.values.assign(buckets.size(), 0);
   Batch batch{group, std::move(increments), {}};
   read.cost.keys_written = batch.increments.size();
-  std::vector<size_t> fetched;     // indexes into `buckets` read from the store
-  std::vector<size_t> from_cache;  // indexes served by the cache
-  std::optional<uint64_t> cached_gen;
+  batch.reads.reserve(buckets.size() + 1);
+  // Per bucket: immutable (may be cached) and served from the cache.
+  std::vector<uint8_t> flags(buckets.size(), 0);
   if (cache != nullptr) {
     batch.reads.push_back(GenerationKey(group));  // first: see BucketCache for why
-    cached_gen = cache->Generation(group);
-  }
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    if (cache != nullptr && cached_gen && immutable(buckets[i])) {
-      if (std::optional<uint64_t> v = cache->Get(group, buckets[i])) {
-        read.values[i] = *v;
-        from_cache.push_back(i);
-        continue;
-      }
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const int64_t w = options_.ladder.width(buckets[i].level).count();
+      if ((buckets[i].index + 1) * w - 1 < settled) flags[i] = BucketCache::kImmutable;
     }
-    fetched.push_back(i);
-    batch.reads.push_back(BucketKey(group, buckets[i]));
+    cache->Lookup(group, buckets, flags, read.values);
+  }
+  const auto from_cache = [&](size_t i) { return (flags[i] & BucketCache::kCached) != 0; };
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!from_cache(i)) batch.reads.push_back(BucketKey(group, buckets[i]));
   }
   if (batch.reads.empty() && batch.increments.empty()) return read;
   Result<std::vector<uint64_t>> values = store_->Apply(batch);
   if (!values.ok()) return values.error();
   read.cost.keys_read += batch.reads.size();
   read.cost.round_trips += batch.reads.empty() ? 0 : 1;
-  const size_t offset = cache != nullptr ? 1 : 0;
-  for (size_t k = 0; k < fetched.size(); ++k) read.values[fetched[k]] = (*values)[k + offset];
+  size_t k = cache != nullptr ? 1 : 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!from_cache(i)) read.values[i] = (*values)[k++];
+  }
   if (cache == nullptr) return read;
 
   // The generation was read before any bucket: values cached under it are current.
   const uint64_t gen = (*values)[0];
-  if (!cache->Sync(group, gen) && !from_cache.empty()) {
+  size_t hits = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) hits += from_cache(i) ? 1 : 0;
+  if (!cache->Sync(group, gen) && hits > 0) {
     // A reset happened since those values were cached: read them again.
     Batch again{group, {}, {}};
-    for (size_t i : from_cache) again.reads.push_back(BucketKey(group, buckets[i]));
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      if (from_cache(i)) again.reads.push_back(BucketKey(group, buckets[i]));
+    }
     Result<std::vector<uint64_t>> fresh = store_->Apply(again);
     if (!fresh.ok()) return fresh.error();
-    for (size_t k = 0; k < from_cache.size(); ++k) read.values[from_cache[k]] = (*fresh)[k];
+    k = 0;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      if (!from_cache(i)) continue;
+      read.values[i] = (*fresh)[k++];
+      flags[i] &= static_cast<uint8_t>(~BucketCache::kCached);
+    }
     read.cost.keys_read += again.reads.size();
     read.cost.round_trips += 1;
-    fetched.insert(fetched.end(), from_cache.begin(), from_cache.end());
-    from_cache.clear();
+    hits = 0;
   }
-  read.cost.cache_hits += from_cache.size();
-  for (size_t i : fetched) {
-    if (immutable(buckets[i])) cache->Put(group, gen, buckets[i], read.values[i]);
-  }
+  read.cost.cache_hits += hits;
+  cache->Store(group, gen, buckets, flags, read.values);
   return read;
 }
 

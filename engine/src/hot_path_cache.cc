@@ -21,22 +21,20 @@ BucketCache::Entry& BucketCache::Touch(Shard& shard, const std::string& group) {
   return entry;
 }
 
-std::optional<uint64_t> BucketCache::Generation(const std::string& group) {
+void BucketCache::Lookup(const std::string& group, std::span<const Bucket> buckets,
+                         std::span<uint8_t> flags, std::span<uint64_t> values) {
   Shard& shard = ShardFor(group);
   std::lock_guard lock(shard.mu);
   auto it = shard.entries.find(group);
-  if (it == shard.entries.end()) return std::nullopt;
-  return it->second.gen;
-}
-
-std::optional<uint64_t> BucketCache::Get(const std::string& group, const Bucket& bucket) {
-  Shard& shard = ShardFor(group);
-  std::lock_guard lock(shard.mu);
-  auto it = shard.entries.find(group);
-  if (it == shard.entries.end()) return std::nullopt;
-  auto v = it->second.values.find(bucket);
-  if (v == it->second.values.end()) return std::nullopt;
-  return v->second;
+  if (it == shard.entries.end()) return;
+  const auto& cached = it->second.values;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!(flags[i] & kImmutable)) continue;
+    auto v = cached.find(buckets[i]);
+    if (v == cached.end()) continue;
+    values[i] = v->second;
+    flags[i] |= kCached;
+  }
 }
 
 bool BucketCache::Sync(const std::string& group, uint64_t gen) {
@@ -53,21 +51,27 @@ bool BucketCache::Sync(const std::string& group, uint64_t gen) {
   return false;
 }
 
-void BucketCache::Put(const std::string& group, uint64_t gen, const Bucket& bucket,
-                      uint64_t value) {
+void BucketCache::Store(const std::string& group, uint64_t gen, std::span<const Bucket> buckets,
+                        std::span<const uint8_t> flags, std::span<const uint64_t> values) {
   Shard& shard = ShardFor(group);
   std::lock_guard lock(shard.mu);
-  Entry& entry = Touch(shard, group);
-  if (entry.gen != gen) return;  // read under another generation: not ours to keep
-  if (entry.values.size() >= max_buckets_) {
-    // Keep the newer half: old buckets leave every window first.
-    std::vector<std::pair<int64_t, Bucket>> ends;
-    for (const auto& [b, v] : entry.values) ends.emplace_back(b.index << b.level, b);
-    std::nth_element(ends.begin(), ends.begin() + static_cast<long>(ends.size() / 2), ends.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (size_t i = 0; i < ends.size() / 2; ++i) entry.values.erase(ends[i].second);
+  Entry* entry = nullptr;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (flags[i] != kImmutable) continue;  // not cacheable, or already cached
+    if (entry == nullptr) {
+      entry = &Touch(shard, group);
+      if (entry->gen != gen) return;  // read under another generation: not ours to keep
+    }
+    if (entry->values.size() >= max_buckets_) {
+      // Keep the newer half: old buckets leave every window first.
+      std::vector<std::pair<int64_t, Bucket>> ends;
+      for (const auto& [b, v] : entry->values) ends.emplace_back(b.index << b.level, b);
+      std::nth_element(ends.begin(), ends.begin() + static_cast<long>(ends.size() / 2), ends.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (size_t k = 0; k < ends.size() / 2; ++k) entry->values.erase(ends[k].second);
+    }
+    entry->values[buckets[i]] = values[i];
   }
-  entry.values[bucket] = value;
 }
 
 void BucketCache::Invalidate(const std::string& group) {

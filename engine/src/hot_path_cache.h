@@ -11,6 +11,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -31,14 +32,20 @@ class BucketCache {
       : max_features_per_shard_(std::max<size_t>(1, max_features / kShards)),
         max_buckets_(max_buckets_per_feature) {}
 
-  // The generation the cached values of `group` belong to, if any are cached.
-  std::optional<uint64_t> Generation(const std::string& group);
-  std::optional<uint64_t> Get(const std::string& group, const Bucket& bucket);
+  // Flags of one bucket of a Lookup or Store.
+  static constexpr uint8_t kImmutable = 1;  // in: may be cached
+  static constexpr uint8_t kCached = 2;     // out: values[i] came from the cache
+
+  // One lock for a whole read: for each bucket flagged kImmutable and cached for `group`, its
+  // value in values[i] and kCached added to flags[i]. The caller checks the generation (Sync).
+  void Lookup(const std::string& group, std::span<const Bucket> buckets, std::span<uint8_t> flags,
+              std::span<uint64_t> values);
   // Records that `group` is at generation `gen`; drops what was cached under another one.
   // Returns false when something was dropped.
   bool Sync(const std::string& group, uint64_t gen);
-  // Caches `value` of an immutable bucket read under generation `gen`.
-  void Put(const std::string& group, uint64_t gen, const Bucket& bucket, uint64_t value);
+  // Caches values[i] of every bucket flagged kImmutable and not kCached, read under `gen`.
+  void Store(const std::string& group, uint64_t gen, std::span<const Bucket> buckets,
+             std::span<const uint8_t> flags, std::span<const uint64_t> values);
   void Invalidate(const std::string& group);
 
  private:
