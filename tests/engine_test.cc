@@ -530,6 +530,25 @@ TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
   EXPECT_EQ(engine.Check("signup", "eve", admitted)->cost.blocked_hits, 0u);
 }
 
+TEST_P(HotPathTest, ABlockUnderOnePolicyDoesNotDenyUnderAnother) {
+  const Engine engine = MakeEngine();
+  clock_->Set(FromUnix(kStart));
+  const Policy strict = MakePolicy("1/h");
+  ASSERT_TRUE(engine.Check("signup", "eve", strict)->allowed);
+  ASSERT_FALSE(engine.Check("signup", "eve", strict)->allowed);
+  ASSERT_EQ(engine.Check("signup", "eve", strict)->cost.blocked_hits, 1u);
+  // Same group; another limit, another window kind, another mode: each asks the store.
+  const Policy fixed{
+      {Limit{*Window::Fixed(Seconds{3600}), 1}}, CountingMode::kAdmitted, FailureMode::kFailOpen};
+  for (const Policy& other : {MakePolicy("5/h"), fixed, MakePolicy("1/h", CountingMode::kAttempts),
+                              MakePolicy("1/h, 9/d")}) {
+    Result<Decision> d = engine.Check("signup", "eve", other);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->cost.blocked_hits, 0u) << other.limits[0].ToString();
+  }
+  EXPECT_TRUE(engine.Check("signup", "eve", MakePolicy("5/h"))->allowed);
+}
+
 TEST_P(HotPathTest, RecordingIntoThePastRefreshesThisProcessCache) {
   const Engine engine = MakeEngine();
   clock_->Set(FromUnix(kStart + 7200));

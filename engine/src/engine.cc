@@ -48,11 +48,31 @@ Bound BoundFor(const Ladder& ladder, Span span) {
   }
   const int64_t w = ladder.width(bound.level).count();
   const int64_t first = FloorDiv(span.first, w), last = FloorDiv(span.last, w);
+  bound.buckets.reserve(static_cast<size_t>(last - first + 1));
   for (int64_t i = first; i <= last; ++i) {
     bound.buckets.push_back(Bucket{static_cast<uint32_t>(bound.level), i});
   }
   bound.first_inside = first * w >= span.first;
   return bound;
+}
+
+// The blocked-client cache's key: the group (printable, no 0x1f), then the policy as fixed-size
+// binary records, so distinct policies never share a key and nothing is formatted per check.
+std::string BlockedKey(const std::string& group, const Policy& policy) {
+  std::string key;
+  key.reserve(group.size() + 2 + policy.limits.size() * 26);
+  key += group;
+  key += '\x1f';
+  key += static_cast<char>(policy.mode);
+  const auto append = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const Limit& limit : policy.limits) {
+    key += static_cast<char>(limit.window.kind());
+    key += static_cast<char>(limit.window.unit());
+    append(limit.window.length().count());
+    append(limit.window.utc_offset().count());
+    append(static_cast<int64_t>(limit.max_hits));
+  }
+  return key;
 }
 
 }  // namespace
@@ -372,8 +392,7 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   // A client denied moments ago is certainly still denied: answer without reading.
   std::string blocked_key;
   if (caches_->blocked && live) {
-    blocked_key = *group + '\x1f' + std::string(CountingModeName(policy.mode));
-    for (const Limit& limit : policy.limits) blocked_key += '\x1f' + limit.ToString();
+    blocked_key = BlockedKey(*group, policy);
     if (std::optional<internal::BlockedCache::Entry> hit =
             caches_->blocked->Get(blocked_key, t, cost)) {
       Decision decision = hit->decision;
@@ -422,8 +441,10 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   }
 
   std::vector<Span> spans;
+  spans.reserve(n);
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   Decision decision;
+  decision.limits.reserve(n);
   decision.recorded = true;
   std::vector<uint64_t> upper(n), lower(n);
   std::vector<std::vector<CountedSpan>> upper_pieces(n), lower_pieces(n);
@@ -449,6 +470,7 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
     // Phase 1: the increments and the coarse bounds of every window, in one batch.
     std::vector<Bound> bounds;
     std::vector<Bucket> reads;
+    bounds.reserve(n);
     for (const Span& span : spans) {
       bounds.push_back(BoundFor(options_.ladder, span));
       reads.insert(reads.end(), bounds.back().buckets.begin(), bounds.back().buckets.end());
@@ -462,6 +484,8 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
     bool all_fit = true, one_over = false;
     for (size_t i = 0; i < n; ++i) {
       const int64_t w = options_.ladder.width(bounds[i].level).count();
+      upper_pieces[i].reserve(bounds[i].buckets.size());
+      lower_pieces[i].reserve(bounds[i].buckets.size());
       for (size_t k = 0; k < bounds[i].buckets.size(); ++k) {
         const Bucket& b = bounds[i].buckets[k];
         const uint64_t v = read->values[static_cast<size_t>(
