@@ -1,6 +1,7 @@
 // MemcachedStore's own behaviour with a real memcached, beyond the Store contract: refused
 // increments are errors naming the server, fire-and-forget failures are counted, a failed server
-// fails fast and comes back, and a full pool is an error, not a hang.
+// fails fast and comes back, a restart while idle costs no request, and a full pool is an error,
+// not a hang.
 #include "hourglass/memcached_store.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,17 @@ TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
   Result<std::vector<uint64_t>> back = Add("k", 1);
   ASSERT_TRUE(back.ok()) << back.error().ToString();
   EXPECT_EQ(*back, (std::vector<uint64_t>{1})) << "a restarted memcached starts empty";
+}
+
+TEST_F(MemcachedStoreTest, ARestartWhileIdleFailsNoRequest) {
+  Open();
+  ASSERT_TRUE(Add("k", 1).ok());  // leaves a connection in the pool
+  server_.Kill();
+  ASSERT_TRUE(server_.Start()) << server_.error();
+  std::this_thread::sleep_for(milliseconds{600});  // the pooled connection sat idle meanwhile
+  Result<std::vector<uint64_t>> after = Add("k", 1);
+  ASSERT_TRUE(after.ok()) << "the closed pooled connection was used: " << after.error().ToString();
+  EXPECT_EQ(*after, (std::vector<uint64_t>{1}));
 }
 
 TEST_F(MemcachedStoreTest, FullPoolIsAnErrorAfterPoolWait) {

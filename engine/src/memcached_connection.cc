@@ -101,6 +101,15 @@ Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Open(
 MemcachedConnection::MemcachedConnection(int fd, std::chrono::milliseconds io_timeout)
     : fd_(fd), io_timeout_(io_timeout), buffer_(kReadChunk) {}
 
+bool MemcachedConnection::PeerClosed() const {
+  pollfd p{fd_, POLLRDHUP, 0};
+  int ready;
+  do {
+    ready = poll(&p, 1, 0);
+  } while (ready < 0 && errno == EINTR);
+  return ready != 0 && (ready < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
+}
+
 Error MemcachedConnection::TimedOut(std::string_view what) const {
   return Error(ErrorCode::kDeadlineExceeded,
                fmt::format("{}: no answer within {} ms", what, io_timeout_.count()));

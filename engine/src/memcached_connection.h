@@ -45,8 +45,14 @@ class MemcachedConnection {
   // The next `n` bytes and the "\r\n" after them (a VALUE's data block); valid until the next read.
   Result<std::string_view> ReadBlock(size_t n);
 
+  // True when the server has closed or reset the connection (e.g. it restarted while the
+  // connection sat idle in a pool). Does not wait.
+  bool PeerClosed() const;
+
   // "mn" no-ops sent whose "MN" has not been read yet (requests sent without waiting).
   int unread_noops = 0;
+  // When the connection was last handed back to its pool.
+  std::chrono::steady_clock::time_point idle_since{};
 
  private:
   MemcachedConnection(int fd, std::chrono::milliseconds io_timeout);

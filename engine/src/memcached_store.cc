@@ -82,6 +82,9 @@ using SteadyClock = std::chrono::steady_clock;
 // answers of fire-and-forget requests never pile up in the socket.
 constexpr int kMaxUnreadNoops = 32;
 
+// A pooled connection idle this long is checked for a close by the server before it is used.
+constexpr std::chrono::milliseconds kIdleProbeAfter{500};
+
 // One memcached server: its address and its connections.
 struct Server {
   std::string host;  // without brackets
@@ -173,6 +176,7 @@ struct MemcachedStore::Impl {
     Lease(Impl& impl, Server& server) : impl_(impl), server_(server) {}
     ~Lease() {
       if (connection_ == nullptr) return;
+      connection_->idle_since = SteadyClock::now();
       std::lock_guard lock(server_.mu);
       server_.idle.push_back(std::move(connection_));
       server_.freed.notify_one();
@@ -190,10 +194,17 @@ struct MemcachedStore::Impl {
                        fmt::format("{}: failed less than {} s ago ({}); not retried yet",
                                    server_.name, o.retry_timeout.count(), server_.failure));
         }
-        if (!server_.idle.empty()) {
+        while (!server_.idle.empty()) {
           connection_ = std::move(server_.idle.back());
           server_.idle.pop_back();
-          return {};
+          // A connection idle a while may have been closed by a server that restarted since:
+          // use a new one rather than fail a request on it. Busy connections skip the check.
+          if (SteadyClock::now() - connection_->idle_since < kIdleProbeAfter ||
+              !connection_->PeerClosed()) {
+            return {};
+          }
+          connection_.reset();
+          --server_.open;
         }
         if (server_.open < o.pool_size) break;
         if (server_.freed.wait_until(lock, deadline) == std::cv_status::timeout &&
