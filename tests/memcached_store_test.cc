@@ -60,6 +60,21 @@ TEST_F(MemcachedStoreTest, FireAndForgetFailuresAreCountedNotLost) {
   EXPECT_EQ(store_->unconfirmed_failures(), 1u);
 }
 
+TEST_F(MemcachedStoreTest, FireAndForgetWritesSurviveTheStoreEndingAtOnce) {
+  // A one-shot `hourglass check` that denies sends its take-back without waiting and exits.
+  Open();
+  constexpr int kRounds = 300;
+  for (int i = 0; i < kRounds; ++i) {
+    auto store =
+        std::move(*MemcachedStore::Create(MemcachedOptions{.servers = {server_.address()}}));
+    ASSERT_TRUE(store->Apply(Batch{"g", {{"k", 2, Seconds{60}}}, {"k"}}).ok());
+    ASSERT_TRUE(store->Apply(Batch{"g", {{"k", -1, Seconds{60}}}, {}}).ok());
+  }  // each store ends right after its fire-and-forget batch
+  Result<std::vector<uint64_t>> values = store_->Apply(Batch{"g", {}, {"k"}});
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{kRounds})) << "every take-back arrived";
+}
+
 TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
   MemcachedOptions options;
   options.retry_timeout = std::chrono::seconds{1};

@@ -161,6 +161,16 @@ struct MemcachedStore::Impl {
   std::atomic<uint64_t> unconfirmed_failures{0};
 
   ~Impl() {
+    // Wait for the answers to fire-and-forget batches (bounded by io_timeout per connection), so
+    // a process that ends right after one (a one-shot check's take-back) knows it arrived, and
+    // never closes a socket with unread answers (the kernel would send a reset).
+    for (const std::unique_ptr<Server>& server : servers) {
+      for (const std::unique_ptr<MemcachedConnection>& c : server->idle) {
+        if (c->unread_noops > 0 && !ReadUnreadNoops(*server, *c).ok()) {
+          unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
     if (ring != nullptr) memcached_free(ring);
   }
 

@@ -45,6 +45,8 @@ Result<std::vector<std::string>> ParseServers(std::string_view list);
 class MemcachedStore final : public Store {
  public:
   static Result<std::unique_ptr<MemcachedStore>> Create(const MemcachedOptions& options);
+  // Waits for the answers to fire-and-forget batches still unread (up to io_timeout per
+  // connection), so they are known to have arrived when a short-lived process exits.
   ~MemcachedStore() override;
 
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
