@@ -240,6 +240,36 @@ TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
   }
 }
 
+// A blocked client's attempts are sent without waiting; if memcached refuses them, replay says
+// so instead of losing them silently.
+TEST_F(CliTest, ReplayReportsWritesMemcachedRefused) {
+  std::string trace;
+  for (int64_t t : {kAt, kAt, kAt + 1, kAt + 1, kAt + 1}) {
+    trace += std::to_string(t) + "\tlogin\tmallory\t1\n";
+  }
+  const std::string file = TempFile("refused.tsv", trace);
+  // Poison the per-second bucket the blocked attempts at kAt + 1 go to.
+  const std::string key = "hg:login:mallory:1:" + std::to_string(kAt + 1);
+  ASSERT_EQ(server_.Raw("set " + key + " 0 600 1\r\nx\r\n"), "STORED\r\n");
+  ProcessResult r = Run({"--json", "replay", file, "--limit", "1/m", "--mode", "attempts"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = Json(r);
+  EXPECT_EQ(j["admitted"], 1);
+  EXPECT_EQ(j["blocked_hits"], 3) << "the attempts at kAt + 1 were answered locally";
+  EXPECT_EQ(j["unconfirmed_failures"], 3);
+  ASSERT_TRUE(server_.Raw("flush_all\r\n").starts_with("OK"));
+  ASSERT_EQ(server_.Raw("set " + key + " 0 600 1\r\nx\r\n"), "STORED\r\n");
+  r = Run({"replay", file, "--limit", "1/m", "--mode", "attempts"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("warning: memcached refused 3 fire-and-forget writes"), std::string::npos)
+      << r.out;
+  // Unpoisoned, nothing is reported.
+  ASSERT_TRUE(server_.Raw("flush_all\r\n").starts_with("OK"));
+  r = Run({"--json", "replay", file, "--limit", "1/m", "--mode", "attempts"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["unconfirmed_failures"], 0);
+}
+
 // --decisions: one JSON line per hit, each exactly the decision of a perfect limiter.
 TEST_F(CliTest, ReplayDecisionsEqualAPerfectSlidingWindowLimiter) {
   std::mt19937_64 rng(4);

@@ -161,17 +161,24 @@ struct MemcachedStore::Impl {
   std::atomic<uint64_t> unconfirmed_failures{0};
 
   ~Impl() {
-    // Wait for the answers to fire-and-forget batches (bounded by io_timeout per connection), so
-    // a process that ends right after one (a one-shot check's take-back) knows it arrived, and
-    // never closes a socket with unread answers (the kernel would send a reset).
-    for (const std::unique_ptr<Server>& server : servers) {
-      for (const std::unique_ptr<MemcachedConnection>& c : server->idle) {
-        if (c->unread_noops > 0 && !ReadUnreadNoops(*server, *c).ok()) {
-          unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-    }
+    // A process that ends right after a fire-and-forget batch (a one-shot check's take-back)
+    // must not close a socket with unread answers (the kernel would send a reset).
+    Settle();
     if (ring != nullptr) memcached_free(ring);
+  }
+
+  // Reads the answers of fire-and-forget batches on every idle connection (bounded by io_timeout
+  // per connection); a connection that cannot answer counts as one unconfirmed failure.
+  void Settle() {
+    for (const std::unique_ptr<Server>& server : servers) {
+      std::lock_guard lock(server->mu);
+      std::erase_if(server->idle, [&](const std::unique_ptr<MemcachedConnection>& c) {
+        if (c->unread_noops == 0 || ReadUnreadNoops(*server, *c).ok()) return false;
+        unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+        --server->open;
+        return true;  // out of step: dropped
+      });
+    }
   }
 
   Server& ServerOf(const std::string& group) const {
@@ -326,6 +333,11 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
 }
 
 std::string MemcachedStore::Describe() const { return impl_->description; }
+
+uint64_t MemcachedStore::Settle() {
+  impl_->Settle();
+  return unconfirmed_failures();
+}
 
 uint64_t MemcachedStore::unconfirmed_failures() const {
   return impl_->unconfirmed_failures.load(std::memory_order_relaxed);

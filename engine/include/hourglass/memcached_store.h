@@ -56,6 +56,9 @@ class MemcachedStore final : public Store {
   // Failures of fire-and-forget increments (batches without reads), learnt after their callers
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.
   uint64_t unconfirmed_failures() const;
+  // Waits for the answers of every fire-and-forget batch sent so far on idle connections (up to
+  // io_timeout per connection) and returns unconfirmed_failures().
+  uint64_t Settle();
 
   // The server ("host:port") that holds `group`'s keys.
   Result<std::string> ServerFor(const std::string& group);
