@@ -277,9 +277,12 @@ struct MemcachedStore::Impl {
     std::unique_ptr<MemcachedConnection> connection_;
   };
 
-  // Reads the answers to earlier requests sent without waiting ("mn" answers "MN"). Their
-  // failures cannot reach their callers any more; they are counted.
-  Status ReadUnreadNoops(const Server& server, MemcachedConnection& c) {
+  // Reads the answers up to every unread "MN" ("mn" answers after everything sent before it).
+  // Failures of requests sent without waiting cannot reach their callers any more: they are
+  // counted. With `last`, the failures before the last MN belong to the caller (its own request)
+  // and the first of them is stored there instead.
+  Status ReadUnreadNoops(const Server& server, MemcachedConnection& c,
+                         std::optional<Error>* last = nullptr) {
     while (c.unread_noops > 0) {
       Result<std::string_view> line = c.ReadLine();
       if (!line.ok()) return line.error();
@@ -288,7 +291,11 @@ struct MemcachedStore::Impl {
       } else if (*line == "ERROR") {
         return LineError(server, *line);
       } else if (*line != "HD" && *line != "NF") {
-        unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+        if (last != nullptr && c.unread_noops == 1) {
+          if (!*last) *last = LineError(server, *line);
+        } else {
+          unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+        }
       }
     }
     return {};
@@ -426,21 +433,7 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   ++c->unread_noops;
   // The deletes' own failures come before the last MN; anything else is an earlier request's.
   std::optional<Error> error;
-  while (c->unread_noops > 0) {
-    Result<std::string_view> line = c->ReadLine();
-    if (!line.ok()) return c.Fail(line.error());
-    if (*line == "MN") {
-      --c->unread_noops;
-    } else if (*line == "ERROR") {
-      return c.Fail(LineError(server, *line));
-    } else if (*line != "HD" && *line != "NF") {
-      if (c->unread_noops > 1) {
-        impl_->unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
-      } else if (!error) {
-        error = LineError(server, *line);
-      }
-    }
-  }
+  if (Status s = impl_->ReadUnreadNoops(server, *c, &error); !s.ok()) return c.Fail(s.error());
   if (error) return *error;
   return {};
 }
