@@ -104,13 +104,18 @@ Run Finish(std::string name, int threads, double seconds,
   return run;
 }
 
-Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
-              const EngineOptions& eo, const std::string& label, double seconds) {
+// The store both the engine and the raw baseline run on: a connection per thread.
+std::unique_ptr<MemcachedStore> OpenStore(const Options& o, int threads) {
   MemcachedOptions mo;
   mo.servers = *ParseServers(o.servers);
   mo.pool_size = static_cast<uint32_t>(threads);
   mo.io_timeout = std::chrono::milliseconds{1000};
-  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(mo));
+  return std::move(*MemcachedStore::Create(mo));
+}
+
+Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
+              const EngineOptions& eo, const std::string& label, double seconds) {
+  std::unique_ptr<MemcachedStore> store = OpenStore(o, threads);
   SystemClock clock;
   const Engine engine = *Engine::Create(*store, clock, eo);
   const Policy policy{limits, CountingMode::kAdmitted, FailureMode::kFailClosed};
@@ -164,11 +169,7 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
 // store batch carrying the hit's increments and the planned reads: the single write and single
 // answer the engine's check needs at best, on the same wire.
 Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, double seconds) {
-  MemcachedOptions mo;
-  mo.servers = *ParseServers(o.servers);
-  mo.pool_size = static_cast<uint32_t>(threads);
-  mo.io_timeout = std::chrono::milliseconds{1000};
-  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(mo));
+  std::unique_ptr<MemcachedStore> store = OpenStore(o, threads);
   SystemClock clock;
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
   std::atomic<uint64_t> read{0}, written{0}, errors{0};
