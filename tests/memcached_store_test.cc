@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "memcached_server.h"
+#include "store_harness.h"
 
 namespace hourglass {
 namespace {
@@ -19,24 +19,22 @@ using std::chrono::milliseconds;
 class MemcachedStoreTest : public ::testing::Test {
  protected:
   void Open(MemcachedOptions options = {}) {
-    ASSERT_TRUE(server_.running()) << server_.error();
-    options.servers = {server_.address()};
-    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
-    ASSERT_TRUE(store.ok()) << store.error().ToString();
-    store_ = std::move(*store);
+    harness_ = std::make_unique<testing::MemcachedHarness>(options);
+    ASSERT_FALSE(HasFailure());
   }
+  testing::MemcachedServer& server() { return harness_->server(); }
+  MemcachedStore& store() { return harness_->memcached(); }
   Result<std::vector<uint64_t>> Add(const std::string& key, int64_t delta) {
-    return store_->Apply(Batch{"g", {{key, delta, Seconds{60}}}, {key}});
+    return store().Apply(Batch{"g", {{key, delta, Seconds{60}}}, {key}});
   }
-  std::string name() const { return "memcached " + server_.address(); }
+  std::string name() { return "memcached " + server().address(); }
 
-  testing::MemcachedServer server_;
-  std::unique_ptr<MemcachedStore> store_;
+  std::unique_ptr<testing::MemcachedHarness> harness_;
 };
 
 TEST_F(MemcachedStoreTest, RefusedIncrementIsAnErrorNamingTheServerAndTheAnswer) {
   Open();
-  ASSERT_EQ(server_.Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
+  ASSERT_EQ(server().Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
   Result<std::vector<uint64_t>> values = Add("text", 1);
   ASSERT_FALSE(values.ok());
   EXPECT_EQ(values.error().code(), ErrorCode::kInternal);
@@ -51,17 +49,17 @@ TEST_F(MemcachedStoreTest, RefusedIncrementIsAnErrorNamingTheServerAndTheAnswer)
 
 TEST_F(MemcachedStoreTest, FireAndForgetFailuresAreCountedNotLost) {
   Open();
-  ASSERT_EQ(server_.Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
-  ASSERT_TRUE(store_->Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
-  EXPECT_EQ(store_->unconfirmed_failures(), 0u) << "not known yet: nothing was read";
+  ASSERT_EQ(server().Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
+  ASSERT_TRUE(store().Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
+  EXPECT_EQ(store().unconfirmed_failures(), 0u) << "not known yet: nothing was read";
   Result<std::vector<uint64_t>> next = Add("number", 1);
   ASSERT_TRUE(next.ok()) << next.error().ToString();
   EXPECT_EQ(*next, (std::vector<uint64_t>{1})) << "the earlier failure is not this batch's";
-  EXPECT_EQ(store_->unconfirmed_failures(), 1u);
+  EXPECT_EQ(store().unconfirmed_failures(), 1u);
   // Settle learns the same without another batch.
-  ASSERT_TRUE(store_->Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
-  EXPECT_EQ(store_->Settle(), 2u);
-  EXPECT_EQ(store_->Settle(), 2u) << "nothing left to read";
+  ASSERT_TRUE(store().Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
+  EXPECT_EQ(store().Settle(), 2u);
+  EXPECT_EQ(store().Settle(), 2u) << "nothing left to read";
 }
 
 TEST_F(MemcachedStoreTest, FireAndForgetWritesSurviveTheStoreEndingAtOnce) {
@@ -70,11 +68,11 @@ TEST_F(MemcachedStoreTest, FireAndForgetWritesSurviveTheStoreEndingAtOnce) {
   constexpr int kRounds = 300;
   for (int i = 0; i < kRounds; ++i) {
     auto store =
-        std::move(*MemcachedStore::Create(MemcachedOptions{.servers = {server_.address()}}));
+        std::move(*MemcachedStore::Create(MemcachedOptions{.servers = {server().address()}}));
     ASSERT_TRUE(store->Apply(Batch{"g", {{"k", 2, Seconds{60}}}, {"k"}}).ok());
     ASSERT_TRUE(store->Apply(Batch{"g", {{"k", -1, Seconds{60}}}, {}}).ok());
   }  // each store ends right after its fire-and-forget batch
-  Result<std::vector<uint64_t>> values = store_->Apply(Batch{"g", {}, {"k"}});
+  Result<std::vector<uint64_t>> values = store().Apply(Batch{"g", {}, {"k"}});
   ASSERT_TRUE(values.ok()) << values.error().ToString();
   EXPECT_EQ(*values, (std::vector<uint64_t>{kRounds})) << "every take-back arrived";
 }
@@ -84,12 +82,12 @@ TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
   options.retry_timeout = std::chrono::seconds{1};
   Open(options);
   ASSERT_TRUE(Add("k", 1).ok());
-  server_.Kill();
+  server().Kill();
   Result<std::vector<uint64_t>> first = Add("k", 1);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.error().code(), ErrorCode::kUnavailable) << first.error().ToString();
   EXPECT_NE(first.error().message().find(name()), std::string::npos) << first.error().message();
-  ASSERT_TRUE(server_.Start()) << server_.error();
+  ASSERT_TRUE(server().Start()) << server().error();
   // Back already, but the store does not try it again before retry_timeout.
   Result<std::vector<uint64_t>> fast = Add("k", 1);
   ASSERT_FALSE(fast.ok());
@@ -104,8 +102,8 @@ TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
 TEST_F(MemcachedStoreTest, ARestartWhileIdleFailsNoRequest) {
   Open();
   ASSERT_TRUE(Add("k", 1).ok());  // leaves a connection in the pool
-  server_.Kill();
-  ASSERT_TRUE(server_.Start()) << server_.error();
+  server().Kill();
+  ASSERT_TRUE(server().Start()) << server().error();
   std::this_thread::sleep_for(milliseconds{600});  // the pooled connection sat idle meanwhile
   Result<std::vector<uint64_t>> after = Add("k", 1);
   ASSERT_TRUE(after.ok()) << "the closed pooled connection was used: " << after.error().ToString();
@@ -119,13 +117,13 @@ TEST_F(MemcachedStoreTest, FullPoolIsAnErrorAfterPoolWait) {
   options.io_timeout = milliseconds{3000};
   Open(options);
   ASSERT_TRUE(Add("k", 1).ok());
-  ASSERT_TRUE(server_.Freeze());
+  ASSERT_TRUE(server().Freeze());
   // The pool's only connection waits on the frozen server...
   std::thread holder([&] { (void)Add("k", 1); });
   std::this_thread::sleep_for(milliseconds{500});
   // ...so another caller gets an error at once instead of queueing behind it.
   Result<std::vector<uint64_t>> busy = Add("k", 1);
-  server_.Thaw();
+  server().Thaw();
   holder.join();
   ASSERT_FALSE(busy.ok());
   EXPECT_EQ(busy.error().code(), ErrorCode::kUnavailable);
