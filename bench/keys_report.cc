@@ -35,12 +35,11 @@ int main(int argc, char** argv) {
   MemoryStore store(clock);
   std::vector<std::pair<const char*, EngineOptions>> configs;
   EngineOptions exact;  // every query reads its exact cover: no bounds, no cache
-  exact.hot_path.bounds = false;
-  exact.hot_path.bucket_cache_features = 0;
+  exact.hot_path = HotPathOptions::Off();
   exact.exact_retry_after = false;  // a check reads its cover only, denied or not
   EngineOptions greedy = exact;
   greedy.cover.complements = false;
-  configs.emplace_back("greedy cover (seed 004)", greedy);
+  configs.emplace_back("greedy cover", greedy);
   configs.emplace_back("cover with complements", exact);
   configs.emplace_back(
       "hot path (defaults: bounds, bucket cache; one feature "

@@ -256,17 +256,13 @@ std::unique_ptr<Limiter> MakeHourglass(const std::string& name, Store& store, Ma
 }
 EngineOptions ExactCoverOptions() {
   EngineOptions options;
-  options.hot_path.bounds = false;
-  options.hot_path.bucket_cache_features = 0;
-  options.hot_path.blocked_cache_entries = 0;
+  options.hot_path = HotPathOptions::Off();
   return options;
 }
 
 EngineOptions HotPathEngineOptions() {
   EngineOptions options;
-  options.hot_path.bounds = true;
-  options.hot_path.bucket_cache_features = 100000;
-  options.hot_path.blocked_cache_entries = 100000;
+  options.hot_path = HotPathOptions::LongRunning();
   return options;
 }
 

@@ -21,6 +21,7 @@
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/planner.h"
+#include "hourglass/store_factory.h"
 #include "memcached_server.h"
 #include "nlohmann/json.hpp"
 
@@ -46,13 +47,7 @@ struct Options {
 
 EngineOptions LoadEngineOptions(const Options& o) {
   EngineOptions eo;
-  if (o.exact_cover) {
-    eo.hot_path.bounds = false;
-    eo.hot_path.bucket_cache_features = 0;
-  } else {
-    eo.hot_path.bucket_cache_features = 100000;
-    eo.hot_path.blocked_cache_entries = 100000;  // on by default for the load driver
-  }
+  eo.hot_path = o.exact_cover ? HotPathOptions::Off() : HotPathOptions::LongRunning();
   return eo;
 }
 
@@ -105,17 +100,16 @@ Run Finish(std::string name, int threads, double seconds,
 }
 
 // The store both the engine and the raw baseline run on: a connection per thread.
-std::unique_ptr<MemcachedStore> OpenStore(const Options& o, int threads) {
+std::unique_ptr<Store> OpenLoadStore(const Options& o, int threads) {
   MemcachedOptions mo;
-  mo.servers = *ParseServers(o.servers);
   mo.pool_size = static_cast<uint32_t>(threads);
   mo.io_timeout = std::chrono::milliseconds{1000};
-  return std::move(*MemcachedStore::Create(mo));
+  return std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), mo));
 }
 
 Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
               const EngineOptions& eo, const std::string& label, double seconds) {
-  std::unique_ptr<MemcachedStore> store = OpenStore(o, threads);
+  std::unique_ptr<Store> store = OpenLoadStore(o, threads);
   SystemClock clock;
   const Engine engine = *Engine::Create(*store, clock, eo);
   const Policy policy{limits, CountingMode::kAdmitted, FailureMode::kFailClosed};
@@ -161,7 +155,7 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
   run.cache_hits = static_cast<double>(cached) / n;
   run.blocked_share = static_cast<double>(blocked) / n;
   // Degraded checks, and fire-and-forget writes (take-backs) memcached refused.
-  run.errors = errors + store->Settle();
+  run.errors = errors + store->Flush();
   return run;
 }
 
@@ -169,7 +163,7 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
 // store batch carrying the hit's increments and the planned reads: the single write and single
 // answer the engine's check needs at best, on the same wire.
 Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, double seconds) {
-  std::unique_ptr<MemcachedStore> store = OpenStore(o, threads);
+  std::unique_ptr<Store> store = OpenLoadStore(o, threads);
   SystemClock clock;
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
   std::atomic<uint64_t> read{0}, written{0}, errors{0};

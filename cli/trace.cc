@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <fstream>
 
 namespace hourglass::cli {
 namespace {
@@ -98,6 +100,32 @@ Result<std::optional<TraceHit>> ParseApacheLine(std::string_view raw, std::strin
   hit.event = event;
   hit.feature = line.substr(0, space);
   return std::optional<TraceHit>{std::move(hit)};
+}
+
+Result<Trace> ReadTrace(const std::string& path, std::string_view format, std::string_view event) {
+  if (format != "hits" && format != "apache") {
+    return InvalidArgument(fmt::format("--format {}: use hits or apache", format));
+  }
+  std::ifstream in(path);
+  if (!in) return InvalidArgument(fmt::format("{}: cannot read the trace file", path));
+  Trace trace;
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    Result<std::optional<TraceHit>> hit =
+        format == "hits" ? ParseHitsLine(line) : ParseApacheLine(line, event);
+    if (!hit.ok())
+      return InvalidArgument(fmt::format("{}:{}: {}", path, number, hit.error().message()));
+    if (!hit->has_value()) continue;
+    (*hit)->line = number;
+    if (!trace.hits.empty() && (*hit)->at < trace.hits.back().at) ++trace.out_of_order;
+    trace.hits.push_back(std::move(**hit));
+  }
+  // Drive the clock forward only: replay in time order, keeping file order within a second.
+  std::stable_sort(trace.hits.begin(), trace.hits.end(),
+                   [](const TraceHit& x, const TraceHit& y) { return x.at < y.at; });
+  return trace;
 }
 
 }  // namespace hourglass::cli

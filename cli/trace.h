@@ -1,8 +1,7 @@
 // Trace files for `hourglass replay`: one hit per line.
 //
 // - hits:   "UNIX_SECONDS<TAB>EVENT<TAB>FEATURE[<TAB>COST]"; the feature is the third field
-// verbatim
-//           (spaces and all). Blank lines and lines starting with '#' are skipped.
+//           verbatim (spaces and all). Blank lines and lines starting with '#' are skipped.
 // - apache: Apache combined log lines; time from "[17/May/2015:10:05:03 +0000]", feature = the
 //           client address (first field), event = the caller's choice.
 //
@@ -13,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hourglass/status.h"
 
@@ -29,5 +29,13 @@ struct TraceHit {
 // nullopt for a line to skip (blank or comment); an error naming what is wrong otherwise.
 Result<std::optional<TraceHit>> ParseHitsLine(std::string_view line);
 Result<std::optional<TraceHit>> ParseApacheLine(std::string_view line, std::string_view event);
+
+// A whole trace file, in time order (file order within a second).
+struct Trace {
+  std::vector<TraceHit> hits;
+  int64_t out_of_order = 0;  // lines earlier than the line before them in the file
+};
+// `format` is "hits" or "apache" (whose lines get `event`). Errors name the file and the line.
+Result<Trace> ReadTrace(const std::string& path, std::string_view format, std::string_view event);
 
 }  // namespace hourglass::cli

@@ -1,12 +1,11 @@
 // MemcachedConnection against a real memcached: whole requests in, lines and data blocks out, and
 // every failure (refused, unknown host, frozen, killed) a clear error within the timeout.
-#include "memcached_connection.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 
+#include "connection.h"
 #include "memcached_server.h"
 
 namespace hourglass {

@@ -56,10 +56,10 @@ TEST_F(MemcachedStoreTest, FireAndForgetFailuresAreCountedNotLost) {
   ASSERT_TRUE(next.ok()) << next.error().ToString();
   EXPECT_EQ(*next, (std::vector<uint64_t>{1})) << "the earlier failure is not this batch's";
   EXPECT_EQ(store().unconfirmed_failures(), 1u);
-  // Settle learns the same without another batch.
+  // Flush learns the same without another batch.
   ASSERT_TRUE(store().Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
-  EXPECT_EQ(store().Settle(), 2u);
-  EXPECT_EQ(store().Settle(), 2u) << "nothing left to read";
+  EXPECT_EQ(store().Flush(), 2u);
+  EXPECT_EQ(store().Flush(), 2u) << "nothing left to read";
 }
 
 TEST_F(MemcachedStoreTest, FireAndForgetWritesSurviveTheStoreEndingAtOnce) {

@@ -1,11 +1,11 @@
 // Policy files: every field parses, overrides apply per feature, bad files name file and line.
-#include "policy_file.h"
+#include "hourglass/policy_file.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-namespace hourglass::cli {
+namespace hourglass {
 namespace {
 
 TEST(PolicyFile, TheShippedExampleIsValid) {
@@ -116,4 +116,4 @@ TEST(PolicyFile, MissingFileIsAClearError) {
 }
 
 }  // namespace
-}  // namespace hourglass::cli
+}  // namespace hourglass

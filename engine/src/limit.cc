@@ -69,4 +69,16 @@ std::string_view FailureModeName(FailureMode mode) {
   return mode == FailureMode::kFailOpen ? "open" : "closed";
 }
 
+Result<CountingMode> ParseCountingMode(std::string_view text) {
+  if (text == "admitted") return CountingMode::kAdmitted;
+  if (text == "attempts") return CountingMode::kAttempts;
+  return InvalidArgument(fmt::format("mode \"{}\": use admitted or attempts", text));
+}
+
+Result<FailureMode> ParseFailureMode(std::string_view text) {
+  if (text == "open") return FailureMode::kFailOpen;
+  if (text == "closed") return FailureMode::kFailClosed;
+  return InvalidArgument(fmt::format("\"{}\": use open or closed", text));
+}
+
 }  // namespace hourglass

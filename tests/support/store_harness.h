@@ -70,9 +70,12 @@ class MemcachedHarness final : public StoreHarness {
   std::unique_ptr<MemcachedStore> store_;
 };
 
+// "memory" or "memcached"; any other name fails the test and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
-  return std::make_unique<MemcachedHarness>();
+  if (kind == "memcached") return std::make_unique<MemcachedHarness>();
+  ADD_FAILURE() << "unknown store harness \"" << kind << "\": use memory or memcached";
+  return nullptr;
 }
 
 }  // namespace hourglass::testing

@@ -44,9 +44,19 @@ namespace internal {
 struct Caches;
 }
 
-// The hot path (issue 5): ways to read fewer keys per check while every decision stays exactly
-// that of a perfect sliding-window limiter.
+// The hot path: ways to read fewer keys per check while every decision stays exactly that of a
+// perfect sliding-window limiter. The default suits a library user; the presets name the others.
 struct HotPathOptions {
+  // Every check reads its windows' exact cover: no bounds, no caches (for comparison).
+  static HotPathOptions Off() { return {.bounds = false, .bucket_cache_features = 0}; }
+  // One check or count per process (a CLI call): bounds only; nothing would be reused.
+  static HotPathOptions OneShot() { return {.bucket_cache_features = 0}; }
+  // A long-running process (a service, a replay, a load driver): bounds, and both caches sized
+  // for `features` event+features.
+  static HotPathOptions LongRunning(size_t features = 100000) {
+    return {.bucket_cache_features = features, .blocked_cache_entries = features};
+  }
+
   // Decide from coarse bounds when they settle it: the hits of a window lie between the sum of the
   // coarse buckets inside it and the sum of those overlapping it. Otherwise refine in a second
   // round trip. Applies to checks at the current time.

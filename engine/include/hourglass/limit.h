@@ -49,5 +49,8 @@ struct Policy {
 
 std::string_view CountingModeName(CountingMode mode);  // "admitted" / "attempts"
 std::string_view FailureModeName(FailureMode mode);    // "open" / "closed"
+// The inverses; kInvalidArgument naming the text and the valid names.
+Result<CountingMode> ParseCountingMode(std::string_view text);
+Result<FailureMode> ParseFailureMode(std::string_view text);
 
 }  // namespace hourglass

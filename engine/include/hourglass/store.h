@@ -2,7 +2,8 @@
 //
 // One batch = "add these deltas to these keys (creating missing ones at 0 with this TTL), then
 // read these keys", all keys sharing one group key (the server-affinity key), answered in one
-// round trip. Two implementations pass one contract test suite: MemoryStore and MemcachedStore.
+// round trip. Every implementation passes one contract test suite (tests/store_contract_test.cc);
+// stores/ holds the in-memory and the memcached store.
 //
 //   Batch batch{.group = group, .increments = {{key, 1, Seconds{90}}}, .reads = {key}};
 //   Result<std::vector<uint64_t>> values = store.Apply(batch);
@@ -53,6 +54,11 @@ class Store {
 
   // Deletes `keys` of `group`; deleting a missing key is not an error.
   virtual Status Delete(const std::string& group, std::span<const std::string> keys) = 0;
+
+  // Waits for any unfinished asynchronous work (fire-and-forget batches sent so far) and returns
+  // how many of those writes the store refused since it was created (normally 0). Stores that
+  // apply every batch before returning have nothing to wait for.
+  virtual uint64_t Flush() { return 0; }
 
   // "memory" or "memcached 127.0.0.1:11211", for messages.
   virtual std::string Describe() const = 0;

@@ -28,12 +28,11 @@
 #include "hourglass/limit.h"
 #include "hourglass/status.h"
 
-namespace hourglass::cli {
+namespace hourglass {
 
 struct EventPolicy {
   Policy policy;
-  std::map<std::string, Policy> overrides;  // by feature, verbatim
-  std::map<std::string, bool> banned;       // features overridden with deny: true
+  std::map<std::string, Policy> overrides;  // by feature, verbatim; a ban denies every hit
 };
 
 class PolicyFile {
@@ -58,4 +57,4 @@ Limit DenyAll();
 // "5/m", "10/fixed 1d", "3/calendar day+02:00", "deny all".
 std::string DescribeLimits(const std::vector<Limit>& limits);
 
-}  // namespace hourglass::cli
+}  // namespace hourglass

@@ -1,15 +1,16 @@
-#include "policy_file.h"
+#include "hourglass/policy_file.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-namespace hourglass::cli {
+namespace hourglass {
 namespace {
 
 // A YAML error with the file, line and column of `node`.
@@ -17,6 +18,19 @@ Error At(const std::string& name, const YAML::Node& node, const std::string& wha
   const YAML::Mark mark = node.Mark();
   if (mark.line < 0) return InvalidArgument(fmt::format("{}: {}", name, what));
   return InvalidArgument(fmt::format("{}:{}:{}: {}", name, mark.line + 1, mark.column + 1, what));
+}
+
+Status CheckFields(const std::string& name, const YAML::Node& node,
+                   std::initializer_list<std::string_view> known, std::string_view what) {
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (std::string_view k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+      return At(name, kv.first, fmt::format("unknown {}field \"{}\" ({})", what, key, list));
+    }
+  }
+  return {};
 }
 
 Result<Seconds> ParseOffset(std::string_view text) {
@@ -43,12 +57,9 @@ Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) {
     return At(name, node, "a limit is \"N/DUR\" (e.g. 5/m) or {max: N, window: DUR, kind: K}");
   }
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    if (key != "max" && key != "window" && key != "kind" && key != "utc_offset") {
-      return At(name, kv.first,
-                fmt::format("unknown limit field \"{}\" (max, window, kind, utc_offset)", key));
-    }
+  if (Status s = CheckFields(name, node, {"max", "window", "kind", "utc_offset"}, "limit ");
+      !s.ok()) {
+    return s.error();
   }
   if (!node["max"] || !node["window"]) {
     return At(name, node, "a limit needs max and window, e.g. {max: 10, window: 1d, kind: fixed}");
@@ -103,72 +114,60 @@ Result<std::vector<Limit>> ParseLimitList(const std::string& name, const YAML::N
   return limits;
 }
 
+// The event's mode and on_store_failure, if given.
+Status ParseModes(const std::string& name, const YAML::Node& node, Policy& policy) {
+  if (const YAML::Node mode = node["mode"]) {
+    Result<CountingMode> parsed = ParseCountingMode(mode.as<std::string>());
+    if (!parsed.ok()) return At(name, mode, parsed.error().message());
+    policy.mode = *parsed;
+  }
+  if (const YAML::Node failure = node["on_store_failure"]) {
+    Result<FailureMode> parsed = ParseFailureMode(failure.as<std::string>());
+    if (!parsed.ok()) return At(name, failure, "on_store_failure " + parsed.error().message());
+    policy.on_store_failure = *parsed;
+  }
+  return {};
+}
+
+// One override, {limits: [...]} or {deny: true}, starting from the event's policy.
+Result<Policy> ParseOverride(const std::string& name, const YAML::Node& o, Policy policy) {
+  if (!o.IsMap()) return At(name, o, "an override is {limits: [...]} or {deny: true}");
+  if (Status s = CheckFields(name, o, {"limits", "deny"}, "override "); !s.ok()) return s.error();
+  const bool deny = o["deny"] && o["deny"].as<std::string>() == "true";
+  if (o["deny"] && !deny && o["deny"].as<std::string>() != "false") {
+    return At(name, o["deny"], "deny is true or false");
+  }
+  if (deny && o["limits"]) return At(name, o, "an override has limits or deny: true, not both");
+  if (deny) {
+    policy.limits = {DenyAll()};
+    return policy;
+  }
+  if (!o["limits"]) return At(name, o, "an override needs limits or deny: true");
+  Result<std::vector<Limit>> limits = ParseLimitList(name, o["limits"]);
+  if (!limits.ok()) return limits.error();
+  policy.limits = *limits;
+  return policy;
+}
+
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  EventPolicy entry;
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    if (key != "limits" && key != "mode" && key != "on_store_failure" && key != "overrides") {
-      return At(
-          name, kv.first,
-          fmt::format("unknown field \"{}\" (limits, mode, on_store_failure, overrides)", key));
-    }
+  if (Status s = CheckFields(name, node, {"limits", "mode", "on_store_failure", "overrides"}, "");
+      !s.ok()) {
+    return s.error();
   }
   if (!node["limits"]) return At(name, node, "missing limits, e.g. limits: [5/m, 100/d]");
+  EventPolicy entry;
   Result<std::vector<Limit>> limits = ParseLimitList(name, node["limits"]);
   if (!limits.ok()) return limits.error();
   entry.policy.limits = *limits;
-  if (const YAML::Node mode = node["mode"]) {
-    const std::string text = mode.as<std::string>();
-    if (text == "admitted") {
-      entry.policy.mode = CountingMode::kAdmitted;
-    } else if (text == "attempts") {
-      entry.policy.mode = CountingMode::kAttempts;
-    } else {
-      return At(name, mode, fmt::format("mode \"{}\": use admitted or attempts", text));
-    }
-  }
-  if (const YAML::Node failure = node["on_store_failure"]) {
-    const std::string text = failure.as<std::string>();
-    if (text == "open") {
-      entry.policy.on_store_failure = FailureMode::kFailOpen;
-    } else if (text == "closed") {
-      entry.policy.on_store_failure = FailureMode::kFailClosed;
-    } else {
-      return At(name, failure, fmt::format("on_store_failure \"{}\": use open or closed", text));
-    }
-  }
-  if (const YAML::Node overrides = node["overrides"]) {
-    if (!overrides.IsMap()) return At(name, overrides, "overrides is a map: feature -> {limits}");
-    for (const auto& kv : overrides) {
-      const std::string feature = kv.first.as<std::string>();
-      const YAML::Node& o = kv.second;
-      if (!o.IsMap()) return At(name, o, "an override is {limits: [...]} or {deny: true}");
-      for (const auto& field : o) {
-        const std::string key = field.first.as<std::string>();
-        if (key != "limits" && key != "deny") {
-          return At(name, field.first,
-                    fmt::format("unknown override field \"{}\" (limits, deny)", key));
-        }
-      }
-      Policy policy = entry.policy;
-      const bool deny = o["deny"] && o["deny"].as<std::string>() == "true";
-      if (o["deny"] && !deny && o["deny"].as<std::string>() != "false") {
-        return At(name, o["deny"], "deny is true or false");
-      }
-      if (deny && o["limits"]) return At(name, o, "an override has limits or deny: true, not both");
-      if (deny) {
-        policy.limits = {DenyAll()};
-        entry.banned[feature] = true;
-      } else if (o["limits"]) {
-        Result<std::vector<Limit>> override_limits = ParseLimitList(name, o["limits"]);
-        if (!override_limits.ok()) return override_limits.error();
-        policy.limits = *override_limits;
-      } else {
-        return At(name, o, "an override needs limits or deny: true");
-      }
-      entry.overrides[feature] = policy;
-    }
+  if (Status s = ParseModes(name, node, entry.policy); !s.ok()) return s.error();
+  const YAML::Node overrides = node["overrides"];
+  if (!overrides) return entry;
+  if (!overrides.IsMap()) return At(name, overrides, "overrides is a map: feature -> {limits}");
+  for (const auto& kv : overrides) {
+    Result<Policy> policy = ParseOverride(name, kv.second, entry.policy);
+    if (!policy.ok()) return policy.error();
+    entry.overrides[kv.first.as<std::string>()] = *policy;
   }
   return entry;
 }
@@ -261,4 +260,4 @@ std::string PolicyFile::Explain() const {
   return out;
 }
 
-}  // namespace hourglass::cli
+}  // namespace hourglass

@@ -1,4 +1,4 @@
-#include "memcached_connection.h"
+#include "connection.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

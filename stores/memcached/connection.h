@@ -1,9 +1,8 @@
-// Internal to the engine: one TCP connection to one memcached server, written to in whole
-// requests and read line by line, each send and receive bounded by a timeout.
+// Internal to the memcached store: one TCP connection to one memcached server, written to in
+// whole requests and read line by line, each send and receive bounded by a timeout.
 //
-// MemcachedStore builds one request per batch (every command of a check in one buffer) and sends
-// it with one send(): libmemcached sends each noreply command as its own write, which made kernel
-// and TCP work dominate a check.
+// The store builds one request per batch (every command of a check in one buffer) and sends it
+// with one send(), so a check costs one write and one read system call.
 //
 //   Result<std::unique_ptr<MemcachedConnection>> c =
 //       MemcachedConnection::Open("127.0.0.1", "11211", 100ms, 100ms);
@@ -48,11 +47,6 @@ class MemcachedConnection {
   // True when the server has closed or reset the connection (e.g. it restarted while the
   // connection sat idle in a pool). Does not wait.
   bool PeerClosed() const;
-
-  // "mn" no-ops sent whose "MN" has not been read yet (requests sent without waiting).
-  int unread_noops = 0;
-  // When the connection was last handed back to its pool.
-  std::chrono::steady_clock::time_point idle_since{};
 
  private:
   MemcachedConnection(int fd, std::chrono::milliseconds io_timeout);

@@ -13,7 +13,7 @@
 //   Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
 //
 // Thread-safety: all methods may be called from many threads at once (a connection pool of
-// `pool_size`; further threads wait up to `pool_wait` for a connection).
+// `pool_size` per server; further threads wait up to `pool_wait` for a connection).
 #pragma once
 
 #include <chrono>
@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hourglass/clock.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
 
@@ -37,6 +38,9 @@ struct MemcachedOptions {
   std::chrono::seconds retry_timeout{1};  // after a failure, the server fails fast this long
   uint32_t pool_size = 8;                 // connections per server, shared by all threads
   std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
+  // A pooled connection idle at least this long is checked for a close by the server (e.g. a
+  // restart) before it is used, so a restart while idle fails no request. 0: check every time.
+  std::chrono::milliseconds idle_check_after{500};
 };
 
 // "h1:11211,h2:11211" -> {"h1:11211", "h2:11211"}; rejects missing or bad ports.
@@ -44,28 +48,30 @@ Result<std::vector<std::string>> ParseServers(std::string_view list);
 
 class MemcachedStore final : public Store {
  public:
-  static Result<std::unique_ptr<MemcachedStore>> Create(const MemcachedOptions& options);
-  // Waits for the answers to fire-and-forget batches still unread (up to io_timeout per
-  // connection), so they are known to have arrived when a short-lived process exits.
+  // `clock` (which must outlive the store) gives the wall time of absolute TTLs and the
+  // monotonic time of the fail-fast window and idle checks.
+  static Result<std::unique_ptr<MemcachedStore>> Create(
+      const MemcachedOptions& options, const Clock& clock = SystemClock::Get());
+  // Flushes (see Flush), so fire-and-forget answers are known to have arrived when a short-lived
+  // process exits and no socket is closed with unread answers.
   ~MemcachedStore() override;
 
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
   Status Delete(const std::string& group, std::span<const std::string> keys) override;
+  // Reads the answers of every fire-and-forget batch sent so far on idle connections (up to
+  // io_timeout per connection) and returns unconfirmed_failures().
+  uint64_t Flush() override;
   std::string Describe() const override;
 
   // Failures of fire-and-forget increments (batches without reads), learnt after their callers
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.
   uint64_t unconfirmed_failures() const;
-  // Waits for the answers of every fire-and-forget batch sent so far on idle connections (up to
-  // io_timeout per connection) and returns unconfirmed_failures().
-  uint64_t Settle();
 
   // The server ("host:port") that holds `group`'s keys.
   Result<std::string> ServerFor(const std::string& group);
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit MemcachedStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,50 @@
+#include "app.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+
+namespace hourglass::cli {
+
+void Fail(int code, std::string message) { throw Exit{code, std::move(message)}; }
+
+int CodeFor(const Error& e) {
+  return e.code() == ErrorCode::kInvalidArgument ? kUsage : kUnavailable;
+}
+
+std::optional<Instant> ParseAt(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
+    Fail(kUsage, fmt::format("--at \"{}\": expected Unix seconds, e.g. --at 1431857103", text));
+  }
+  return FromUnix(value);
+}
+
+uint64_t CheckCost(int64_t cost) {
+  if (cost < 1) Fail(kUsage, fmt::format("--cost {}: must be a whole number >= 1", cost));
+  return static_cast<uint64_t>(cost);
+}
+
+std::vector<Window> ParseWindows(const std::vector<std::string>& specs) {
+  std::vector<Window> windows;
+  for (const std::string& spec : specs) {
+    Result<Seconds> length = ParseDuration(spec);
+    if (!length.ok()) Fail(kUsage, "--window: " + length.error().message());
+    windows.push_back(*Window::Sliding(*length));
+  }
+  return windows;
+}
+
+void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+void AddFeatureArgs(CLI::App* sub, std::string& event, std::string& feature) {
+  sub->add_option("event", event, "event, e.g. url_shorten")->required();
+  sub->add_option("feature", feature,
+                  "feature (any bytes), e.g. a client IP; use -- before one that starts with '-'")
+      ->required();
+}
+
+}  // namespace hourglass::cli

@@ -1,0 +1,72 @@
+// What every command of the hourglass CLI shares: the global options, exit codes, how a command
+// leaves with an error, and the small parsers of common arguments.
+//
+// Exit codes: 0 ok (check: allowed), 1 check denied, 2 bad usage or input, 3 store unreachable.
+// Results go to stdout; messages go to stderr.
+//
+// Thread-safety: single-threaded, like the CLI.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hourglass/clock.h"
+#include "hourglass/status.h"
+#include "hourglass/window.h"
+
+namespace hourglass::cli {
+
+constexpr int kOk = 0;
+constexpr int kDenied = 1;
+constexpr int kUsage = 2;
+constexpr int kUnavailable = 3;
+
+struct Globals {
+  std::string servers = "127.0.0.1:11211";
+  std::string store = "memcached";
+  std::string name_space = "hg";
+  bool json = false;
+  int timeout_ms = 500;
+  std::string retention = "1d";
+  bool exact_cover = false;  // no hot path: every check reads its exact cover
+};
+
+// A command registered on the app: its CLI11 subcommand and what runs when it was parsed.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// Thrown to leave a command with an exit code; main prints the message to stderr.
+struct Exit {
+  int code;
+  std::string message;
+};
+
+[[noreturn]] void Fail(int code, std::string message);
+// kInvalidArgument -> 2 (usage), anything else -> 3 (store unreachable).
+int CodeFor(const Error& e);
+
+template <typename T>
+T Unwrap(Result<T> r) {
+  if (!r.ok()) Fail(CodeFor(r.error()), r.error().message());
+  return std::move(*r);
+}
+
+// --at: Unix seconds, or nullopt when not given.
+std::optional<Instant> ParseAt(const std::string& text);
+// --cost: a whole number >= 1.
+uint64_t CheckCost(int64_t cost);
+// --window specs as sliding windows.
+std::vector<Window> ParseWindows(const std::vector<std::string>& specs);
+// Writes `text` to stdout as it is.
+void Print(const std::string& text);
+
+// The positional EVENT FEATURE every per-feature command takes.
+void AddFeatureArgs(CLI::App* sub, std::string& event, std::string& feature);
+
+}  // namespace hourglass::cli

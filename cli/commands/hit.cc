@@ -1,0 +1,53 @@
+// hourglass hit EVENT FEATURE [--cost N] [--at UNIX_SECONDS]
+#include <fmt/format.h>
+
+#include "../commands.h"
+#include "../render.h"
+#include "../runtime.h"
+#include "hourglass/json.h"
+
+namespace hourglass::cli {
+namespace {
+
+struct HitArgs {
+  std::string event, feature, at;
+  int64_t cost = 1;
+};
+
+int RunHit(const Globals& g, const HitArgs& a) {
+  SystemClock clock;
+  Runtime rt(g, clock, EngineUse::kOneShot);
+  const Instant t = ParseAt(a.at).value_or(clock.Now());
+  const Cost cost = Unwrap(rt.engine().Record(a.event, a.feature, CheckCost(a.cost), t));
+  if (g.json) {
+    Print(Dump({{"event", a.event},
+                {"feature", a.feature},
+                {"at", ToUnix(t)},
+                {"cost", a.cost},
+                {"keys_written", cost.keys_written},
+                {"keys_read", cost.keys_read},
+                {"round_trips", cost.round_trips}}) +
+          "\n");
+  } else {
+    Print(fmt::format("recorded {} hit{} of {} {} at {}\n", a.cost, a.cost == 1 ? "" : "s", a.event,
+                      a.feature, FormatTime(t)));
+  }
+  return kOk;
+}
+
+}  // namespace
+
+Command AddHitCommand(CLI::App& app, const Globals& g) {
+  auto args = std::make_shared<HitArgs>();
+  CLI::App* sub = app.add_subcommand("hit", "Record a hit");
+  AddFeatureArgs(sub, args->event, args->feature);
+  sub->add_option("--cost", args->cost, "how many hits this one counts for")->capture_default_str();
+  sub->add_option("--at", args->at, "record at UNIX_SECONDS instead of now");
+  sub->footer(
+      "Examples:\n"
+      "  hourglass hit signup ann@example.com\n"
+      "  hourglass hit url_shorten 203.0.113.7 --cost 3 --at 1431857103");
+  return {sub, [&g, args] { return RunHit(g, *args); }};
+}
+
+}  // namespace hourglass::cli

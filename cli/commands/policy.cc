@@ -1,0 +1,51 @@
+// hourglass policy validate FILE
+#include <fmt/format.h>
+
+#include "../commands.h"
+#include "hourglass/json.h"
+#include "hourglass/policy_file.h"
+
+namespace hourglass::cli {
+namespace {
+
+nlohmann::json EventsJson(const PolicyFile& policies) {
+  nlohmann::json events = nlohmann::json::object();
+  for (const auto& [event, entry] : policies.events()) {
+    nlohmann::json overrides = nlohmann::json::object();
+    for (const auto& [feature, policy] : entry.overrides) {
+      overrides[feature] = DescribeLimits(policy.limits);
+    }
+    events[event] = {{"limits", DescribeLimits(entry.policy.limits)},
+                     {"mode", CountingModeName(entry.policy.mode)},
+                     {"on_store_failure", FailureModeName(entry.policy.on_store_failure)},
+                     {"overrides", overrides}};
+  }
+  return events;
+}
+
+int RunPolicyValidate(const Globals& g, const std::string& file) {
+  const PolicyFile policies = Unwrap(PolicyFile::Load(file));
+  if (g.json) {
+    Print(Dump({{"valid", true}, {"file", file}, {"events", EventsJson(policies)}}) + "\n");
+  } else {
+    Print(fmt::format("{}: valid\n{}", file, policies.Explain()));
+  }
+  return kOk;
+}
+
+}  // namespace
+
+Command AddPolicyCommand(CLI::App& app, const Globals& g) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* policy = app.add_subcommand("policy", "Work with policy files");
+  policy->require_subcommand(1);
+  CLI::App* validate = policy->add_subcommand("validate", "Parse and explain a policy file");
+  validate->add_option("file", *path, "YAML policy file")->required();
+  validate->footer(
+      "Exit code 0 valid, 2 invalid (the error names the line).\n"
+      "Examples:\n"
+      "  hourglass policy validate policies/example.yaml");
+  return {validate, [&g, path] { return RunPolicyValidate(g, *path); }};
+}
+
+}  // namespace hourglass::cli

@@ -1,0 +1,52 @@
+// hourglass reset EVENT FEATURE [--at UNIX_SECONDS]
+#include <fmt/format.h>
+
+#include "../commands.h"
+#include "../render.h"
+#include "../runtime.h"
+#include "hourglass/json.h"
+
+namespace hourglass::cli {
+namespace {
+
+struct ResetArgs {
+  std::string event, feature, at;
+};
+
+int RunReset(const Globals& g, const ResetArgs& a) {
+  SystemClock clock;
+  Runtime rt(g, clock, EngineUse::kOneShot);
+  const std::optional<Instant> at = ParseAt(a.at);
+  const Cost cost = Unwrap(rt.engine().Reset(a.event, a.feature, at));
+  const Instant around = at.value_or(clock.Now());
+  if (g.json) {
+    Print(Dump({{"event", a.event},
+                {"feature", a.feature},
+                {"around", ToUnix(around)},
+                {"deleted", cost.keys_written},
+                {"keys_read", cost.keys_read},
+                {"round_trips", cost.round_trips}}) +
+          "\n");
+  } else {
+    Print(fmt::format("reset {} {}: deleted {} bucket{} around {}\n", a.event, a.feature,
+                      cost.keys_written, cost.keys_written == 1 ? "" : "s", FormatTime(around)));
+  }
+  return kOk;
+}
+
+}  // namespace
+
+Command AddResetCommand(CLI::App& app, const Globals& g) {
+  auto args = std::make_shared<ResetArgs>();
+  CLI::App* sub =
+      app.add_subcommand("reset", "Delete every bucket of an event+feature: all windows read 0");
+  AddFeatureArgs(sub, args->event, args->feature);
+  sub->add_option("--at", args->at, "reset the buckets alive around UNIX_SECONDS (replayed hits)");
+  sub->footer(
+      "Examples:\n"
+      "  hourglass reset signup ann@example.com\n"
+      "  hourglass reset request 66.249.73.135 --at 1431907000");
+  return {sub, [&g, args] { return RunReset(g, *args); }};
+}
+
+}  // namespace hourglass::cli

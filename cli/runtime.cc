@@ -1,0 +1,41 @@
+#include "runtime.h"
+
+#include <fmt/format.h>
+
+#include "hourglass/store_factory.h"
+
+namespace hourglass::cli {
+namespace {
+
+std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
+  if (g.timeout_ms < 1 || g.timeout_ms > 600000) {
+    Fail(kUsage, fmt::format("--timeout-ms {}: must be 1 to 600000", g.timeout_ms));
+  }
+  MemcachedOptions options;
+  options.connect_timeout = std::chrono::milliseconds{g.timeout_ms};
+  options.io_timeout = std::chrono::milliseconds{g.timeout_ms};
+  const std::string url = g.store == "memory" ? "memory://" : "memcached://" + g.servers;
+  return Unwrap(OpenStore(url, clock, options));
+}
+
+EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
+  EngineOptions options;
+  options.name_space = g.name_space;
+  Result<Seconds> retention = ParseDuration(g.retention);
+  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
+  options.retention = *retention;
+  options.exact_retry_after = use == EngineUse::kOneShotExact;
+  options.hot_path =
+      use == EngineUse::kLongRunning ? HotPathOptions::LongRunning() : HotPathOptions::OneShot();
+  if (g.exact_cover) options.hot_path = HotPathOptions::Off();
+  return options;
+}
+
+}  // namespace
+
+Runtime::Runtime(const Globals& g, const Clock& clock, EngineUse use)
+    : store_(OpenCliStore(g, clock)) {
+  engine_.emplace(Unwrap(Engine::Create(*store_, clock, EngineOptionsFor(g, use))));
+}
+
+}  // namespace hourglass::cli

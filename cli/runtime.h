@@ -1,0 +1,36 @@
+// The store and engine a CLI command runs on, built from the global options.
+//
+// Thread-safety: single-threaded, like the CLI.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "app.h"
+#include "hourglass/engine.h"
+#include "hourglass/store.h"
+
+namespace hourglass::cli {
+
+enum class EngineUse {
+  kOneShot,       // one command, one feature: bounds only, nothing worth caching
+  kOneShotExact,  // the same, with retry_after exact to the second (check)
+  kLongRunning,   // many checks in one process (replay): both hot-path caches on
+};
+
+class Runtime {
+ public:
+  // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime.
+  // Leaves with exit 2 for bad options, 3 when the store cannot be set up.
+  Runtime(const Globals& g, const Clock& clock, EngineUse use);
+  const Engine& engine() const { return *engine_; }
+  const Store& store() const { return *store_; }
+  // Waits for every fire-and-forget write to be answered; the writes the store refused.
+  uint64_t Flush() { return store_->Flush(); }
+
+ private:
+  std::unique_ptr<Store> store_;
+  std::optional<Engine> engine_;
+};
+
+}  // namespace hourglass::cli

@@ -1,0 +1,45 @@
+# `cmake --install build --prefix P` installs the hourglass binary, the libraries, their headers
+# and a CMake package, so that a consumer writes
+#   find_package(hourglass REQUIRED)                      # hourglass::engine and the stores
+#   find_package(hourglass REQUIRED COMPONENTS policy json)  # also the policy and JSON libraries
+# The engine and stores need fmt, OpenSSL and libmemcached; only the components need yaml-cpp and
+# nlohmann-json; nothing installed needs CLI11.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(hourglass_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hourglass)
+
+function(hourglass_install_set set_name)
+  install(TARGETS ${ARGN} EXPORT hourglass${set_name}Targets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT hourglass${set_name}Targets NAMESPACE hourglass::
+    DESTINATION ${hourglass_cmake_dir})
+endfunction()
+
+hourglass_install_set(Core hourglass_engine hourglass_memory_store hourglass_memcached_store
+                      hourglass_stores)
+install(DIRECTORY
+  ${PROJECT_SOURCE_DIR}/engine/include/
+  ${PROJECT_SOURCE_DIR}/stores/memory/include/
+  ${PROJECT_SOURCE_DIR}/stores/memcached/include/
+  ${PROJECT_SOURCE_DIR}/stores/factory/include/
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+if(HOURGLASS_BUILD_CLI)
+  hourglass_install_set(Policy hourglass_policy)
+  hourglass_install_set(Json hourglass_json)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/policy/include/ ${PROJECT_SOURCE_DIR}/json/include/
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(TARGETS hourglass RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hourglassConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/hourglassConfig.cmake
+  INSTALL_DESTINATION ${hourglass_cmake_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/hourglassConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/hourglassConfig.cmake
+  ${PROJECT_BINARY_DIR}/hourglassConfigVersion.cmake
+  DESTINATION ${hourglass_cmake_dir})

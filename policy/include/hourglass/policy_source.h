@@ -1,0 +1,43 @@
+// Where a check's policy comes from: limits given inline ("5/m" specs), or a policy file's entry
+// for the event (with its per-feature overrides). An optional counting mode overrides either.
+// The CLI and the services resolve every check's policy through it.
+//
+//   Result<PolicySource> source = PolicySource::FromFile("policies/example.yaml");
+//   Result<Policy> policy = source->For("url_shorten", "203.0.113.7");
+//
+// Thread-safety: immutable after creation.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "hourglass/limit.h"
+#include "hourglass/policy_file.h"
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+class PolicySource {
+ public:
+  // No limits at all (empty() is true): hits are only recorded.
+  PolicySource() = default;
+  // Every spec as in ParseLimits ("2/s, 5/m" or one limit each), for every event.
+  static Result<PolicySource> FromLimits(std::span<const std::string> specs,
+                                         std::optional<CountingMode> mode = std::nullopt);
+  // The file's entries; errors name the file and line.
+  static Result<PolicySource> FromFile(const std::string& path,
+                                       std::optional<CountingMode> mode = std::nullopt);
+
+  bool empty() const { return !file_ && inline_.limits.empty(); }
+  // kInvalidArgument naming the known events when a policy file has no entry for `event`.
+  Result<Policy> For(std::string_view event, std::string_view feature) const;
+
+ private:
+  std::optional<PolicyFile> file_;
+  Policy inline_;
+  std::optional<CountingMode> mode_;
+};
+
+}  // namespace hourglass

@@ -1,0 +1,33 @@
+#include "hourglass/policy_source.h"
+
+namespace hourglass {
+
+Result<PolicySource> PolicySource::FromLimits(std::span<const std::string> specs,
+                                              std::optional<CountingMode> mode) {
+  PolicySource source;
+  source.mode_ = mode;
+  for (const std::string& spec : specs) {
+    Result<std::vector<Limit>> parsed = ParseLimits(spec);
+    if (!parsed.ok()) return parsed.error();
+    source.inline_.limits.insert(source.inline_.limits.end(), parsed->begin(), parsed->end());
+  }
+  return source;
+}
+
+Result<PolicySource> PolicySource::FromFile(const std::string& path,
+                                            std::optional<CountingMode> mode) {
+  Result<PolicyFile> file = PolicyFile::Load(path);
+  if (!file.ok()) return file.error();
+  PolicySource source;
+  source.mode_ = mode;
+  source.file_ = std::move(*file);
+  return source;
+}
+
+Result<Policy> PolicySource::For(std::string_view event, std::string_view feature) const {
+  Result<Policy> policy = file_ ? file_->For(event, feature) : Result<Policy>(inline_);
+  if (policy.ok() && mode_) policy->mode = *mode_;
+  return policy;
+}
+
+}  // namespace hourglass

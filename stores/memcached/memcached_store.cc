@@ -1,0 +1,146 @@
+#include "hourglass/memcached_store.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+
+#include "pool.h"
+#include "protocol.h"
+#include "ring.h"
+
+namespace hourglass {
+namespace {
+
+// More unanswered no-ops than this on one connection and a request waits for them first, so the
+// answers of fire-and-forget requests never pile up in the socket.
+constexpr int kMaxUnreadNoops = 32;
+
+Status ValidateOptions(const MemcachedOptions& options) {
+  if (options.servers.empty()) return InvalidArgument("no memcached server given");
+  for (const std::string& server : options.servers) {
+    if (Result<std::vector<std::string>> parsed = ParseServers(server); !parsed.ok()) {
+      return parsed.error();
+    }
+  }
+  if (options.pool_size < 1) return InvalidArgument("pool_size must be >= 1");
+  if (options.connect_timeout.count() < 1 || options.io_timeout.count() < 1) {
+    return InvalidArgument("connect_timeout and io_timeout must be >= 1ms");
+  }
+  return {};
+}
+
+memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
+  return memcached::PoolOptions{o.connect_timeout, o.io_timeout, o.retry_timeout,
+                                o.pool_size,       o.pool_wait,  o.idle_check_after};
+}
+
+}  // namespace
+
+struct MemcachedStore::Impl {
+  const Clock& clock;
+  std::string description;
+  std::unique_ptr<memcached::HashRing> ring;
+  std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
+  std::atomic<uint64_t> unconfirmed_failures{0};
+
+  memcached::ServerPool& PoolOf(const std::string& group) const {
+    return *pools[ring->PositionOf(group)];
+  }
+
+  // Reads what fire-and-forget requests left unread on every idle connection; a connection that
+  // cannot answer counts as one unconfirmed failure and is dropped.
+  void Flush() {
+    for (const auto& pool : pools) {
+      pool->SweepIdle([&](memcached::PooledConnection& c) {
+        if (c.unread_noops == 0 ||
+            memcached::ReadUnreadNoops(pool->name(), c, unconfirmed_failures).ok()) {
+          return true;
+        }
+        unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      });
+    }
+  }
+};
+
+MemcachedStore::MemcachedStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MemcachedStore::~MemcachedStore() { impl_->Flush(); }
+
+Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOptions& options,
+                                                               const Clock& clock) {
+  if (Status s = ValidateOptions(options); !s.ok()) return s.error();
+  Result<std::unique_ptr<memcached::HashRing>> ring = memcached::HashRing::Create(options.servers);
+  if (!ring.ok()) return ring.error();
+  auto impl = std::make_unique<Impl>(clock);
+  impl->description = fmt::format("memcached {}", fmt::join(options.servers, ","));
+  for (const memcached::ServerAddress& address : (*ring)->servers()) {
+    impl->pools.push_back(
+        std::make_unique<memcached::ServerPool>(address, PoolOptionsOf(options), clock));
+  }
+  impl->ring = std::move(*ring);
+  return std::unique_ptr<MemcachedStore>(new MemcachedStore(std::move(impl)));
+}
+
+std::string MemcachedStore::Describe() const { return impl_->description; }
+
+uint64_t MemcachedStore::Flush() {
+  impl_->Flush();
+  return unconfirmed_failures();
+}
+
+uint64_t MemcachedStore::unconfirmed_failures() const {
+  return impl_->unconfirmed_failures.load(std::memory_order_relaxed);
+}
+
+Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
+  if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
+  memcached::ServerPool& pool = impl_->PoolOf(batch.group);
+  memcached::Lease c(pool);
+  if (Status s = c.Acquire(); !s.ok()) return s.error();
+  if (c->unread_noops >= kMaxUnreadNoops) {
+    Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
+    if (!s.ok()) return c.Fail(s.error());
+  }
+  thread_local std::string request;
+  memcached::BuildRequest(batch, impl_->clock.Now(), request);
+  if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
+  if (batch.reads.empty()) {
+    ++c->unread_noops;  // fire-and-forget: its answer is read by the connection's next user
+    return std::vector<uint64_t>{};
+  }
+  if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
+      !s.ok()) {
+    return c.Fail(s.error());
+  }
+  Result<memcached::GetAnswer> answer =
+      memcached::ReadGetAnswer(pool.name(), *c->socket, batch.reads);
+  if (!answer.ok()) return c.Fail(answer.error());
+  if (answer->error) return *answer->error;
+  return std::move(answer->values);
+}
+
+Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
+  if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
+  memcached::ServerPool& pool = impl_->PoolOf(group);
+  memcached::Lease c(pool);
+  if (Status s = c.Acquire(); !s.ok()) return s.error();
+  if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys)); !s.ok()) {
+    return c.Fail(s.error());
+  }
+  ++c->unread_noops;
+  // The deletes' own failures come before the last MN; anything else is an earlier request's.
+  std::optional<Error> error;
+  if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures, &error);
+      !s.ok()) {
+    return c.Fail(s.error());
+  }
+  if (error) return *error;
+  return {};
+}
+
+Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
+  return memcached::HostPort(impl_->PoolOf(group).address());
+}
+
+}  // namespace hourglass

@@ -1,0 +1,104 @@
+// Internal to the memcached store: the connections of one server, shared by every thread.
+//
+// A Lease borrows one connection and hands it back when it ends. After a transport failure
+// (refused, reset, timed out) the server fails fast for `retry_timeout`, then is tried again; a
+// connection that sat idle `idle_check_after` is checked for a close by the server before use.
+// Those two read the injected clock's monotonic time; the waits themselves (connect, I/O, a free
+// connection) are bounded by the operating system in real time.
+//
+//   Lease lease(pool);
+//   if (Status s = lease.Acquire(); !s.ok()) return s.error();
+//   if (Status s = lease->socket->Send(request); !s.ok()) return lease.Fail(s.error());
+//
+// Thread-safety: a ServerPool may be used from many threads; a Lease by one.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "connection.h"
+#include "hourglass/clock.h"
+#include "hourglass/status.h"
+#include "servers.h"
+
+namespace hourglass::memcached {
+
+struct PoolOptions {
+  std::chrono::milliseconds connect_timeout{100};  // to open a connection
+  std::chrono::milliseconds io_timeout{100};       // each wait for the server to answer
+  std::chrono::seconds retry_timeout{1};  // after a failure, the server fails fast this long
+  uint32_t pool_size = 8;                 // connections per server
+  std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
+  // A connection idle at least this long is checked for a close by the server before it is used.
+  std::chrono::milliseconds idle_check_after{500};
+};
+
+// A connection and what the protocol still owes on it.
+struct PooledConnection {
+  std::unique_ptr<MemcachedConnection> socket;
+  // "mn" no-ops sent whose "MN" has not been read yet (requests sent without waiting).
+  int unread_noops = 0;
+  MonoTime idle_since{};  // when it was last handed back
+};
+
+class ServerPool {
+ public:
+  ServerPool(ServerAddress address, PoolOptions options, const Clock& clock);
+
+  const ServerAddress& address() const { return address_; }
+  // "memcached host:port", the prefix of every message about this server.
+  const std::string& name() const { return name_; }
+  // Calls `keep` on every idle connection (under the pool's lock); a connection for which it
+  // returns false is closed.
+  void SweepIdle(const std::function<bool(PooledConnection&)>& keep);
+
+ private:
+  friend class Lease;
+  ServerAddress address_;
+  std::string name_;
+  PoolOptions options_;
+  const Clock& clock_;
+
+  std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<PooledConnection>> idle_;  // guarded by mu_
+  uint32_t open_ = 0;                                    // idle + leased; guarded by mu_
+  MonoTime retry_at_{};  // after a failure, fail fast until then; guarded by mu_
+  std::string failure_;  // what failed; guarded by mu_
+};
+
+// One connection of a ServerPool, returned to its idle list when the lease ends unless dropped.
+class Lease {
+ public:
+  explicit Lease(ServerPool& pool) : pool_(pool) {}
+  ~Lease();
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  // kUnavailable while the server fails fast or every connection stays busy for pool_wait;
+  // connect errors otherwise.
+  Status Acquire();
+  PooledConnection& operator*() const { return *connection_; }
+  PooledConnection* operator->() const { return connection_.get(); }
+
+  // Drops the connection (its state is unknown after `error`); a transport failure also makes the
+  // server fail fast for retry_timeout and drops its idle connections, which are likely dead too.
+  // Returns the error, its message starting with the server's name.
+  Error Fail(const Error& error);
+
+ private:
+  // Takes an idle connection that is still open; holds the pool's lock.
+  bool TakeIdle();
+  Status Open();
+
+  ServerPool& pool_;
+  std::unique_ptr<PooledConnection> connection_;
+};
+
+}  // namespace hourglass::memcached

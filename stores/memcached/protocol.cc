@@ -1,0 +1,168 @@
+#include "protocol.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <iterator>
+
+namespace hourglass::memcached {
+namespace {
+
+constexpr int64_t kMaxRelativeTtl = 30 * 86400;  // memcached reads larger values as Unix times
+
+std::optional<uint64_t> ParseCounter(std::string_view data) {
+  // Counter values are decimal; a decrement may leave trailing spaces.
+  uint64_t value = 0;
+  size_t i = 0;
+  for (; i < data.size() && std::isdigit(static_cast<unsigned char>(data[i])); ++i) {
+    value = value * 10 + static_cast<uint64_t>(data[i] - '0');
+  }
+  if (i == 0) return std::nullopt;
+  for (; i < data.size(); ++i) {
+    if (data[i] != ' ') return std::nullopt;
+  }
+  return value;
+}
+
+// The key and data length of "VALUE <key> <flags> <bytes>".
+struct ValueHeader {
+  std::string_view key;
+  size_t bytes = 0;
+};
+
+std::optional<ValueHeader> ParseValueHeader(std::string_view line) {
+  const std::string_view rest = line.substr(6);
+  const size_t key_end = rest.find(' ');
+  const size_t flags_end =
+      key_end == std::string_view::npos ? key_end : rest.find(' ', key_end + 1);
+  const std::string_view length =
+      flags_end == std::string_view::npos ? std::string_view{} : rest.substr(flags_end + 1);
+  ValueHeader header{rest.substr(0, key_end), 0};
+  if (length.empty() ||
+      std::from_chars(length.data(), length.data() + length.size(), header.bytes).ec !=
+          std::errc{}) {
+    return std::nullopt;
+  }
+  return header;
+}
+
+// Matches answered keys to requested ones. One server answers a get in the order of its keys,
+// skipping missing ones: a cursor, and a search from the start only if an answer comes out of
+// order.
+class KeyMatcher {
+ public:
+  explicit KeyMatcher(std::span<const std::string> reads) : reads_(reads) {}
+  std::optional<size_t> Find(std::string_view key) {
+    for (size_t i = cursor_; i < reads_.size(); ++i) {
+      if (reads_[i] == key) return cursor_ = i + 1, i;
+    }
+    for (size_t i = 0; i < cursor_ && i < reads_.size(); ++i) {
+      if (reads_[i] == key) return i;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::span<const std::string> reads_;
+  size_t cursor_ = 0;
+};
+
+}  // namespace
+
+void BuildRequest(const Batch& batch, Instant now, std::string& out) {
+  out.clear();
+  for (const Increment& inc : batch.increments) {
+    if (inc.delta > 0) {
+      const int64_t ttl = inc.ttl.count();
+      fmt::format_to(std::back_inserter(out), "ma {} N{} J{} D{} q\r\n", inc.key,
+                     ttl > kMaxRelativeTtl ? ToUnix(now) + ttl : ttl, inc.delta, inc.delta);
+    } else {
+      fmt::format_to(std::back_inserter(out), "ma {} MD D{} q\r\n", inc.key, -inc.delta);
+    }
+  }
+  if (batch.reads.empty()) {
+    out += "mn\r\n";
+    return;
+  }
+  out += "get";
+  for (const std::string& key : batch.reads) {
+    out += ' ';
+    out += key;
+  }
+  out += "\r\n";
+}
+
+std::string BuildDeleteRequest(std::span<const std::string> keys) {
+  std::string request;
+  for (const std::string& key : keys) request += fmt::format("md {} q\r\n", key);
+  request += "mn\r\n";
+  return request;
+}
+
+Error LineError(std::string_view server, std::string_view line) {
+  if (line == "ERROR") {
+    return Error(ErrorCode::kInternal,
+                 fmt::format("{}: the server does not understand a meta command (ma/md/mn); "
+                             "hourglass needs memcached >= 1.6",
+                             server));
+  }
+  const ErrorCode code =
+      line.starts_with("SERVER_ERROR") ? ErrorCode::kUnavailable : ErrorCode::kInternal;
+  return Error(code, fmt::format("{}: unexpected answer \"{}\"", server,
+                                 line.substr(0, std::min<size_t>(line.size(), 200))));
+}
+
+Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
+                       std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own) {
+  while (c.unread_noops > 0) {
+    Result<std::string_view> line = c.socket->ReadLine();
+    if (!line.ok()) return line.error();
+    if (*line == "MN") {
+      --c.unread_noops;
+    } else if (*line == "ERROR") {
+      return LineError(server, *line);
+    } else if (*line != "HD" && *line != "NF") {
+      if (own != nullptr && c.unread_noops == 1) {
+        if (!*own) *own = LineError(server, *line);
+      } else {
+        unconfirmed.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  return {};
+}
+
+Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
+                                std::span<const std::string> reads) {
+  GetAnswer answer{std::vector<uint64_t>(reads.size(), 0), std::nullopt};
+  KeyMatcher matcher(reads);
+  while (true) {
+    Result<std::string_view> line = c.ReadLine();
+    if (!line.ok()) return line.error();
+    if (*line == "END") return answer;
+    if (*line == "HD" || *line == "NF") continue;  // a key created, a decrement of a missing key
+    if (*line == "ERROR") return LineError(server, *line);  // may be out of step
+    if (!line->starts_with("VALUE ")) {
+      if (!answer.error) answer.error = LineError(server, *line);
+      continue;
+    }
+    const std::optional<ValueHeader> header = ParseValueHeader(*line);
+    if (!header) {
+      return Error(ErrorCode::kInternal, fmt::format("malformed answer \"{}\"", *line));
+    }
+    const std::string key(header->key);
+    Result<std::string_view> data = c.ReadBlock(header->bytes);
+    if (!data.ok()) return data.error();
+    const std::optional<size_t> slot = matcher.Find(key);
+    const std::optional<uint64_t> value = ParseCounter(*data);
+    if (slot && value) {
+      answer.values[*slot] = *value;
+    } else if (!answer.error) {
+      answer.error = Error(ErrorCode::kInternal,
+                           fmt::format("{}: unexpected item \"{}\" in answer to get", server, key));
+    }
+  }
+}
+
+}  // namespace hourglass::memcached

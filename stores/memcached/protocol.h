@@ -1,0 +1,52 @@
+// Internal to the memcached store: the text protocol of a batch, with meta commands
+// (memcached >= 1.6).
+//
+// A batch is one request: `ma <key> N<ttl> J<d> D<d> q` per increment (atomic create-or-add),
+// `ma <key> MD D<d> q` per decrement (floored at 0), then one `get` of every read key, or `mn`
+// when nothing is read. Quiet commands answer only when they create a key ("HD"), miss one
+// ("NF") or fail; "mn" answers "MN" after everything sent before it.
+//
+// Thread-safety: pure functions; the readers use one connection, from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/clock.h"
+#include "hourglass/status.h"
+#include "hourglass/store.h"
+#include "pool.h"
+
+namespace hourglass::memcached {
+
+// The request for `batch` into `out`. TTLs over 30 days are sent as Unix times from `now`.
+void BuildRequest(const Batch& batch, Instant now, std::string& out);
+// `md <key> q` per key, then `mn`: one round trip confirms every delete.
+std::string BuildDeleteRequest(std::span<const std::string> keys);
+
+// What an answer line other than the expected ones means, naming `server`.
+Error LineError(std::string_view server, std::string_view line);
+
+// Reads the answers up to every unread "MN" on `c`. Failures there belong to requests whose
+// callers did not wait: each adds one to `unconfirmed`. With `own`, the failures before the last
+// MN belong to the caller's own request instead, and the first is stored in *own.
+// An error return leaves the connection out of step: the caller drops it.
+Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
+                       std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own = nullptr);
+
+// The answer to a get of `reads` (missing keys read 0).
+struct GetAnswer {
+  std::vector<uint64_t> values;  // values[i] of reads[i]
+  // An answer that was unexpected but kept the connection in step (e.g. a non-numeric value).
+  std::optional<Error> error;
+};
+// An error return leaves the connection out of step: the caller drops it.
+Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
+                                std::span<const std::string> reads);
+
+}  // namespace hourglass::memcached

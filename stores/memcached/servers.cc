@@ -1,0 +1,76 @@
+#include "servers.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <vector>
+
+#include "hourglass/memcached_store.h"
+
+namespace hourglass {
+namespace memcached {
+namespace {
+
+bool ValidPort(std::string_view port) {
+  if (port.empty() || port.size() > 5) return false;
+  int value = 0;
+  for (char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    value = value * 10 + (c - '0');
+  }
+  return value >= 1 && value <= 65535;
+}
+
+bool ValidHost(std::string_view host) {
+  const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  if (host.empty() || (!bracketed && host.find(':') != std::string_view::npos)) return false;
+  for (unsigned char c : host) {
+    const bool ok =
+        std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == '[' || c == ']' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<ServerAddress> ParseServer(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  const std::string_view host = colon == std::string_view::npos ? text : text.substr(0, colon);
+  if (colon == std::string_view::npos || !ValidHost(host) || !ValidPort(text.substr(colon + 1))) {
+    return InvalidArgument(fmt::format(
+        "server \"{}\": expected host:port (e.g. 127.0.0.1:11211 or [::1]:11211)", text));
+  }
+  const bool bracketed = host.front() == '[';
+  return ServerAddress{std::string(bracketed ? host.substr(1, host.size() - 2) : host),
+                       std::string(text.substr(colon + 1))};
+}
+
+std::string HostPort(const ServerAddress& address) {
+  if (address.host.find(':') != std::string::npos) {
+    return fmt::format("[{}]:{}", address.host, address.port);
+  }
+  return fmt::format("{}:{}", address.host, address.port);
+}
+
+}  // namespace memcached
+
+Result<std::vector<std::string>> ParseServers(std::string_view list) {
+  std::vector<std::string> servers;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string_view::npos) comma = list.size();
+    const std::string_view server = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (server.empty()) continue;
+    if (Result<memcached::ServerAddress> parsed = memcached::ParseServer(server); !parsed.ok()) {
+      return parsed.error();
+    }
+    servers.emplace_back(server);
+  }
+  if (servers.empty()) return InvalidArgument("no memcached server given; e.g. 127.0.0.1:11211");
+  return servers;
+}
+
+}  // namespace hourglass

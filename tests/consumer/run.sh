@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the build tree into a scratch prefix, then builds and runs tests/consumer against it.
+#   run.sh BUILD_DIR WORK_DIR
+set -euo pipefail
+build="$1"
+work="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+rm -rf "$work"
+mkdir -p "$work"
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+test -x "$work/prefix/bin/hourglass"
+test -f "$work/prefix/include/hourglass/engine.h"
+cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/build" >/dev/null
+"$work/build/consumer"

@@ -1,0 +1,125 @@
+// The engine's process-local caches: immutable bucket values under a generation, and clients
+// blocked until a time before which they certainly stay denied.
+#include "hot_path_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace hourglass::internal {
+namespace {
+
+constexpr uint8_t kImmutable = BucketCache::kImmutable;
+constexpr uint8_t kCached = BucketCache::kCached;
+
+TEST(BucketCache, ServesOnlyImmutableBucketsStoredUnderTheCurrentGeneration) {
+  BucketCache cache(64, 64);
+  const std::vector<Bucket> buckets = {{0, 10}, {0, 11}, {1, 3}};
+  ASSERT_TRUE(cache.Sync("g", 7));
+  std::vector<uint8_t> flags = {kImmutable, 0, kImmutable};
+  cache.Store("g", 7, buckets, flags, std::vector<uint64_t>{4, 5, 6});
+
+  std::vector<uint8_t> looked = {kImmutable, kImmutable, kImmutable};
+  std::vector<uint64_t> values(3, 0);
+  cache.Lookup("g", buckets, looked, values);
+  EXPECT_EQ(looked, (std::vector<uint8_t>{kImmutable | kCached, kImmutable, kImmutable | kCached}));
+  EXPECT_EQ(values, (std::vector<uint64_t>{4, 0, 6})) << "the mutable bucket was not kept";
+
+  std::vector<uint8_t> mutable_now = {0, 0, 0};
+  std::vector<uint64_t> none(3, 0);
+  cache.Lookup("g", buckets, mutable_now, none);
+  EXPECT_EQ(none, (std::vector<uint64_t>{0, 0, 0})) << "only buckets asked for as immutable";
+}
+
+TEST(BucketCache, ANewGenerationDropsWhatWasCached) {
+  BucketCache cache(64, 64);
+  const std::vector<Bucket> buckets = {{0, 10}};
+  ASSERT_TRUE(cache.Sync("g", 1));
+  std::vector<uint8_t> flags = {kImmutable};
+  cache.Store("g", 1, buckets, flags, std::vector<uint64_t>{9});
+  EXPECT_FALSE(cache.Sync("g", 2)) << "a reset happened";
+  std::vector<uint8_t> looked = {kImmutable};
+  std::vector<uint64_t> values = {0};
+  cache.Lookup("g", buckets, looked, values);
+  EXPECT_EQ(looked[0], kImmutable);
+  // Values read under an older generation are not kept.
+  cache.Store("g", 1, buckets, flags, std::vector<uint64_t>{9});
+  cache.Lookup("g", buckets, looked, values);
+  EXPECT_EQ(looked[0], kImmutable);
+}
+
+TEST(BucketCache, InvalidateForgetsAGroup) {
+  BucketCache cache(64, 64);
+  const std::vector<Bucket> buckets = {{0, 10}};
+  ASSERT_TRUE(cache.Sync("g", 0));
+  std::vector<uint8_t> flags = {kImmutable};
+  cache.Store("g", 0, buckets, flags, std::vector<uint64_t>{3});
+  cache.Invalidate("g");
+  std::vector<uint8_t> looked = {kImmutable};
+  std::vector<uint64_t> values = {0};
+  cache.Lookup("g", buckets, looked, values);
+  EXPECT_EQ(looked[0], kImmutable);
+}
+
+TEST(BucketCache, StaysWithinItsBucketBoundKeepingTheNewest) {
+  BucketCache cache(16, 16);
+  ASSERT_TRUE(cache.Sync("g", 0));
+  for (int64_t i = 0; i < 100; ++i) {
+    const std::vector<Bucket> one = {{0, i}};
+    std::vector<uint8_t> flags = {kImmutable};
+    cache.Store("g", 0, one, flags, std::vector<uint64_t>{static_cast<uint64_t>(i)});
+  }
+  size_t cached = 0;
+  for (int64_t i = 0; i < 100; ++i) {
+    const std::vector<Bucket> one = {{0, i}};
+    std::vector<uint8_t> flags = {kImmutable};
+    std::vector<uint64_t> values = {0};
+    cache.Lookup("g", one, flags, values);
+    if (flags[0] & kCached) {
+      ++cached;
+      EXPECT_EQ(values[0], static_cast<uint64_t>(i));
+    }
+  }
+  EXPECT_LE(cached, 16u);
+  std::vector<uint8_t> newest = {kImmutable};
+  std::vector<uint64_t> value = {0};
+  cache.Lookup("g", std::vector<Bucket>{{0, 99}}, newest, value);
+  EXPECT_TRUE(newest[0] & kCached) << "the newest bucket is kept";
+}
+
+BlockedCache::Entry Blocked(Instant at, Instant until, uint64_t cost) {
+  return BlockedCache::Entry{at, until, cost, Decision{}, {}};
+}
+
+TEST(BlockedCache, DeniesUntilTheEarliestRetryOnly) {
+  BlockedCache cache(64, Seconds{5});
+  const Instant t = FromUnix(1'700'000'000);
+  cache.Put("k", Blocked(t, t + Seconds{3}, 1));
+  EXPECT_TRUE(cache.Get("k", t, 1).has_value());
+  EXPECT_TRUE(cache.Get("k", t + Seconds{2}, 1).has_value());
+  EXPECT_FALSE(cache.Get("k", t + Seconds{3}, 1).has_value()) << "until is exclusive";
+  EXPECT_FALSE(cache.Get("other", t, 1).has_value());
+}
+
+TEST(BlockedCache, NeverAnswersPastItsMaxAgeForASmallerCostOrFromThePast) {
+  BlockedCache cache(64, Seconds{5});
+  const Instant t = FromUnix(1'700'000'000);
+  cache.Put("k", Blocked(t, t + Seconds{60}, 2));
+  EXPECT_FALSE(cache.Get("k", t + Seconds{5}, 2).has_value()) << "re-checked after max age";
+  EXPECT_FALSE(cache.Get("k", t, 1).has_value()) << "a cheaper hit may fit";
+  EXPECT_TRUE(cache.Get("k", t, 3).has_value()) << "a dearer one certainly does not";
+  EXPECT_FALSE(cache.Get("k", t - Seconds{1}, 2).has_value());
+}
+
+TEST(BlockedCache, StaysWithinItsEntryBound) {
+  BlockedCache cache(16, Seconds{5});  // one entry per shard
+  const Instant t = FromUnix(1'700'000'000);
+  for (int i = 0; i < 1000; ++i) cache.Put("k" + std::to_string(i), Blocked(t, t + Seconds{3}, 1));
+  int held = 0;
+  for (int i = 0; i < 1000; ++i) held += cache.Get("k" + std::to_string(i), t, 1) ? 1 : 0;
+  EXPECT_LE(held, 16);
+  EXPECT_GE(held, 1);
+}
+
+}  // namespace
+}  // namespace hourglass::internal
