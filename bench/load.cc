@@ -18,6 +18,7 @@
 
 #include "guarded_main.h"
 #include "hourglass/engine.h"
+#include "hourglass/key_space.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/planner.h"
@@ -174,7 +175,8 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       MemoryStore unused(clock);
-      const Engine keys = *Engine::Create(unused, clock, EngineOptions{});
+      const Engine engine = *Engine::Create(unused, clock, EngineOptions{});
+      const KeySpace& keys = engine.keys();
       Picker picker(o, 1000 + static_cast<uint64_t>(t));
       uint64_t r = 0, w = 0;
       while (Clock::now() < deadline) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hourglass/engine.h"
+#include "hourglass/key_space.h"
 #include "hourglass/memcached_store.h"
 #include "memcached_server.h"
 
@@ -37,7 +38,7 @@ TEST(AffinityTest, OneCheckIsOneRoundTripToOneServer) {
   std::set<std::string> used;
   for (int i = 0; i < 60; ++i) {
     const std::string feature = "10.0.0." + std::to_string(i);
-    const std::string group = engine.GroupKey("url_shorten", feature);
+    const std::string group = engine.keys().GroupKey("url_shorten", feature);
     Result<std::string> holder = store->ServerFor(group);
     ASSERT_TRUE(holder.ok());
     used.insert(*holder);
@@ -54,7 +55,7 @@ TEST(AffinityTest, OneCheckIsOneRoundTripToOneServer) {
     // memcached counts every key fetched: the engine's cost report must match the server's.
     EXPECT_EQ(mine_after.gets - mine_before.gets, static_cast<long long>(d->cost.keys_read));
     // The buckets are on the holder and nowhere else.
-    const std::string key = engine.BucketKey(group, Bucket{0, ToUnix(clock.Now())});
+    const std::string key = engine.keys().BucketKey(group, Bucket{0, ToUnix(clock.Now())});
     EXPECT_NE(mine.Raw("get " + key + "\r\n").find("VALUE " + key), std::string::npos);
     EXPECT_EQ(other.Raw("get " + key + "\r\n"), "END\r\n");
   }

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "failing_store.h"
+#include "hourglass/key_space.h"
 #include "sliding_log.h"
 #include "store_harness.h"
 
@@ -86,9 +87,9 @@ class EngineTest : public ::testing::TestWithParam<Config> {
 
 TEST_P(EngineTest, TtlCoversRetentionPlusTheParentWidthPlusTheMargin) {
   const Engine engine = MakeEngine();
-  EXPECT_EQ(engine.Ttl(0), Seconds{86400 + 60 + 5});
-  EXPECT_EQ(engine.Ttl(1), Seconds{86400 + 3600 + 5});
-  EXPECT_EQ(engine.Ttl(2), Seconds{86400 + 3600 + 5});
+  EXPECT_EQ(engine.keys().Ttl(0), Seconds{86400 + 60 + 5});
+  EXPECT_EQ(engine.keys().Ttl(1), Seconds{86400 + 3600 + 5});
+  EXPECT_EQ(engine.keys().Ttl(2), Seconds{86400 + 3600 + 5});
 }
 
 TEST_P(EngineTest, RecordThenCount) {

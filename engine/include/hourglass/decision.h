@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <vector>
 
 #include "hourglass/limit.h"
@@ -58,26 +57,5 @@ struct Decision {
   std::optional<Seconds> retry_after = Seconds{0};
   Cost cost;
 };
-
-// Hits counted in a span of seconds: a piece of a window's cover (see planner.h).
-struct CountedSpan {
-  Span span;
-  uint64_t hits = 0;
-};
-
-// Seconds from `t` until a hit of `cost` fits under `limit`, if nothing else happens.
-// `pieces` partition the window at `t` and hold the hits that stay recorded. A hit in a piece is
-// assumed to leave a sliding window only when the piece's last second does, so the answer is
-// never too early (and late by less than the width of the piece that frees the room).
-// 0 when the hit fits now; nullopt when it can never fit (cost > max_hits).
-std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
-                                  std::span<const CountedSpan> pieces);
-
-// The other side: seconds from `t` before which a hit of `cost` certainly does not fit, if
-// nothing else happens (a hit in a piece may leave as early as the piece's first second does).
-// `pieces` may under-count. Never later than the truth: a client denied locally until then is
-// denied exactly as a perfect limiter would deny it. nullopt when it can never fit.
-std::optional<Seconds> EarliestRetry(const Limit& limit, Instant t, uint64_t cost,
-                                     std::span<const CountedSpan> pieces);
 
 }  // namespace hourglass

@@ -31,17 +31,16 @@
 
 #include "hourglass/clock.h"
 #include "hourglass/decision.h"
-#include "hourglass/key_codec.h"
 #include "hourglass/ladder.h"
 #include "hourglass/limit.h"
-#include "hourglass/planner.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
 
 namespace hourglass {
 
+class KeySpace;
 namespace internal {
-struct Caches;
+struct EngineCore;
 }
 
 // The hot path: ways to read fewer keys per check while every decision stays exactly that of a
@@ -107,11 +106,11 @@ class Engine {
  public:
   static Result<Engine> Create(Store& store, const Clock& clock, EngineOptions options);
 
-  // Records a hit of `cost` (>= 1) at `at` (default now). One round trip: it reads back the
-  // current buckets, which confirms the increments landed. Recording more than settle_margin in
-  // the past drops this engine's cached buckets of the feature; other processes' caches assume
-  // nobody does that (replay in a process of its own, as the CLI does).
-  Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t cost = 1,
+  // Records `hits` (>= 1) at `at` (default now). One round trip: it reads back the current
+  // buckets, which confirms the increments landed. Recording more than settle_margin in the past
+  // drops this engine's cached buckets of the feature; other processes' caches assume nobody does
+  // that (replay in a process of its own, as the CLI does).
+  Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t hits = 1,
                       std::optional<Instant> at = std::nullopt) const;
 
   // Exact hits in each window ending at `at` (default now). One round trip.
@@ -119,12 +118,12 @@ class Engine {
                        std::span<const Window> windows,
                        std::optional<Instant> at = std::nullopt) const;
 
-  // Checks a hit of `cost` (>= 1) against every limit of `policy` and records it per the policy's
-  // counting mode. One round trip, two when the bounds do not settle it, none when the blocked-
-  // client cache does. A store failure gives a degraded decision per the policy's FailureMode,
-  // not an error; errors are for bad arguments only.
+  // Checks a request worth `hits` (>= 1) against every limit of `policy` and records it per the
+  // policy's counting mode. One round trip, two when the bounds do not settle it, none when the
+  // blocked-client cache does. A store failure gives a degraded decision per the policy's
+  // FailureMode, not an error; errors are for bad arguments only.
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
-                         uint64_t cost = 1, std::optional<Instant> at = std::nullopt) const;
+                         uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
 
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
@@ -141,49 +140,17 @@ class Engine {
   Result<BucketValues> ReadBuckets(std::string_view event, std::string_view feature,
                                    std::span<const Bucket> buckets) const;
 
-  // How long a bucket of `level` lives after its creation.
-  Seconds Ttl(size_t level) const;
-  const EngineOptions& options() const { return options_; }
-  const KeyCodec& codec() const { return codec_; }
-  // The keys of event+feature's buckets.
-  std::string GroupKey(std::string_view event, std::string_view feature) const;
-  std::string BucketKey(const std::string& group, const Bucket& bucket) const;
+  const EngineOptions& options() const;
+  // How this engine names buckets and sets their TTLs (include hourglass/key_space.h).
+  const KeySpace& keys() const;
 
  private:
-  Engine(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec);
-  static uint64_t NextId();
-
+  explicit Engine(std::shared_ptr<const internal::EngineCore> core) : core_(std::move(core)) {}
+  // The group key of event+feature; kInvalidArgument for an empty event.
+  Result<std::string> GroupFor(std::string_view event, std::string_view feature) const;
   Status CheckWindows(std::span<const Window> windows) const;
-  // The plan for `spans`; reused from a per-thread cache when the same engine asks for the same
-  // spans again (every check of one policy within one second). The reference is valid until the
-  // calling thread plans again.
-  const ReadPlan& Plan(const std::vector<Span>& spans, std::optional<int64_t> open) const;
-  struct Read {
-    std::vector<uint64_t> values;  // per requested bucket
-    Cost cost;
-  };
-  // Applies `increments` and reads `buckets` of `group` in one batch, taking immutable buckets
-  // from the cache (validated by the generation key read first in the same batch).
-  Result<Read> ReadCached(const std::string& group, std::span<const Bucket> buckets,
-                          std::vector<Increment> increments, Instant now) const;
-  Decision Degraded(const Policy& policy, Error error, Cost cost) const;
-  // For each sliding limit, splits the piece whose leaving frees room for `cost` into its child
-  // buckets until it is one second wide, so RetryAfter is exact: one batch per ladder level for
-  // all limits together. `pieces[i]` are limit i's pieces in time order with actual values;
-  // `pending` hits at `t` are about to be taken back. Reads only on denials.
-  Result<Cost> RefineForRetry(const std::string& group, const std::vector<Limit>& limits, int64_t t,
-                              uint64_t cost, uint64_t pending,
-                              std::vector<std::vector<CountedSpan>>& pieces, Instant now) const;
-  Result<std::string> Group(std::string_view event, std::string_view feature) const;
-  // The increments of a hit at `t`.
-  std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
 
-  Store* store_;
-  const Clock* clock_;
-  EngineOptions options_;
-  KeyCodec codec_;
-  uint64_t id_;  // identifies this engine's configuration in the per-thread plan cache
-  std::shared_ptr<internal::Caches> caches_;
+  std::shared_ptr<const internal::EngineCore> core_;
 };
 
 }  // namespace hourglass

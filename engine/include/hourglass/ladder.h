@@ -54,6 +54,11 @@ class Ladder {
   std::vector<Seconds> widths_;
 };
 
+// How the planner may cover a span with the ladder's buckets (see planner.h).
+struct CoverOptions {
+  bool complements = true;  // allow parent-minus-complement pieces
+};
+
 // Floor division for possibly negative numerators (b > 0).
 inline int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && (a < 0)); }
 

@@ -1,4 +1,4 @@
-// The planner: which buckets cover a window exactly (design.md, "The bucket ladder").
+// The planner: which buckets cover a window exactly (docs/design.md, "The bucket ladder").
 //
 // A window's span is split into pieces; each piece's hit count is a signed sum of bucket values:
 // - whole buckets, taken greedily from both edges with the largest level that fits;
@@ -20,7 +20,6 @@
 #include <span>
 #include <vector>
 
-#include "hourglass/decision.h"
 #include "hourglass/ladder.h"
 #include "hourglass/window.h"
 
@@ -35,10 +34,6 @@ struct Term {
 struct Piece {
   Span span;
   std::vector<Term> terms;
-};
-
-struct CoverOptions {
-  bool complements = true;  // allow parent-minus-complement pieces
 };
 
 // Covers the hits at seconds in `span`. With `now`, hits later than `now` are known not to exist:

@@ -28,6 +28,12 @@ struct Span {
   bool operator==(const Span&) const = default;
 };
 
+// Hits counted in a span of seconds: a piece of a window's cover (see planner.h).
+struct CountedSpan {
+  Span span;
+  uint64_t hits = 0;
+};
+
 enum class WindowKind { kSliding, kFixed, kCalendar };
 enum class CalendarUnit { kHour, kDay, kMonth };
 

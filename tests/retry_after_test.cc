@@ -1,11 +1,12 @@
 // Retry-after: 0 when the hit fits, never earlier than the truth (checked against a brute-force
 // sliding log on random traces), nullopt when the hit can never fit.
-#include "hourglass/decision.h"
+#include "hourglass/retry_after.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "hourglass/decision.h"
 #include "hourglass/planner.h"
 
 namespace hourglass {

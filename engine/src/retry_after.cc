@@ -1,4 +1,4 @@
-#include "hourglass/decision.h"
+#include "hourglass/retry_after.h"
 
 #include <algorithm>
 #include <numeric>

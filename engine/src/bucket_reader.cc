@@ -1,0 +1,77 @@
+#include "bucket_reader.h"
+
+namespace hourglass::internal {
+namespace {
+
+bool FromCache(uint8_t flags) { return (flags & BucketCache::kCached) != 0; }
+
+}  // namespace
+
+std::vector<uint8_t> BucketReader::LookUp(const std::string& group, std::span<const Bucket> buckets,
+                                          Instant now, BucketRead& read) const {
+  std::vector<uint8_t> flags(buckets.size(), 0);
+  if (cache_ == nullptr) return flags;
+  const int64_t settled = ToUnix(now) - settle_margin_.count();
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const int64_t w = keys_.ladder().width(buckets[i].level).count();
+    if ((buckets[i].index + 1) * w - 1 < settled) flags[i] = BucketCache::kImmutable;
+  }
+  cache_->Lookup(group, buckets, flags, read.values);
+  return flags;
+}
+
+Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const Bucket> buckets,
+                                      std::vector<Increment> increments, Instant now) const {
+  BucketRead read;
+  read.values.assign(buckets.size(), 0);
+  std::vector<uint8_t> flags = LookUp(group, buckets, now, read);
+  Batch batch{group, std::move(increments), {}};
+  read.cost.keys_written = batch.increments.size();
+  batch.reads.reserve(buckets.size() + 1);
+  if (cache_ != nullptr) batch.reads.push_back(KeySpace::GenerationKey(group));  // first
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!FromCache(flags[i])) batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
+  }
+  if (batch.reads.empty() && batch.increments.empty()) return read;
+  Result<std::vector<uint64_t>> values = store_.Apply(batch);
+  if (!values.ok()) return values.error();
+  read.cost.keys_read += batch.reads.size();
+  read.cost.round_trips += batch.reads.empty() ? 0 : 1;
+  size_t k = cache_ != nullptr ? 1 : 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!FromCache(flags[i])) read.values[i] = (*values)[k++];
+  }
+  if (cache_ == nullptr) return read;
+
+  // The generation was read before any bucket: values cached under it are current.
+  const uint64_t gen = (*values)[0];
+  const size_t cached = static_cast<size_t>(std::count_if(flags.begin(), flags.end(), FromCache));
+  if (!cache_->Sync(group, gen) && cached > 0) {
+    if (Status s = Reread(group, buckets, flags, read); !s.ok()) return s.error();
+  } else {
+    read.cost.cache_hits += cached;
+  }
+  cache_->Store(group, gen, buckets, flags, read.values);
+  return read;
+}
+
+Status BucketReader::Reread(const std::string& group, std::span<const Bucket> buckets,
+                            std::vector<uint8_t>& flags, BucketRead& read) const {
+  Batch again{group, {}, {}};
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (FromCache(flags[i])) again.reads.push_back(keys_.BucketKey(group, buckets[i]));
+  }
+  Result<std::vector<uint64_t>> fresh = store_.Apply(again);
+  if (!fresh.ok()) return fresh.error();
+  size_t k = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!FromCache(flags[i])) continue;
+    read.values[i] = (*fresh)[k++];
+    flags[i] &= static_cast<uint8_t>(~BucketCache::kCached);
+  }
+  read.cost.keys_read += again.reads.size();
+  read.cost.round_trips += 1;
+  return {};
+}
+
+}  // namespace hourglass::internal

@@ -1,0 +1,237 @@
+#include "check_run.h"
+
+#include <algorithm>
+
+#include "hourglass/retry_after.h"
+#include "retry_refiner.h"
+#include "sorted_buckets.h"
+
+namespace hourglass::internal {
+namespace {
+
+// The blocked-client cache's key: the group (printable, no 0x1f), then the policy as fixed-size
+// binary records, so distinct policies never share a key and nothing is formatted per check.
+std::string BlockedKey(const std::string& group, const Policy& policy) {
+  std::string key;
+  key.reserve(group.size() + 2 + policy.limits.size() * 26);
+  key += group;
+  key += '\x1f';
+  key += static_cast<char>(policy.mode);
+  const auto append = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const Limit& limit : policy.limits) {
+    key += static_cast<char>(limit.window.kind());
+    key += static_cast<char>(limit.window.unit());
+    append(limit.window.length().count());
+    append(limit.window.utc_offset().count());
+    append(static_cast<int64_t>(limit.max_hits));
+  }
+  return key;
+}
+
+// The larger wait; nullopt (never) wins.
+std::optional<Seconds> Later(std::optional<Seconds> a, std::optional<Seconds> b) {
+  if (!a || !b) return std::nullopt;
+  return std::max(*a, *b);
+}
+
+// Adds `hits` at second `t` to the last piece if it is that second, else a new piece.
+void AddAttempt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
+  if (!pieces.empty() && pieces.back().span == Span{t, t}) {
+    pieces.back().hits += hits;  // one piece per second: bounded by blocked_max_age
+  } else {
+    pieces.push_back(CountedSpan{Span{t, t}, hits});
+  }
+}
+
+}  // namespace
+
+CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& policy, uint64_t hits,
+                   Instant t, Instant now)
+    : core_(core),
+      group_(std::move(group)),
+      policy_(policy),
+      hits_(hits),
+      t_(t),
+      now_(now),
+      second_(ToUnix(t)),
+      tally_(policy.limits.size()) {
+  spans_.reserve(policy.limits.size());
+  for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
+  decision_.limits.reserve(policy.limits.size());
+  decision_.recorded = true;
+}
+
+std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
+  return core_.keys.HitIncrements(group_, second_, sign * static_cast<int64_t>(hits_));
+}
+
+Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
+  Decision decision;
+  decision.allowed = policy_.on_store_failure == FailureMode::kFailOpen;
+  decision.degraded = true;
+  decision.store_error = error;
+  decision.retry_after = decision.allowed ? Seconds{0} : Seconds{1};
+  decision.cost = cost;
+  return decision;
+}
+
+std::optional<Decision> CheckRun::AnswerBlocked() {
+  if (core_.blocked == nullptr || !live()) return std::nullopt;
+  blocked_key_ = BlockedKey(group_, policy_);
+  std::optional<BlockedCache::Entry> hit = core_.blocked->Get(blocked_key_, t_, hits_);
+  if (!hit) return std::nullopt;
+  Decision decision = hit->decision;
+  decision.cost = Cost{};
+  decision.cost.blocked_hits = 1;
+  decision.recorded = false;
+  if (policy_.mode == CountingMode::kAttempts) {
+    // Every attempt counts: send the increments, do not wait.
+    Result<std::vector<uint64_t>> sent = core_.store->Apply(Batch{group_, HitIncrements(+1), {}});
+    if (!sent.ok()) return Degraded(sent.error(), decision.cost);
+    decision.recorded = true;
+    decision.cost.keys_written = core_.keys.ladder().levels();
+    for (auto& pieces : hit->pieces) AddAttempt(pieces, second_, hits_);
+  }
+  // Counts are those of the decision that blocked the client, plus the attempts recorded since:
+  // an upper bound now (hits may have left the windows since).
+  decision.retry_after = Seconds{0};
+  for (size_t i = 0; i < decision.limits.size(); ++i) {
+    LimitOutcome& o = decision.limits[i];
+    if (decision.recorded) o.count += hits_;
+    o.count_min = 0;
+    o.exact = false;
+    o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
+    o.retry_after = RetryAfter(o.limit, t_, hits_, hit->pieces[i]);
+    decision.retry_after = Later(decision.retry_after, o.retry_after);
+  }
+  if (decision.recorded) {
+    BlockedCache::Entry updated = *hit;
+    updated.decision = decision;
+    updated.decision.cost = Cost{};
+    core_.blocked->Put(blocked_key_, std::move(updated));
+  }
+  return decision;
+}
+
+Decision CheckRun::Decide() {
+  const bool bounds = core_.options.hot_path.bounds && live();
+  Status read = bounds
+                    ? ReadBounds()
+                    : ReadExact(HitIncrements(+1), live() ? std::optional(second_) : std::nullopt);
+  if (!read.ok()) return Degraded(read.error(), decision_.cost);
+  if (!settled_) {
+    // The bounds did not settle it: the exact cover (the increments were sent already).
+    if (Status exact = ReadExact({}, std::optional(second_)); !exact.ok()) {
+      return Degraded(exact.error(), decision_.cost);
+    }
+  }
+  Judge();
+  if (!decision_.allowed && core_.options.exact_retry_after) RefineRetry();
+  if (!decision_.allowed && policy_.mode == CountingMode::kAdmitted) TakeBack();
+  const std::optional<Seconds> earliest = FillRetryAfter();
+  if (!decision_.allowed) RememberBlocked(earliest);
+  return std::move(decision_);
+}
+
+Status CheckRun::ReadBounds() {
+  std::vector<Bound> bounds;
+  std::vector<Bucket> reads;
+  bounds.reserve(spans_.size());
+  for (const Span& span : spans_) {
+    bounds.push_back(BoundFor(core_.keys.ladder(), span));
+    reads.insert(reads.end(), bounds.back().buckets.begin(), bounds.back().buckets.end());
+  }
+  SortUnique(reads);
+  Result<BucketRead> read = core_.Reader().Read(group_, reads, HitIncrements(+1), now_);
+  if (!read.ok()) return read.error();
+  decision_.cost += read->cost;
+  bool all_fit = true, one_over = false;
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    SetBounds(tally_, i, core_.keys.ladder(), bounds[i], reads, read->values, second_);
+    all_fit = all_fit && tally_.upper[i] <= policy_.limits[i].max_hits;
+    one_over = one_over || tally_.lower[i] > policy_.limits[i].max_hits;
+  }
+  settled_ = all_fit || one_over;
+  return {};
+}
+
+Status CheckRun::ReadExact(std::vector<Increment> increments, std::optional<int64_t> open) {
+  const ReadPlan& plan = core_.Plan(spans_, open);  // Read does not plan: the reference holds
+  Result<BucketRead> read = core_.Reader().Read(group_, plan.reads, std::move(increments), now_);
+  if (!read.ok()) return read.error();
+  decision_.cost += read->cost;
+  for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan.Pieces(i, read->values));
+  settled_ = true;
+  return {};
+}
+
+void CheckRun::Judge() {
+  // Every window contains t and the reads followed the increments: counts include this hit.
+  // With bounds, "exceeded" is certain only from the lower bound; an allowed decision had every
+  // upper bound within its limit.
+  bool fits = true;
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    const uint64_t max = policy_.limits[i].max_hits;
+    const uint64_t upper = tally_.upper[i], lower = tally_.lower[i];
+    decision_.limits.push_back(LimitOutcome{policy_.limits[i], upper, 0, lower > max || upper > max,
+                                            Seconds{0}, lower == upper, lower});
+    fits = fits && upper <= max;
+  }
+  decision_.allowed = fits;
+}
+
+void CheckRun::RefineRetry() {
+  // Reads go before the take-back, so they include this hit; it is discounted as pending.
+  const uint64_t pending = policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
+  RetryRefiner refiner(core_, group_, now_);
+  Result<Cost> spent = refiner.Refine(policy_.limits, second_, hits_, pending, tally_.upper_pieces);
+  if (spent.ok()) {  // otherwise keep the coarser retry: it is never early
+    decision_.cost += *spent;
+    tally_.lower_pieces = tally_.upper_pieces;
+  }
+}
+
+void CheckRun::TakeBack() {
+  Batch undo{group_, HitIncrements(-1), {}};
+  decision_.cost.keys_written += undo.increments.size();
+  decision_.recorded = !core_.store->Apply(undo).ok();
+  if (decision_.recorded) return;
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    LimitOutcome& o = decision_.limits[i];
+    o.count -= std::min(o.count, hits_);
+    o.count_min -= std::min(o.count_min, hits_);
+    for (auto* pieces : {&tally_.upper_pieces[i], &tally_.lower_pieces[i]}) {
+      for (CountedSpan& piece : *pieces) {
+        if (piece.span.Contains(second_)) piece.hits -= std::min(piece.hits, hits_);
+      }
+    }
+  }
+}
+
+std::optional<Seconds> CheckRun::FillRetryAfter() {
+  const bool fits = decision_.allowed;
+  std::optional<Seconds> earliest = Seconds{0};
+  for (size_t i = 0; i < decision_.limits.size(); ++i) {
+    LimitOutcome& outcome = decision_.limits[i];
+    const uint64_t max = outcome.limit.max_hits;
+    outcome.remaining = outcome.count < max ? max - outcome.count : 0;
+    outcome.retry_after =
+        fits ? Seconds{0} : RetryAfter(outcome.limit, t_, hits_, tally_.upper_pieces[i]);
+    decision_.retry_after = Later(decision_.retry_after, outcome.retry_after);
+    if (!fits) {
+      earliest = Later(earliest, EarliestRetry(outcome.limit, t_, hits_, tally_.lower_pieces[i]));
+    }
+  }
+  return earliest;
+}
+
+void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
+  if (core_.blocked == nullptr || !live() || (earliest && *earliest <= Seconds{0})) return;
+  if (blocked_key_.empty()) blocked_key_ = BlockedKey(group_, policy_);
+  // Never fits: re-check after blocked_max_age.
+  const Instant until = earliest ? t_ + *earliest : t_ + core_.options.hot_path.blocked_max_age;
+  core_.blocked->Put(blocked_key_,
+                     BlockedCache::Entry{t_, until, hits_, decision_, tally_.upper_pieces});
+}
+
+}  // namespace hourglass::internal

@@ -1,0 +1,68 @@
+// Internal to the engine: one Check, step by step.
+//
+//   CheckRun run(core, group, policy, hits, t, now);
+//   if (std::optional<Decision> d = run.AnswerBlocked()) return *d;  // no read
+//   return run.Decide();
+//
+// Decide: the hit's increments with the coarse bounds of every window (or the exact cover) in
+// one batch; the exact cover in a second batch when the bounds do not settle it; then, on a
+// denial, the retry time made exact (optional), the take-back (admitted mode) and the client
+// remembered as blocked.
+//
+// Thread-safety: one CheckRun per call, on one thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine_core.h"
+#include "window_tally.h"
+
+namespace hourglass::internal {
+
+class CheckRun {
+ public:
+  // `t` is the instant checked, `now` the clock's; `core` must outlive the run.
+  CheckRun(const EngineCore& core, std::string group, const Policy& policy, uint64_t hits,
+           Instant t, Instant now);
+
+  // The answer for a client denied moments ago, if it is certainly still denied; in attempts
+  // mode its hit is still sent (fire-and-forget).
+  std::optional<Decision> AnswerBlocked();
+  Decision Decide();
+
+ private:
+  bool live() const { return t_ == now_; }
+  std::vector<Increment> HitIncrements(int64_t sign) const;
+  // The policy's answer when the store failed; `cost` is what was spent before.
+  Decision Degraded(const Error& error, const Cost& cost) const;
+
+  // The increments and every window's coarse bounds; settled_ when they decide the check.
+  Status ReadBounds();
+  // The exact cover of every window (with `increments`, if any).
+  Status ReadExact(std::vector<Increment> increments, std::optional<int64_t> open);
+  // Per limit, the outcome from the tally; decision_.allowed.
+  void Judge();
+  // Reads inside the pieces that free the room, so retry_after is exact to the second.
+  void RefineRetry();
+  // Admitted mode: the denied hit's increments taken back, fire-and-forget.
+  void TakeBack();
+  // Per limit and overall, retry_after; returns EarliestRetry over the limits (nullopt: never).
+  std::optional<Seconds> FillRetryAfter();
+  void RememberBlocked(std::optional<Seconds> earliest);
+
+  const EngineCore& core_;
+  const std::string group_;
+  const Policy& policy_;
+  const uint64_t hits_;
+  const Instant t_, now_;
+  const int64_t second_;  // t_ as Unix seconds
+  std::vector<Span> spans_;
+  WindowTally tally_;
+  bool settled_ = false;
+  Decision decision_;
+  std::string blocked_key_;
+};
+
+}  // namespace hourglass::internal

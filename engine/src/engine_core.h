@@ -1,0 +1,38 @@
+// Internal to the engine: what every Engine operation shares, created once by Engine::Create.
+//
+// Thread-safety: immutable after creation except the caches, which are safe to use from many
+// threads.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "bucket_reader.h"
+#include "hot_path_cache.h"
+#include "hourglass/engine.h"
+#include "hourglass/key_space.h"
+#include "hourglass/planner.h"
+
+namespace hourglass::internal {
+
+struct EngineCore {
+  EngineCore(Store& store, const Clock& clock, EngineOptions options, KeyCodec codec);
+
+  // The plan for `spans`; reused from a per-thread cache when the same engine asks for the same
+  // spans again (every check of one policy within one second). The reference is valid until the
+  // calling thread plans again.
+  const ReadPlan& Plan(const std::vector<Span>& spans, std::optional<int64_t> open) const;
+  BucketReader Reader() const { return BucketReader(*store, keys, buckets.get(), settle_margin()); }
+  Seconds settle_margin() const { return options.settle_margin; }
+
+  Store* store;
+  const Clock* clock;
+  EngineOptions options;
+  KeySpace keys;
+  uint64_t id;                            // tells engines apart in the per-thread plan cache
+  std::unique_ptr<BucketCache> buckets;   // null when the immutable-bucket cache is off
+  std::unique_ptr<BlockedCache> blocked;  // null when the blocked-client cache is off
+};
+
+}  // namespace hourglass::internal

@@ -1,0 +1,17 @@
+// Internal to the engine: Reset's walk down the ladder, the deletes, and the generation bump.
+//
+// Thread-safety: may be called from many threads.
+#pragma once
+
+#include <string>
+
+#include "engine_core.h"
+
+namespace hourglass::internal {
+
+// Deletes every bucket of `group` alive around second `t` that holds hits, reading the ladder
+// top-down (only the children of buckets that held hits are read), then bumps the generation so
+// every process drops its cached buckets of the group.
+Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_t t);
+
+}  // namespace hourglass::internal
