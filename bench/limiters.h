@@ -2,13 +2,14 @@
 // admitted mode (only admitted hits are counted), all deciding the same sliding-window policy:
 //
 // - Hourglass:       the engine on a store (exact);
-// - SlidingLog:      a sorted log of admitted hits per feature (seed 002's ZSET; exact, memory
+// - SlidingLog:      a sorted log of admitted hits per feature (a Redis sorted set; exact, memory
 //                    grows with hits);
-// - FixedWindow:     one counter per limit and epoch-aligned window (seeds 000-002, envoy, limits);
+// - FixedWindow:     one counter per limit and epoch-aligned window (envoy, Python limits);
 // - SlidingCounter:  prev * (1 - elapsed/W) + current (Cloudflare, limits' estimate);
-// - CoarseBuckets:   the window summed from the last W/b buckets of a coarser width b (seed 004's
+// - CoarseBuckets:   the window summed from the last W/b buckets of a coarser width b (the
 //                    first answer: seconds for a minute, minutes for an hour, hours for a day);
-// - FirstAccess:     a counter per limit that restarts when now - start >= W (seed 003).
+// - FirstAccess:     a counter per limit that restarts when now - start >= W (first-access
+// counters).
 //
 // Thread-safety: none; one replay drives one limiter.
 #pragma once
@@ -54,7 +55,7 @@ std::unique_ptr<Limiter> MakeHourglass(const std::string& name, Store& store, Ma
                                        const std::vector<Limit>& limits,
                                        std::function<uint64_t()> stored_keys,
                                        const EngineOptions& options);
-// The engine's configurations: every check reads its exact cover (before issue 5), or the hot
+// The engine's configurations: every check reads its exact cover (no hot path), or the hot
 // path (bounds, immutable-bucket cache, blocked-client cache).
 EngineOptions ExactCoverOptions();
 EngineOptions HotPathEngineOptions();

@@ -60,10 +60,10 @@ run_load() {
   echo
   echo "Every run interleaves engine and raw slices (see bench/README.md). Commands as given."
   echo
-  echo "## Mixed traffic, policy 2/s, 5/m, 10/h, 100/d: hot path (after issue 5), the Python peer, scaling"
+  echo "## Mixed traffic, policy 2/s, 5/m, 10/h, 100/d: hot path, the Python peer, scaling"
   echo
   run_load --threads 2 --features 10000 --seconds "$seconds" --peer bench/peer_limits.py --scaling
-  echo "## The same with the exact cover (before issue 5)"
+  echo "## The same with the exact cover (no hot path)"
   echo
   run_load --threads 2 --features 10000 --seconds "$seconds" --exact-cover
   echo "## Without denials (limits never reached), exact cover: the engine's own cost over the same keys"

@@ -48,6 +48,43 @@ Result<Seconds> ParseOffset(std::string_view text) {
   return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
 }
 
+// {window: hour|day|month, utc_offset: "+HH:MM"} of a calendar limit.
+Result<Window> ParseCalendarNode(const std::string& name, const YAML::Node& node) {
+  const std::string window = node["window"].as<std::string>();
+  const CalendarUnit unit = window == "hour"    ? CalendarUnit::kHour
+                            : window == "day"   ? CalendarUnit::kDay
+                            : window == "month" ? CalendarUnit::kMonth
+                                                : static_cast<CalendarUnit>(-1);
+  if (unit != CalendarUnit::kHour && unit != CalendarUnit::kDay && unit != CalendarUnit::kMonth) {
+    return At(name, node["window"],
+              fmt::format("calendar window \"{}\": use hour, day or month", window));
+  }
+  Seconds offset{0};
+  if (node["utc_offset"]) {
+    Result<Seconds> parsed = ParseOffset(node["utc_offset"].as<std::string>());
+    if (!parsed.ok()) return At(name, node["utc_offset"], parsed.error().message());
+    offset = *parsed;
+  }
+  Result<Window> w = Window::Calendar(unit, offset);
+  if (!w.ok()) return At(name, node, w.error().message());
+  return w;
+}
+
+// The window of a limit written as a map: kind (default sliding) and window.
+Result<Window> ParseWindowNode(const std::string& name, const YAML::Node& node,
+                               const std::string& kind) {
+  if (kind == "calendar") return ParseCalendarNode(name, node);
+  if (kind != "sliding" && kind != "fixed") {
+    return At(name, node["kind"],
+              fmt::format("unknown kind \"{}\": use sliding, fixed or calendar", kind));
+  }
+  Result<Seconds> length = ParseDuration(node["window"].as<std::string>());
+  if (!length.ok()) return At(name, node["window"], length.error().message());
+  Result<Window> w = kind == "sliding" ? Window::Sliding(*length) : Window::Fixed(*length);
+  if (!w.ok()) return At(name, node, w.error().message());
+  return w;
+}
+
 Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
   if (node.IsScalar()) {
     Result<Limit> limit = ParseLimit(node.Scalar());
@@ -68,33 +105,8 @@ Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
   Result<Limit> count = ParseLimit(max_text + "/1s");  // reuse the count rules
   if (!count.ok()) return At(name, node["max"], fmt::format("bad max \"{}\"", max_text));
   const std::string kind = node["kind"] ? node["kind"].as<std::string>() : "sliding";
-  const std::string window = node["window"].as<std::string>();
-  Result<Window> w = InvalidArgument("unset");
-  if (kind == "sliding" || kind == "fixed") {
-    Result<Seconds> length = ParseDuration(window);
-    if (!length.ok()) return At(name, node["window"], length.error().message());
-    w = kind == "sliding" ? Window::Sliding(*length) : Window::Fixed(*length);
-  } else if (kind == "calendar") {
-    const CalendarUnit unit = window == "hour"    ? CalendarUnit::kHour
-                              : window == "day"   ? CalendarUnit::kDay
-                              : window == "month" ? CalendarUnit::kMonth
-                                                  : static_cast<CalendarUnit>(-1);
-    if (unit != CalendarUnit::kHour && unit != CalendarUnit::kDay && unit != CalendarUnit::kMonth) {
-      return At(name, node["window"],
-                fmt::format("calendar window \"{}\": use hour, day or month", window));
-    }
-    Seconds offset{0};
-    if (node["utc_offset"]) {
-      Result<Seconds> parsed = ParseOffset(node["utc_offset"].as<std::string>());
-      if (!parsed.ok()) return At(name, node["utc_offset"], parsed.error().message());
-      offset = *parsed;
-    }
-    w = Window::Calendar(unit, offset);
-  } else {
-    return At(name, node["kind"],
-              fmt::format("unknown kind \"{}\": use sliding, fixed or calendar", kind));
-  }
-  if (!w.ok()) return At(name, node, w.error().message());
+  Result<Window> w = ParseWindowNode(name, node, kind);
+  if (!w.ok()) return w.error();
   if (node["utc_offset"] && kind != "calendar") {
     return At(name, node["utc_offset"], "utc_offset belongs to calendar windows only");
   }

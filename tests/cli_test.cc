@@ -207,8 +207,8 @@ TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   EXPECT_EQ(Json(Run({"count", "signup", "x", "--json"}))["windows"][3]["count"], 0);
 }
 
-// The replay test: a trace replayed into memcached, then `count --at` at random instants
-// equals the brute-force count.
+// Replay, then count at past instants: a trace replayed into memcached, then `count --at` at random
+// instants equals the brute-force count.
 TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
   std::mt19937_64 rng(3);
   const std::vector<std::string> features = {"10.0.0.1", "10.0.0.2", "Ann Smith <ann@x>"};

@@ -74,8 +74,7 @@ Tally RunThreads(const Engine& engine, const std::string& feature, const Policy&
 // The engine without and with the hot path (bounds, bucket cache, blocked-client cache).
 std::vector<std::pair<std::string, EngineOptions>> Configs() {
   EngineOptions plain;
-  plain.hot_path.bounds = false;
-  plain.hot_path.bucket_cache_features = 0;
+  plain.hot_path = HotPathOptions::Off();
   EngineOptions hot;
   hot.hot_path.blocked_cache_entries = 1024;
   return {{"plain", plain}, {"hot", hot}};

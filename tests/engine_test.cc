@@ -20,7 +20,7 @@ using testing::SlidingLog;
 constexpr int64_t kStart = 1'431'820'800;  // 2015-05-17 00:00:00 UTC
 
 // Store kind x engine configuration: "plain" (exact cover in one round trip, no cache) or "hot"
-// (bounds, immutable-bucket cache and blocked-client cache: issue 5's hot path).
+// (bounds, immutable-bucket cache and blocked-client cache: the hot path).
 using Config = std::tuple<std::string, std::string>;
 
 class EngineTest : public ::testing::TestWithParam<Config> {
@@ -43,15 +43,7 @@ class EngineTest : public ::testing::TestWithParam<Config> {
   EngineOptions Options() const {
     EngineOptions options;
     options.exact_retry_after = true;  // the properties check it to the second
-    if (hot()) {
-      options.hot_path.bounds = true;
-      options.hot_path.bucket_cache_features = 1024;
-      options.hot_path.blocked_cache_entries = 1024;
-    } else {
-      options.hot_path.bounds = false;
-      options.hot_path.bucket_cache_features = 0;
-      options.hot_path.blocked_cache_entries = 0;
-    }
+    options.hot_path = hot() ? HotPathOptions::LongRunning(1024) : HotPathOptions::Off();
     return options;
   }
   Engine MakeEngine() { return MakeEngine(Options()); }
@@ -109,7 +101,7 @@ TEST_P(EngineTest, RecordThenCount) {
   EXPECT_EQ(counts->cost.keys_written, 0u);
 }
 
-// The issue's exactness test: a 2-day random trace, counts for 1s/1m/1h/1d at thousands of
+// Exactness: a 2-day random trace, counts for 1s/1m/1h/1d at thousands of
 // instants (live and in the past) equal the brute-force sliding-log count.
 TEST_P(EngineTest, TwoDayRandomTraceCountsEqualTheSlidingLog) {
   EngineOptions options = Options();
@@ -160,6 +152,55 @@ TEST_P(EngineTest, TwoDayRandomTraceCountsEqualTheSlidingLog) {
   }
 }
 
+// Whether a hit of `cost` at `t` fits every limit of `policy`, by the brute-force log.
+bool FitsAt(const SlidingLog& log, const Policy& policy, int64_t t, uint64_t cost) {
+  for (const Limit& limit : policy.limits) {
+    if (log.Window(t, limit.window.length().count()) + cost > limit.max_hits) return false;
+  }
+  return true;
+}
+
+// A bursty client: 40% of hits in the same second, 40% within half a minute, the rest within
+// half an hour.
+int64_t NextGap(std::mt19937_64& rng) {
+  const uint64_t r = rng() % 100;
+  return r < 40   ? 0
+         : r < 80 ? static_cast<int64_t>(rng() % 30)
+                  : static_cast<int64_t>(rng() % 1800);
+}
+
+// Every count the decision read is the truth, or (settled by bounds) brackets it.
+void ExpectCountsMatch(const Decision& d, const SlidingLog& counted, int64_t t) {
+  for (const LimitOutcome& o : d.limits) {
+    const uint64_t truth = counted.Window(t, o.limit.window.length().count());
+    if (o.exact) {
+      ASSERT_EQ(o.count, truth);
+    } else {  // settled by bounds: the truth lies between them
+      ASSERT_LE(o.count_min, truth);
+      ASSERT_GE(o.count, truth);
+    }
+    ASSERT_EQ(o.remaining, o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0);
+  }
+}
+
+// retry_after is never too early: after it, with nothing else happening, the hit fits; read from
+// the store, it is exact: one second earlier it would not fit yet.
+void ExpectRetryAfterExact(const Decision& d, const SlidingLog& counted, const Policy& policy,
+                           int64_t t, uint64_t cost) {
+  ASSERT_TRUE(d.retry_after.has_value());
+  const int64_t later = t + d.retry_after->count();
+  if (d.cost.blocked_hits == 0 && d.retry_after > Seconds{0}) {
+    EXPECT_FALSE(FitsAt(counted, policy, later - 1, cost))
+        << "retry_after " << d.retry_after->count() << " is late at " << t;
+  }
+  for (const Limit& limit : policy.limits) {
+    EXPECT_LE(counted.Window(later, limit.window.length().count()) + cost, limit.max_hits)
+        << "retry_after " << d.retry_after->count() << " too early for " << limit.ToString()
+        << " blocked " << d.cost.blocked_hits << " exact " << d.limits[0].exact << " rt "
+        << d.cost.round_trips << " at " << t;
+  }
+}
+
 // Admitted mode must decide exactly as a perfect sliding-window limiter over admitted hits;
 // attempts mode as one over all attempts.
 TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
@@ -172,17 +213,10 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
     int64_t t = kStart;
     int denied = 0, admitted = 0, local = 0;
     for (int i = 0; i < 3000; ++i) {
-      const uint64_t r = rng() % 100;
-      t += r < 40   ? 0
-           : r < 80 ? static_cast<int64_t>(rng() % 30)
-                    : static_cast<int64_t>(rng() % 1800);
+      t += NextGap(rng);
       clock_->Set(FromUnix(t));
       const uint64_t cost = rng() % 10 == 0 ? 2 : 1;
-      bool expect = true;
-      for (const Limit& limit : policy.limits) {
-        expect =
-            expect && counted.Window(t, limit.window.length().count()) + cost <= limit.max_hits;
-      }
+      const bool expect = FitsAt(counted, policy, t, cost);
       Result<Decision> d = engine.Check("url_shorten", feature, policy, cost);
       ASSERT_TRUE(d.ok()) << d.error().ToString();
       ASSERT_FALSE(d->degraded);
@@ -196,39 +230,11 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
         ASSERT_EQ(d->cost.keys_read, 0u);
         ++local;
       } else {
-        for (const LimitOutcome& o : d->limits) {
-          const uint64_t truth = counted.Window(t, o.limit.window.length().count());
-          if (o.exact) {
-            ASSERT_EQ(o.count, truth);
-          } else {  // settled by bounds: the truth lies between them
-            ASSERT_LE(o.count_min, truth);
-            ASSERT_GE(o.count, truth);
-          }
-          ASSERT_EQ(o.remaining, o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0);
-        }
+        ASSERT_NO_FATAL_FAILURE(ExpectCountsMatch(*d, counted, t));
       }
       EXPECT_EQ(d->recorded, expect || mode == CountingMode::kAttempts);
       if (!d->allowed) {
-        // retry_after is never too early: after it, with nothing else happening, the hit fits.
-        ASSERT_TRUE(d->retry_after.has_value());
-        const int64_t later = t + d->retry_after->count();
-        // ... and, read from the store, exact: one second earlier it would not fit yet.
-        if (d->cost.blocked_hits == 0 && d->retry_after > Seconds{0}) {
-          bool fits_earlier = true;
-          for (const Limit& limit : policy.limits) {
-            fits_earlier =
-                fits_earlier &&
-                counted.Window(later - 1, limit.window.length().count()) + cost <= limit.max_hits;
-          }
-          EXPECT_FALSE(fits_earlier)
-              << "retry_after " << d->retry_after->count() << " is late at " << t;
-        }
-        for (const Limit& limit : policy.limits) {
-          EXPECT_LE(counted.Window(later, limit.window.length().count()) + cost, limit.max_hits)
-              << "retry_after " << d->retry_after->count() << " too early for " << limit.ToString()
-              << " blocked " << d->cost.blocked_hits << " exact " << d->limits[0].exact << " rt "
-              << d->cost.round_trips << " at " << t;
-        }
+        ASSERT_NO_FATAL_FAILURE(ExpectRetryAfterExact(*d, counted, policy, t, cost));
       }
       (d->allowed ? admitted : denied)++;
     }

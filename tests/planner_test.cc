@@ -1,6 +1,6 @@
 // Planner: every cover is exact against a brute-force count on random traces, for random ladders,
 // spans and instants, with and without the open-bucket and complement shortcuts; and the key
-// bounds of design.md hold.
+// bounds of docs/design.md hold.
 #include "hourglass/planner.h"
 
 #include <gtest/gtest.h>
@@ -150,8 +150,8 @@ TEST(PlannerProperty, UnionPlanGivesEachWindowItsExactCount) {
   }
 }
 
-// design.md: a 24 h window on the default ladder needs at most 142 buckets at any instant with
-// the greedy cover (the seed's figure), and the shortcuts read fewer.
+// docs/design.md: a 24 h window on the default ladder needs at most 142 buckets at any instant with
+// the greedy cover, and the shortcuts read fewer.
 TEST(PlannerBounds, DayWindowReadsAtMost142KeysAtEveryInstantOfAnHour) {
   const Ladder ladder = Ladder::Default();
   const int64_t base = 1'700'000'000 - 1'700'000'000 % 3600;
@@ -169,7 +169,7 @@ TEST(PlannerBounds, DayWindowReadsAtMost142KeysAtEveryInstantOfAnHour) {
     past_sum += static_cast<double>(past);
     live_sum += static_cast<double>(live);
   }
-  EXPECT_EQ(greedy_max, 142u);  // the seed's figure, reached
+  EXPECT_EQ(greedy_max, 142u);  // the worst case, reached
   EXPECT_LE(past_max, 142u);
   EXPECT_LT(past_sum / 3600, 142.0);
   EXPECT_LE(live_max, past_max);

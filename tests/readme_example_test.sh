@@ -19,6 +19,6 @@ trap 'rm -rf "$work"' EXIT
   echo '  return 200;'
   echo '}'
 } >"$work/example.cc"
-"$cxx" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$src/engine/include" -I"$src/stores/memory/include" \
+"$cxx" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$src/engine/include" -I"$src/stores/memory/include" -I"$src/stores/factory/include" \
   -I"$src/stores/memcached/include" "$work/example.cc"
 echo "README example compiles"

@@ -1,5 +1,5 @@
-// The ground truth for tests: a sorted log of hit seconds (seed 002's sorted set), answering
-// "hits with a < t <= b" exactly.
+// The ground truth for tests: a sorted log of hit seconds (what a Redis sorted-set limiter keeps),
+// answering "hits with a < t <= b" exactly.
 #pragma once
 
 #include <algorithm>

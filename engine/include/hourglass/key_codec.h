@@ -1,4 +1,4 @@
-// Keys: `<namespace>:<event>:<feature>:<level width>:<bucket index>` (design.md, "Keys").
+// Keys: `<namespace>:<event>:<feature>:<level width>:<bucket index>` (docs/design.md, "Keys").
 //
 // Events and features are arbitrary bytes (IPs, e-mail addresses, "a b\r\nflush_all", UTF-8,
 // NUL, 10 KB). Each field is percent-encoded: printable ASCII other than '%', ':' and '#' stays as

@@ -1,4 +1,4 @@
-// The bucket ladder: levels of bucket widths, each dividing the next (design.md).
+// The bucket ladder: levels of bucket widths, each dividing the next (docs/design.md).
 //
 // A hit increments one bucket per level. Level 0 is always one second wide, so every window is
 // answered exactly at one-second resolution.
@@ -36,7 +36,7 @@ class Ladder {
   static Result<Ladder> Create(std::vector<Seconds> widths);
   // "1s,1m,1h" or "1,60,3600": durations as in ParseDuration().
   static Result<Ladder> Parse(std::string_view spec);
-  // 1s, 1m, 1h: the seed's ladder.
+  // 1s, 1m, 1h: a day's window is about 142 buckets at worst.
   static Ladder Default();
 
   size_t levels() const { return widths_.size(); }

@@ -1,4 +1,4 @@
-// Windows: which seconds a count covers, evaluated at an instant T (design.md).
+// Windows: which seconds a count covers, evaluated at an instant T (docs/design.md).
 //
 // - sliding W: the hits with T-W < t <= T (the ground truth a sorted log answers);
 // - fixed W:   the hits in [floor(T/W)*W, T], windows aligned to the Unix epoch;
