@@ -29,6 +29,7 @@
 #include "guarded_main.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
+#include "hourglass/store_factory.h"
 #include "limiters.h"
 #include "memcached_server.h"
 
@@ -303,14 +304,14 @@ int Main(Options o) {
       limiters.push_back(MakeHourglass(
           "hourglass, exact cover (no hot path)", memory, clock, limits,
           [&memory] { return memory.LiveKeys(); }, exact));
-      std::unique_ptr<MemcachedStore> memcached;
+      std::unique_ptr<Store> memcached;
       const bool on_memcached = !o.servers.empty() && trace.name.rfind("apache", 0) == 0;
       if (on_memcached) {
         if (server) server->Raw("flush_all\r\n");
         MemcachedOptions options;
-        options.servers = *ParseServers(o.servers);
         options.io_timeout = std::chrono::milliseconds{2000};
-        memcached = std::move(*MemcachedStore::Create(options));
+        // memcached lives in real time; the engine replays the trace's time.
+        memcached = std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), options));
         testing::MemcachedServer* s = server.get();
         limiters.push_back(MakeHourglass(
             "hourglass (memcached)", *memcached, clock, limits,

@@ -87,8 +87,8 @@ TEST(BucketCache, StaysWithinItsBucketBoundKeepingTheNewest) {
   EXPECT_TRUE(newest[0] & kCached) << "the newest bucket is kept";
 }
 
-BlockedCache::Entry Blocked(Instant at, Instant until, uint64_t cost) {
-  return BlockedCache::Entry{at, until, cost, Decision{}, {}};
+BlockedCache::Entry Blocked(Instant at, Instant until, uint64_t hits) {
+  return BlockedCache::Entry{at, until, hits, Decision{}, {}};
 }
 
 TEST(BlockedCache, DeniesUntilTheEarliestRetryOnly) {

@@ -78,9 +78,9 @@ Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
 std::optional<Decision> CheckRun::AnswerBlocked() {
   if (core_.blocked == nullptr || !live()) return std::nullopt;
   blocked_key_ = BlockedKey(group_, policy_);
-  std::optional<BlockedCache::Entry> hit = core_.blocked->Get(blocked_key_, t_, hits_);
-  if (!hit) return std::nullopt;
-  Decision decision = hit->decision;
+  std::optional<BlockedCache::Entry> blocked = core_.blocked->Get(blocked_key_, t_, hits_);
+  if (!blocked) return std::nullopt;
+  Decision decision = blocked->decision;
   decision.cost = Cost{};
   decision.cost.blocked_hits = 1;
   decision.recorded = false;
@@ -90,7 +90,7 @@ std::optional<Decision> CheckRun::AnswerBlocked() {
     if (!sent.ok()) return Degraded(sent.error(), decision.cost);
     decision.recorded = true;
     decision.cost.keys_written = core_.keys.ladder().levels();
-    for (auto& pieces : hit->pieces) AddAttempt(pieces, second_, hits_);
+    for (auto& pieces : blocked->pieces) AddAttempt(pieces, second_, hits_);
   }
   // Counts are those of the decision that blocked the client, plus the attempts recorded since:
   // an upper bound now (hits may have left the windows since).
@@ -101,11 +101,11 @@ std::optional<Decision> CheckRun::AnswerBlocked() {
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
-    o.retry_after = RetryAfter(o.limit, t_, hits_, hit->pieces[i]);
+    o.retry_after = RetryAfter(o.limit, t_, hits_, blocked->pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
   if (decision.recorded) {
-    BlockedCache::Entry updated = *hit;
+    BlockedCache::Entry updated = *blocked;
     updated.decision = decision;
     updated.decision.cost = Cost{};
     core_.blocked->Put(blocked_key_, std::move(updated));

@@ -93,7 +93,7 @@ Result<Engine> Engine::Create(Store& store, const Clock& clock, EngineOptions op
 const EngineOptions& Engine::options() const { return core_->options; }
 const KeySpace& Engine::keys() const { return core_->keys; }
 
-Result<std::string> Engine::GroupFor(std::string_view event, std::string_view feature) const {
+Result<std::string> Engine::GroupKeyFor(std::string_view event, std::string_view feature) const {
   if (event.empty()) return InvalidArgument("event must not be empty");
   return core_->keys.GroupKey(event, feature);
 }
@@ -113,7 +113,7 @@ Status Engine::CheckWindows(std::span<const Window> windows) const {
 
 Result<Cost> Engine::Record(std::string_view event, std::string_view feature, uint64_t hits,
                             std::optional<Instant> at) const {
-  Result<std::string> group = GroupFor(event, feature);
+  Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   if (Status s = CheckHits(hits); !s.ok()) return s.error();
   const Instant now = core_->clock->Now();
@@ -132,7 +132,7 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
 
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
                              std::span<const Window> windows, std::optional<Instant> at) const {
-  Result<std::string> group = GroupFor(event, feature);
+  Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   if (Status s = CheckWindows(windows); !s.ok()) return s.error();
   const Instant now = core_->clock->Now();
@@ -153,7 +153,7 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t hits,
                                std::optional<Instant> at) const {
-  Result<std::string> group = GroupFor(event, feature);
+  Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   if (Status s = CheckHits(hits); !s.ok()) return s.error();
   std::vector<Window> windows;
@@ -167,14 +167,14 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
 
 Result<Cost> Engine::Reset(std::string_view event, std::string_view feature,
                            std::optional<Instant> around) const {
-  Result<std::string> group = GroupFor(event, feature);
+  Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   return internal::ResetGroup(*core_, *group, ToUnix(around.value_or(core_->clock->Now())));
 }
 
 Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event, std::string_view feature,
                                                  std::span<const Bucket> buckets) const {
-  Result<std::string> group = GroupFor(event, feature);
+  Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   Batch batch{*group, {}, {}};
   for (const Bucket& bucket : buckets) {

@@ -84,14 +84,14 @@ void BucketCache::Invalidate(const std::string& group) {
 }
 
 std::optional<BlockedCache::Entry> BlockedCache::Get(const std::string& key, Instant now,
-                                                     uint64_t cost) {
+                                                     uint64_t hits) {
   Shard& shard = shards_[std::hash<std::string>()(key) % kShards];
   std::lock_guard lock(shard.mu);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return std::nullopt;
   const Entry& entry = it->second.first;
   if (now >= entry.until || now - entry.decided_at >= max_age_ || now < entry.decided_at ||
-      cost < entry.cost) {
+      hits < entry.hits) {
     return std::nullopt;
   }
   return entry;

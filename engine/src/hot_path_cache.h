@@ -77,15 +77,15 @@ class BlockedCache {
 
   struct Entry {
     Instant decided_at;
-    Instant until;  // denied certainly before this (EarliestRetry)
-    uint64_t cost = 0;
+    Instant until;      // denied certainly before this (EarliestRetry)
+    uint64_t hits = 0;  // the weight of the denied check
     Decision decision;
     // Per limit, the hits that stay recorded (as RetryAfter reads them). Attempts counted while
     // blocked are added here, so the client-facing retry time follows them.
     std::vector<std::vector<CountedSpan>> pieces;
   };
-  // The entry for `key` if a hit of `cost` at `now` is certainly denied.
-  std::optional<Entry> Get(const std::string& key, Instant now, uint64_t cost);
+  // The entry for `key` if a check worth `hits` at `now` is certainly denied.
+  std::optional<Entry> Get(const std::string& key, Instant now, uint64_t hits);
   void Put(const std::string& key, Entry entry);
 
  private:
