@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the build tree into a scratch prefix, then builds and runs tests/consumer against it.
+# Installs the build tree into a scratch prefix, then builds and runs, against it, tests/consumer
+# (the engine and stores only) and tests/consumer/components (policy and json too).
 #   run.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build="$1"
@@ -13,3 +14,6 @@ test -f "$work/prefix/include/hourglass/engine.h"
 cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/build" >/dev/null
 "$work/build/consumer"
+cmake -S "$here/components" -B "$work/components" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/components" >/dev/null
+"$work/components/components_consumer" "$here/../../policies/example.yaml"
