@@ -14,8 +14,10 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
   MemcachedOptions options;
   options.connect_timeout = std::chrono::milliseconds{g.timeout_ms};
   options.io_timeout = std::chrono::milliseconds{g.timeout_ms};
-  const std::string url = g.store == "memory" ? "memory://" : "memcached://" + g.servers;
-  return Unwrap(OpenStore(url, clock, options));
+  // The memory store expires keys on the engine's clock (a replay's time); memcached lives in
+  // real time, so its absolute TTLs and failure windows come from the real clock.
+  if (g.store == "memory") return Unwrap(OpenStore("memory://", clock));
+  return Unwrap(OpenStore("memcached://" + g.servers, SystemClock::Get(), options));
 }
 
 EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {

@@ -20,7 +20,8 @@ enum class EngineUse {
 
 class Runtime {
  public:
-  // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime.
+  // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime. The
+  // engine and the memory store run on it; memcached always on the real clock.
   // Leaves with exit 2 for bad options, 3 when the store cannot be set up.
   Runtime(const Globals& g, const Clock& clock, EngineUse use);
   const Engine& engine() const { return *engine_; }

@@ -240,6 +240,20 @@ TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
   }
 }
 
+// memcached lives in real time while a replay drives the engine with the trace's: with a retention
+// over 30 days the buckets' TTLs are absolute times, which must come from the real clock, or the
+// replayed hits (from 2015) would expire as they are written.
+TEST_F(CliTest, ReplayWithALongRetentionKeepsItsBucketsInMemcached) {
+  std::string trace;
+  for (int i = 0; i < 5; ++i) trace += std::to_string(kAt + i) + "\tsignup\tann@example.com\n";
+  ProcessResult r = Run({"--retention", "40d", "replay", TempFile("long.tsv", trace)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Run({"--retention", "40d", "count", "signup", "ann@example.com", "--window", "1d", "--at",
+           std::to_string(kAt + 10), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["windows"][0]["count"], 5);
+}
+
 // A blocked client's attempts are sent without waiting; if memcached refuses them, replay says
 // so instead of losing them silently.
 TEST_F(CliTest, ReplayReportsWritesMemcachedRefused) {
