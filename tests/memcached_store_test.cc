@@ -99,6 +99,35 @@ TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
   EXPECT_EQ(*back, (std::vector<uint64_t>{1})) << "a restarted memcached starts empty";
 }
 
+// The fail-fast window and the idle check run on the injected clock's monotonic time: a minute
+// of retry_timeout passes in an instant on a manual clock, and not at all while it stands still.
+TEST(MemcachedStoreClock, FailFastWindowFollowsTheInjectedMonotonicTime) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  ManualClock clock(FromUnix(1'700'000'000));
+  MemcachedOptions options;
+  options.servers = {server.address()};
+  options.retry_timeout = std::chrono::seconds{60};
+  Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options, clock);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  const Batch batch{"g", {{"g:k", 1, Seconds{60}}}, {"g:k"}};
+  ASSERT_TRUE((*store)->Apply(batch).ok());
+  server.Kill();
+  ASSERT_FALSE((*store)->Apply(batch).ok());
+  ASSERT_TRUE(server.Start()) << server.error();
+  std::this_thread::sleep_for(milliseconds{50});  // real time passes; the injected clock does not
+  Result<std::vector<uint64_t>> fast = (*store)->Apply(batch);
+  ASSERT_FALSE(fast.ok());
+  EXPECT_NE(fast.error().message().find("not retried yet"), std::string::npos)
+      << fast.error().message();
+  clock.AdvanceMonotonic(std::chrono::seconds{59});
+  EXPECT_FALSE((*store)->Apply(batch).ok()) << "still inside retry_timeout";
+  clock.AdvanceMonotonic(std::chrono::seconds{1});
+  Result<std::vector<uint64_t>> back = (*store)->Apply(batch);
+  ASSERT_TRUE(back.ok()) << back.error().ToString();
+  EXPECT_EQ(*back, (std::vector<uint64_t>{1})) << "a restarted memcached starts empty";
+}
+
 TEST_F(MemcachedStoreTest, ARestartWhileIdleFailsNoRequest) {
   Open();
   ASSERT_TRUE(Add("k", 1).ok());  // leaves a connection in the pool
