@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
                                             "198.51.100.2",          "198.51.100.3",
                                             "198.51.100.4",          "198.51.100.5"};
   for (const std::string& client : clients) {
-    if (Result<Cost> reset = engine.Reset("url_shorten", client); !reset.ok()) {
+    if (Result<Engine::ResetOutcome> reset = engine.Reset("url_shorten", client); !reset.ok()) {
       std::fprintf(stderr, "shorten_url_demo: %s\n", reset.error().ToString().c_str());
       return 3;
     }

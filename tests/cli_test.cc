@@ -192,8 +192,22 @@ TEST_F(CliTest, ResetMakesEveryWindowReadZero) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_GE(Json(r)["deleted"].get<int>(), 3);
   r = Run({"count", "signup", "bob", "--json"});
-  for (const json& w : Json(r)["windows"]) EXPECT_EQ(w["count"], 0);
+  const json counts = Json(r);  // the loop below must not range over a temporary's member
+  for (const json& w : counts["windows"]) EXPECT_EQ(w["count"], 0);
   EXPECT_EQ(Json(Run({"count", "signup", "carol", "--json"}))["windows"][3]["count"], 1);
+}
+
+// Five hits in one second live in three buckets (second, minute, hour): reset deletes exactly
+// those; the generation it bumps is not a deleted bucket.
+TEST_F(CliTest, ResetReportsTheBucketsItDeleted) {
+  const std::string at = std::to_string(kAt);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Run({"hit", "signup", "dave", "--at", at}).code, 0);
+  ProcessResult r = Run({"reset", "signup", "dave", "--at", at, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["deleted"], 3);
+  r = Run({"reset", "signup", "dave", "--at", at});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("deleted 0 buckets"), std::string::npos) << r.out;
 }
 
 TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {

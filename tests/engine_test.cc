@@ -373,10 +373,11 @@ TEST_P(EngineTest, ResetZeroesEveryWindowOfOneFeatureOnly) {
     ASSERT_TRUE(engine.Record("signup", "bob").ok());
   }
   const int64_t now = ToUnix(clock_->Now());
-  Result<Cost> cost = engine.Reset("signup", "ann");
-  ASSERT_TRUE(cost.ok()) << cost.error().ToString();
-  // Each hit its own second and minute, 14 hours, and the generation bump.
-  EXPECT_EQ(cost->keys_written, 50u * 2 + 14 + 1);
+  Result<Engine::ResetOutcome> reset = engine.Reset("signup", "ann");
+  ASSERT_TRUE(reset.ok()) << reset.error().ToString();
+  // Each hit its own second and minute, 14 hours; the generation bump is a write, not a delete.
+  EXPECT_EQ(reset->deleted, 50u * 2 + 14);
+  EXPECT_EQ(reset->cost.keys_written, 50u * 2 + 14 + 1);
   const std::vector<Window> windows = Windows({1, 60, 3600, 86400});
   for (int64_t at = now - 86400; at <= now; at += 37) {
     Result<Counts> ann = engine.Count("signup", "ann", windows, FromUnix(at));

@@ -17,19 +17,19 @@ int RunReset(const Globals& g, const ResetArgs& a) {
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::optional<Instant> at = ParseAt(a.at);
-  const Cost cost = Unwrap(rt.engine().Reset(a.event, a.feature, at));
+  const Engine::ResetOutcome reset = Unwrap(rt.engine().Reset(a.event, a.feature, at));
   const Instant around = at.value_or(clock.Now());
   if (g.json) {
     Print(Dump({{"event", a.event},
                 {"feature", a.feature},
                 {"around", ToUnix(around)},
-                {"deleted", cost.keys_written},
-                {"keys_read", cost.keys_read},
-                {"round_trips", cost.round_trips}}) +
+                {"deleted", reset.deleted},
+                {"keys_read", reset.cost.keys_read},
+                {"round_trips", reset.cost.round_trips}}) +
           "\n");
   } else {
     Print(fmt::format("reset {} {}: deleted {} bucket{} around {}\n", a.event, a.feature,
-                      cost.keys_written, cost.keys_written == 1 ? "" : "s", FormatTime(around)));
+                      reset.deleted, reset.deleted == 1 ? "" : "s", FormatTime(around)));
   }
   return kOk;
 }

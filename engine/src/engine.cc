@@ -165,11 +165,15 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   return run.Decide();
 }
 
-Result<Cost> Engine::Reset(std::string_view event, std::string_view feature,
-                           std::optional<Instant> around) const {
+Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_view feature,
+                                           std::optional<Instant> around) const {
   Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
-  return internal::ResetGroup(*core_, *group, ToUnix(around.value_or(core_->clock->Now())));
+  uint64_t deleted = 0;
+  Result<Cost> cost =
+      internal::ResetGroup(*core_, *group, ToUnix(around.value_or(core_->clock->Now())), deleted);
+  if (!cost.ok()) return cost.error();
+  return ResetOutcome{deleted, *cost};
 }
 
 Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event, std::string_view feature,

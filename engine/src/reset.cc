@@ -52,7 +52,8 @@ Result<std::vector<std::string>> FindNonEmpty(const EngineCore& core, const std:
 
 }  // namespace
 
-Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_t t) {
+Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_t t,
+                        uint64_t& deleted) {
   Cost cost;
   Result<std::vector<std::string>> doomed = FindNonEmpty(core, group, t, cost);
   if (!doomed.ok()) return doomed.error();
@@ -61,6 +62,7 @@ Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_
     cost.keys_written += doomed->size();
     cost.round_trips += 1;
   }
+  deleted = doomed->size();
   // After the deletes: every process that reads the new generation drops what it cached.
   const std::string generation = KeySpace::GenerationKey(group);
   Batch bump{group, {Increment{generation, 1, kGenerationTtl}}, {generation}};

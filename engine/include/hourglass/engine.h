@@ -129,8 +129,12 @@ class Engine {
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
   // only buckets that hold hits: a few round trips. Then bumps the feature's generation, which
   // drops every process's cached buckets of it.
-  Result<Cost> Reset(std::string_view event, std::string_view feature,
-                     std::optional<Instant> around = std::nullopt) const;
+  struct ResetOutcome {
+    uint64_t deleted = 0;  // bucket keys deleted
+    Cost cost;             // store work: the reads, the deletes and the generation write
+  };
+  Result<ResetOutcome> Reset(std::string_view event, std::string_view feature,
+                             std::optional<Instant> around = std::nullopt) const;
 
   // The raw values of some buckets of event+feature (for inspection). One round trip.
   struct BucketValues {
