@@ -5,7 +5,11 @@
 namespace hourglass::cli {
 
 void AddPolicyArgs(CLI::App* sub, PolicyArgs& args) {
-  sub->add_option("--limit", args.limits, "N/DUR sliding limit, repeatable (e.g. 5/m)");
+  // One value per --limit, so that "--" and a feature starting with '-' can follow.
+  sub->add_option("--limit", args.limits, "N/DUR sliding limit, repeatable (e.g. 5/m)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->take_all();
   sub->add_option("--policy", args.file, "YAML policy file; uses the event's entry");
   sub->add_option("--mode", args.mode,
                   "admitted (denied hits do not count) or attempts; overrides the policy's");

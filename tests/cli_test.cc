@@ -210,6 +210,21 @@ TEST_F(CliTest, ResetReportsTheBucketsItDeleted) {
   EXPECT_NE(r.out.find("deleted 0 buckets"), std::string::npos) << r.out;
 }
 
+// --help says to put "--" before a feature that starts with '-': that must work after repeated
+// options too (they take one value each).
+TEST_F(CliTest, AFeatureStartingWithADashFollowsDoubleDash) {
+  ProcessResult r =
+      Run({"check", "ev", "--limit", "5/m", "--limit", "10/h", "--json", "--", "-bob@example.com"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["limits"][0]["count"], 1);
+  r = Run({"hit", "ev", "--cost", "2", "--", "-bob@example.com"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Run({"count", "ev", "--window", "1m", "--window", "1h", "--json", "--", "-bob@example.com"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["feature"], "-bob@example.com");
+  EXPECT_EQ(Json(r)["windows"][1]["count"], 3);
+}
+
 TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   ASSERT_EQ(Run({"hit", "signup", "plain"}).code, 0);
   const std::string hostile = "x\r\nflush_all\r\n";

@@ -37,7 +37,10 @@ Command AddCountCommand(CLI::App& app, const Globals& g) {
   CLI::App* sub = app.add_subcommand("count", "Exact hits in sliding windows");
   AddFeatureArgs(sub, args->event, args->feature);
   sub->add_option("--window", args->windows,
-                  "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d");
+                  "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->take_all();
   sub->add_option("--at", args->at,
                   "windows ending at UNIX_SECONDS (default now); exact in the past too");
   sub->footer(
