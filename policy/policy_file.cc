@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace hourglass {
@@ -20,8 +21,25 @@ Error At(const std::string& name, const YAML::Node& node, const std::string& wha
   return InvalidArgument(fmt::format("{}:{}:{}: {}", name, mark.line + 1, mark.column + 1, what));
 }
 
+// YAML lets a map repeat a key and a reader keep either value: a repeated event, override or
+// field is an error naming both lines, so that a later entry can never silently undo an earlier
+// one (a ban followed by limits for the same feature).
+Status CheckUnique(const std::string& name, const YAML::Node& map, std::string_view what) {
+  std::map<std::string, int> first_line;
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    const auto [it, inserted] = first_line.emplace(key, kv.first.Mark().line + 1);
+    if (!inserted) {
+      return At(name, kv.first,
+                fmt::format("duplicate {} \"{}\" (first at line {})", what, key, it->second));
+    }
+  }
+  return {};
+}
+
 Status CheckFields(const std::string& name, const YAML::Node& node,
                    std::initializer_list<std::string_view> known, std::string_view what) {
+  if (Status s = CheckUnique(name, node, fmt::format("{}field", what)); !s.ok()) return s;
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) == known.end()) {
@@ -176,6 +194,7 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
   const YAML::Node overrides = node["overrides"];
   if (!overrides) return entry;
   if (!overrides.IsMap()) return At(name, overrides, "overrides is a map: feature -> {limits}");
+  if (Status s = CheckUnique(name, overrides, "override"); !s.ok()) return s.error();
   for (const auto& kv : overrides) {
     Result<Policy> policy = ParseOverride(name, kv.second, entry.policy);
     if (!policy.ok()) return policy.error();
@@ -215,6 +234,8 @@ Result<PolicyFile> PolicyFile::Parse(std::string_view yaml, const std::string& n
     if (!root.IsMap() || !root["events"] || !root["events"].IsMap()) {
       return At(name, root, "a policy file is a map with \"events:\" (see policies/example.yaml)");
     }
+    if (Status s = CheckUnique(name, root, "top-level field"); !s.ok()) return s.error();
+    if (Status s = CheckUnique(name, root["events"], "event"); !s.ok()) return s.error();
     for (const auto& kv : root) {
       if (kv.first.as<std::string>() != "events") {
         return At(

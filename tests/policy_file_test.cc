@@ -108,6 +108,38 @@ TEST(PolicyFile, BadFilesNameTheLineAndTheBadPart) {
   }
 }
 
+// A repeated key must never let a later entry silently undo an earlier one: the ban on x below
+// would be gone if the second entry won.
+TEST(PolicyFile, RepeatedKeysAreErrorsNamingBothLines) {
+  struct Case {
+    const char* yaml;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"events:\n  a:\n    limits: [5/m]\n    overrides:\n      \"x\": {deny: true}\n"
+                "      \"x\": {limits: [1000/s]}\n",
+                "policy.yaml:6:7: duplicate override \"x\" (first at line 5)"},
+           Case{"events:\n  a:\n    limits: [5/m]\n  b:\n    limits: [1/s]\n  a:\n    limits: "
+                "[9/m]\n",
+                "policy.yaml:6:3: duplicate event \"a\" (first at line 2)"},
+           Case{"events:\n  a:\n    limits: [5/m]\n    mode: attempts\n    mode: admitted\n",
+                "policy.yaml:5:5: duplicate field \"mode\" (first at line 4)"},
+           Case{"events:\n  a:\n    limits: [{max: 1, window: 1m, max: 100}]\n",
+                "duplicate limit field \"max\""},
+           Case{"events:\n  a:\n    limits: [1/s]\n    overrides: {x: {limits: [1/s], limits: "
+                "[9/s]}}\n",
+                "duplicate override field \"limits\""},
+           Case{"events:\n  a: {limits: [1/s]}\nevents:\n  b: {limits: [1/s]}\n",
+                "duplicate top-level field \"events\" (first at line 1)"},
+       }) {
+    Result<PolicyFile> file = PolicyFile::Parse(c.yaml, "policy.yaml");
+    ASSERT_FALSE(file.ok()) << c.yaml;
+    EXPECT_EQ(file.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(file.error().message().find(c.says), std::string::npos)
+        << file.error().message() << " should say " << c.says;
+  }
+}
+
 TEST(PolicyFile, MissingFileIsAClearError) {
   Result<PolicyFile> file = PolicyFile::Load("/nonexistent/policy.yaml");
   ASSERT_FALSE(file.ok());
