@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace hourglass::cli {
@@ -106,8 +109,15 @@ Result<Trace> ReadTrace(const std::string& path, std::string_view format, std::s
   if (format != "hits" && format != "apache") {
     return InvalidArgument(fmt::format("--format {}: use hits or apache", format));
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(fmt::format("{}: is a directory; give a trace file", path));
+  }
   std::ifstream in(path);
-  if (!in) return InvalidArgument(fmt::format("{}: cannot read the trace file", path));
+  if (!in) {
+    return InvalidArgument(
+        fmt::format("{}: cannot read the trace file: {}", path, std::strerror(errno)));
+  }
   Trace trace;
   std::string line;
   int64_t number = 0;
@@ -121,6 +131,9 @@ Result<Trace> ReadTrace(const std::string& path, std::string_view format, std::s
     (*hit)->line = number;
     if (!trace.hits.empty() && (*hit)->at < trace.hits.back().at) ++trace.out_of_order;
     trace.hits.push_back(std::move(**hit));
+  }
+  if (in.bad()) {
+    return InvalidArgument(fmt::format("{}: reading failed after line {}", path, number));
   }
   // Drive the clock forward only: replay in time order, keeping file order within a second.
   std::stable_sort(trace.hits.begin(), trace.hits.end(),

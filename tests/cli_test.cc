@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -415,6 +416,7 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
            {{"count", "", "f"}, "event must not be empty"},
            {{"frobnicate"}, "frobnicate"},
            {{"replay", "/nonexistent.tsv"}, "/nonexistent.tsv: cannot read"},
+           {{"replay", std::filesystem::path(malformed).parent_path().string()}, "is a directory"},
            {{"replay", malformed}, ":2: expected UNIX_SECONDS"},
            {{"replay", bad_apache, "--format", "apache"}, "bad.log:2:"},
            {{"replay", malformed, "--format", "csv"}, "--format csv"},
