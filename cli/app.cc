@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "hourglass/engine.h"
+
 namespace hourglass::cli {
 
 void Fail(int code, std::string message) { throw Exit{code, std::move(message)}; }
@@ -24,7 +26,10 @@ std::optional<Instant> ParseAt(const std::string& text) {
 }
 
 uint64_t CheckCost(int64_t cost) {
-  if (cost < 1) Fail(kUsage, fmt::format("--cost {}: must be a whole number >= 1", cost));
+  if (cost < 1 || static_cast<uint64_t>(cost) > kMaxHitsPerCall) {
+    Fail(kUsage,
+         fmt::format("--cost {}: must be a whole number from 1 to {}", cost, kMaxHitsPerCall));
+  }
   return static_cast<uint64_t>(cost);
 }
 

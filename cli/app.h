@@ -59,7 +59,7 @@ T Unwrap(Result<T> r) {
 
 // --at: Unix seconds, or nullopt when not given.
 std::optional<Instant> ParseAt(const std::string& text);
-// --cost: a whole number >= 1.
+// --cost: a whole number from 1 to kMaxHitsPerCall.
 uint64_t CheckCost(int64_t cost);
 // --window specs as sliding windows.
 std::vector<Window> ParseWindows(const std::vector<std::string>& specs);

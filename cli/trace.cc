@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hourglass/engine.h"
+
 namespace hourglass::cli {
 namespace {
 
@@ -55,8 +57,9 @@ Result<std::optional<TraceHit>> ParseHitsLine(std::string_view raw) {
   if (fields[1].empty()) return InvalidArgument("empty event");
   hit.event = fields[1];
   hit.feature = fields[2];
-  if (n == 4 && (!ParseNumber(fields[3], hit.cost) || hit.cost < 1)) {
-    return InvalidArgument(fmt::format("bad cost \"{}\": expected a whole number >= 1", fields[3]));
+  if (n == 4 && (!ParseNumber(fields[3], hit.cost) || hit.cost < 1 || hit.cost > kMaxHitsPerCall)) {
+    return InvalidArgument(fmt::format("bad cost \"{}\": expected a whole number from 1 to {}",
+                                       fields[3], kMaxHitsPerCall));
   }
   return std::optional<TraceHit>{std::move(hit)};
 }

@@ -226,6 +226,24 @@ TEST_F(CliTest, AFeatureStartingWithADashFollowsDoubleDash) {
   EXPECT_EQ(Json(r)["windows"][1]["count"], 3);
 }
 
+// Bucket values written by another client can be as large as memcached's counters: their sum
+// must saturate, never wrap to a small count (which would admit) or read as negative.
+TEST_F(CliTest, HugeBucketValuesNeverWrapIntoASmallCount) {
+  const std::string half = "9223372036854775808";  // 2^63: two of them wrap a 64-bit sum to 0
+  for (int64_t s : {kAt - 1, kAt}) {
+    const std::string key = "hg:signup:zed:1:" + std::to_string(s);
+    ASSERT_EQ(
+        server_.Raw("set " + key + " 0 0 " + std::to_string(half.size()) + "\r\n" + half + "\r\n"),
+        "STORED\r\n");
+  }
+  ProcessResult r =
+      Run({"count", "signup", "zed", "--window", "10s", "--at", std::to_string(kAt), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["windows"][0]["count"].get<uint64_t>(), 18446744073709551615u);
+  r = Run({"check", "signup", "zed", "--limit", "100/m", "--at", std::to_string(kAt)});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+}
+
 TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   ASSERT_EQ(Run({"hit", "signup", "plain"}).code, 0);
   const std::string hostile = "x\r\nflush_all\r\n";
@@ -408,6 +426,8 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
            {{"check", "e", "f", "--limit", "1/m", "--policy", Policy()}, "not both"},
            {{"check", "e", "f", "--limit", "1/m", "--mode", "sometimes"}, "--mode sometimes"},
            {{"check", "e", "f", "--limit", "1/m", "--cost", "0"}, "--cost 0"},
+           {{"hit", "e", "f", "--cost", "4611686018427387904"}, "from 1 to 1000000000"},
+           {{"check", "e", "f", "--limit", "1/m", "--cost", "1000000001"}, "from 1 to 1000000000"},
            {{"check", "e", "f", "--limit", "1/2d"}, "retention"},
            {{"check", "e", "f", "--policy", "/nonexistent.yaml"}, "cannot read"},
            {{"count", "e", "f", "--window", "10x"}, "unknown unit"},

@@ -402,6 +402,13 @@ TEST_P(EngineTest, BadArgumentsAreInvalidArgumentErrors) {
   EXPECT_EQ(engine.Record("e", "f", 0).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(engine.Check("e", "f", MakePolicy("1/m"), 0).error().code(),
             ErrorCode::kInvalidArgument);
+  // A call counts for at most kMaxHitsPerCall hits, and the error says so.
+  Result<Decision> huge = engine.Check("e", "f", MakePolicy("1/m"), kMaxHitsPerCall + 1);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(huge.error().message().find("1 to 1000000000"), std::string::npos);
+  EXPECT_EQ(engine.Record("e", "f", uint64_t{1} << 62).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(engine.Record("e", "f", kMaxHitsPerCall).ok());
   Result<Counts> too_long = engine.Count("e", "f", Windows({2 * 86400}));
   ASSERT_FALSE(too_long.ok());
   EXPECT_EQ(too_long.error().code(), ErrorCode::kInvalidArgument);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -69,6 +70,18 @@ void ExpectExactCover(const Ladder& ladder, const Trace& trace, Span span,
     ASSERT_EQ(next, expected.last + 1) << "cover stops early";
   }
   ASSERT_EQ(total, trace.CountIn(expected));
+}
+
+// Values come from a store other clients write too: sums saturate at the largest count, never
+// wrap to a small one or read a value >= 2^63 as negative.
+TEST(ReadPlan, SumsSaturateInsteadOfWrapping) {
+  const std::vector<Span> spans = {Span{100, 101}};
+  const ReadPlan plan = PlanReads(Ladder::Default(), spans, std::nullopt);
+  ASSERT_EQ(plan.reads.size(), 2u);
+  const std::vector<uint64_t> halves(2, uint64_t{1} << 63);
+  EXPECT_EQ(plan.Total(0, halves), std::numeric_limits<uint64_t>::max());
+  const std::vector<uint64_t> small = {3, 4};
+  EXPECT_EQ(plan.Total(0, small), 7u);
 }
 
 TEST(PlannerProperty, CoversAreExactOnRandomTracesLaddersAndInstants) {

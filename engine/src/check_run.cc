@@ -4,6 +4,7 @@
 
 #include "hourglass/retry_after.h"
 #include "retry_refiner.h"
+#include "saturating.h"
 #include "sorted_buckets.h"
 
 namespace hourglass::internal {
@@ -37,7 +38,7 @@ std::optional<Seconds> Later(std::optional<Seconds> a, std::optional<Seconds> b)
 // Adds `hits` at second `t` to the last piece if it is that second, else a new piece.
 void AddAttempt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
   if (!pieces.empty() && pieces.back().span == Span{t, t}) {
-    pieces.back().hits += hits;  // one piece per second: bounded by blocked_max_age
+    pieces.back().hits = SatAdd(pieces.back().hits, hits);  // one piece per second
   } else {
     pieces.push_back(CountedSpan{Span{t, t}, hits});
   }
@@ -97,7 +98,7 @@ std::optional<Decision> CheckRun::AnswerBlocked() {
   decision.retry_after = Seconds{0};
   for (size_t i = 0; i < decision.limits.size(); ++i) {
     LimitOutcome& o = decision.limits[i];
-    if (decision.recorded) o.count += hits_;
+    if (decision.recorded) o.count = SatAdd(o.count, hits_);
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;

@@ -15,10 +15,10 @@ namespace hourglass {
 namespace {
 
 constexpr Seconds kMaxRetention{400 * 86400};
-constexpr uint64_t kMaxHits = uint64_t{1} << 62;
-
 Status CheckHits(uint64_t hits) {
-  if (hits < 1 || hits > kMaxHits) return InvalidArgument("cost must be >= 1");
+  if (hits < 1 || hits > kMaxHitsPerCall) {
+    return InvalidArgument(fmt::format("cost {}: must be 1 to {}", hits, kMaxHitsPerCall));
+  }
   return {};
 }
 

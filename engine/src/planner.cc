@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "saturating.h"
+
 namespace hourglass {
 namespace {
 
@@ -148,20 +150,22 @@ std::vector<CountedSpan> ReadPlan::Pieces(size_t w, std::span<const uint64_t> va
   out.reserve(window_begin[w + 1] - window_begin[w]);
   for (uint32_t p = window_begin[w]; p < window_begin[w + 1]; ++p) {
     const IndexedPiece& piece = pieces[p];
-    // Signed sum; a piece never counts below zero (decrements can floor a bucket at 0 in the
-    // store before its parent, so clamp rather than wrap).
-    int64_t hits = 0;
+    // Signed sum, saturating: a piece never counts below zero (decrements can floor a bucket at
+    // 0 in the store before its parent, so clamp rather than wrap) nor wraps past the largest
+    // count, however large the values another client wrote.
+    uint64_t added = 0, subtracted = 0;
     for (uint32_t t = piece.first_term; t < piece.first_term + piece.term_count; ++t) {
-      hits += terms[t].sign * static_cast<int64_t>(values[terms[t].read]);
+      uint64_t& sum = terms[t].sign > 0 ? added : subtracted;
+      sum = internal::SatAdd(sum, values[terms[t].read]);
     }
-    out.push_back(CountedSpan{piece.span, hits > 0 ? static_cast<uint64_t>(hits) : 0});
+    out.push_back(CountedSpan{piece.span, added > subtracted ? added - subtracted : 0});
   }
   return out;
 }
 
 uint64_t ReadPlan::Total(size_t w, std::span<const uint64_t> values) const {
   uint64_t total = 0;
-  for (const CountedSpan& piece : Pieces(w, values)) total += piece.hits;
+  for (const CountedSpan& piece : Pieces(w, values)) total = internal::SatAdd(total, piece.hits);
   return total;
 }
 

@@ -91,6 +91,10 @@ struct EngineOptions {
   bool exact_retry_after = false;
 };
 
+// The most hits one Record or Check may count for. Far below what a 64-bit bucket holds, so no
+// sequence of calls can make a bucket wrap within its life.
+constexpr uint64_t kMaxHitsPerCall = 1'000'000'000;
+
 struct WindowCount {
   Window window;
   uint64_t count = 0;
@@ -106,10 +110,10 @@ class Engine {
  public:
   static Result<Engine> Create(Store& store, const Clock& clock, EngineOptions options);
 
-  // Records `hits` (>= 1) at `at` (default now). One round trip: it reads back the current
-  // buckets, which confirms the increments landed. Recording more than settle_margin in the past
-  // drops this engine's cached buckets of the feature; other processes' caches assume nobody does
-  // that (replay in a process of its own, as the CLI does).
+  // Records `hits` (1 to kMaxHitsPerCall) at `at` (default now). One round trip: it reads back the
+  // current buckets, which confirms the increments landed. Recording more than settle_margin in the
+  // past drops this engine's cached buckets of the feature; other processes' caches assume nobody
+  // does that (replay in a process of its own, as the CLI does).
   Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t hits = 1,
                       std::optional<Instant> at = std::nullopt) const;
 
@@ -118,10 +122,10 @@ class Engine {
                        std::span<const Window> windows,
                        std::optional<Instant> at = std::nullopt) const;
 
-  // Checks a request worth `hits` (>= 1) against every limit of `policy` and records it per the
-  // policy's counting mode. One round trip, two when the bounds do not settle it, none when the
-  // blocked-client cache does. A store failure gives a degraded decision per the policy's
-  // FailureMode, not an error; errors are for bad arguments only.
+  // Checks a request worth `hits` (1 to kMaxHitsPerCall) against every limit of `policy` and
+  // records it per the policy's counting mode. One round trip, two when the bounds do not settle
+  // it, none when the blocked-client cache does. A store failure gives a degraded decision per the
+  // policy's FailureMode, not an error; errors are for bad arguments only.
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
                          uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
 
