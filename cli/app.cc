@@ -19,8 +19,10 @@ std::optional<Instant> ParseAt(const std::string& text) {
   if (text.empty()) return std::nullopt;
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    Fail(kUsage, fmt::format("--at \"{}\": expected Unix seconds, e.g. --at 1431857103", text));
+  if (ec != std::errc() || end != text.data() + text.size() || !InRange(FromUnix(value))) {
+    Fail(kUsage, fmt::format("--at \"{}\": expected Unix seconds from {} to {} (1970 to 9999), "
+                             "e.g. --at 1431857103",
+                             text, ToUnix(kFirstInstant), ToUnix(kLastInstant)));
   }
   return FromUnix(value);
 }

@@ -51,8 +51,9 @@ Result<std::optional<TraceHit>> ParseHitsLine(std::string_view raw) {
         "expected UNIX_SECONDS<TAB>EVENT<TAB>FEATURE[<TAB>COST], fields separated by tabs");
   }
   TraceHit hit;
-  if (!ParseNumber(fields[0], hit.at) || hit.at < 0) {
-    return InvalidArgument(fmt::format("bad time \"{}\": expected Unix seconds", fields[0]));
+  if (!ParseNumber(fields[0], hit.at) || !InRange(FromUnix(hit.at))) {
+    return InvalidArgument(fmt::format("bad time \"{}\": expected Unix seconds from {} to {}",
+                                       fields[0], ToUnix(kFirstInstant), ToUnix(kLastInstant)));
   }
   if (fields[1].empty()) return InvalidArgument("empty event");
   hit.event = fields[1];
@@ -103,6 +104,9 @@ Result<std::optional<TraceHit>> ParseApacheLine(std::string_view raw, std::strin
   TraceHit hit;
   hit.at = std::chrono::sys_days{ymd}.time_since_epoch().count() * 86400 + hour * 3600 +
            minute * 60 + second - offset;
+  if (!InRange(FromUnix(hit.at))) {
+    return InvalidArgument(fmt::format("bad timestamp \"[{}]\": before 1970", stamp));
+  }
   hit.event = event;
   hit.feature = line.substr(0, space);
   return std::optional<TraceHit>{std::move(hit)};

@@ -244,6 +244,30 @@ TEST_F(CliTest, HugeBucketValuesNeverWrapIntoASmallCount) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
 }
 
+// Instants outside 1970..9999 are refused with exit 2 before anything is written: at the top of
+// int64 the arithmetic overflowed (every check admitted with count 0), and past the year 9999
+// printing the time aborted after the hit was recorded.
+TEST_F(CliTest, InstantsOutsideTheRangeAreRefusedBeforeAnyWrite) {
+  const std::string far = TempFile("far.tsv", "1431857103\te\tf\n67768036191676800\te\tf\n");
+  const long long items = server_.Stat("curr_items");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"check", "e", "f", "--limit", "5/m", "--at", "9223372036854775807"},
+           {"hit", "e", "f", "--at", "67768036191676800"},
+           {"hit", "e", "f", "--at", "253402300800"},
+           {"count", "e", "f", "--at", "-1"},
+           {"reset", "e", "f", "--at", "9223372036854775807"},
+           {"replay", far},
+       }) {
+    ProcessResult r = Run(args);
+    EXPECT_EQ(r.code, 2) << args[0] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("253402300799"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(server_.Stat("curr_items"), items) << "nothing was written";
+  ProcessResult last = Run({"hit", "e", "f", "--at", "253402300799"});
+  EXPECT_EQ(last.code, 0) << last.err;
+  EXPECT_NE(last.out.find("9999-12-31T23:59:59Z"), std::string::npos) << last.out;
+}
+
 TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   ASSERT_EQ(Run({"hit", "signup", "plain"}).code, 0);
   const std::string hostile = "x\r\nflush_all\r\n";

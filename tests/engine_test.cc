@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "failing_store.h"
@@ -394,6 +395,53 @@ TEST_P(EngineTest, ResetAroundAPastInstantClearsReplayedHits) {
   EXPECT_EQ(engine.Count("replay", "ip", Windows({60}), FromUnix(kStart))->windows[0].count, 5u);
   ASSERT_TRUE(engine.Reset("replay", "ip", FromUnix(kStart)).ok());
   EXPECT_EQ(engine.Count("replay", "ip", Windows({60}), FromUnix(kStart))->windows[0].count, 0u);
+}
+
+// Checks at an instant the caches treat as settled write into its buckets: they must see their
+// own hits, not values a Count cached before, or a limit is exceeded.
+TEST_P(EngineTest, ChecksAtASettledInstantSeeTheirOwnHits) {
+  const Engine engine = MakeEngine();
+  const Instant past = clock_->Now() - Seconds{3600};
+  ASSERT_TRUE(engine.Record("e", "f", 2, past).ok());
+  ASSERT_EQ(engine.Count("e", "f", Windows({60}), past)->windows[0].count, 2u);
+  const Policy policy = MakePolicy("3/m");
+  Result<Decision> third = engine.Check("e", "f", policy, 1, past);
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE(third->allowed);
+  EXPECT_EQ(third->limits[0].count, 3u);
+  Result<Decision> fourth = engine.Check("e", "f", policy, 1, past);
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_FALSE(fourth->allowed) << "a fourth hit in a minute limited to 3";
+  EXPECT_EQ(engine.Count("e", "f", Windows({60}), past)->windows[0].count, 3u);
+}
+
+// The accepted instants are 1970-01-01 to 9999-12-31: both ends count exactly; beyond them every
+// operation is an InvalidArgument error naming the range, before anything is written.
+TEST_P(EngineTest, InstantsAtTheEdgesOfTheRangeAndBeyond) {
+  const Engine engine = MakeEngine();
+  const Policy policy = MakePolicy("5/m");
+  for (const Instant edge : {kFirstInstant, kLastInstant}) {
+    const std::string feature = "edge-" + std::to_string(ToUnix(edge));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(engine.Record("e", feature, 1, edge).ok());
+    Result<Counts> counts = engine.Count("e", feature, Windows({1, 60, 86400}), edge);
+    ASSERT_TRUE(counts.ok()) << counts.error().ToString();
+    for (const WindowCount& w : counts->windows) EXPECT_EQ(w.count, 3u) << ToUnix(edge);
+    Result<Decision> d = engine.Check("e", feature, policy, 1, edge);
+    ASSERT_TRUE(d.ok()) << d.error().ToString();
+    EXPECT_TRUE(d->allowed);
+    EXPECT_EQ(d->limits[0].count, 4u);
+  }
+  for (const Instant beyond :
+       {FromUnix(-1), kLastInstant + Seconds{1}, FromUnix(std::numeric_limits<int64_t>::max())}) {
+    Result<Decision> d = engine.Check("e", "beyond", policy, 1, beyond);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(d.error().message().find("253402300799"), std::string::npos);
+    EXPECT_FALSE(engine.Record("e", "beyond", 1, beyond).ok());
+    EXPECT_FALSE(engine.Count("e", "beyond", Windows({60}), beyond).ok());
+    EXPECT_FALSE(engine.Reset("e", "beyond", beyond).ok());
+  }
+  EXPECT_EQ(engine.Count("e", "beyond", Windows({86400}))->windows[0].count, 0u);
 }
 
 TEST_P(EngineTest, BadArgumentsAreInvalidArgumentErrors) {

@@ -60,6 +60,7 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
   decision_.limits.reserve(policy.limits.size());
   decision_.recorded = true;
+  if (settled_instant() && core_.buckets) core_.buckets->Invalidate(group_);
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
@@ -143,7 +144,7 @@ Status CheckRun::ReadBounds() {
     reads.insert(reads.end(), bounds.back().buckets.begin(), bounds.back().buckets.end());
   }
   SortUnique(reads);
-  Result<BucketRead> read = core_.Reader().Read(group_, reads, HitIncrements(+1), now_);
+  Result<BucketRead> read = Reader().Read(group_, reads, HitIncrements(+1), now_);
   if (!read.ok()) return read.error();
   decision_.cost += read->cost;
   bool all_fit = true, one_over = false;
@@ -158,7 +159,7 @@ Status CheckRun::ReadBounds() {
 
 Status CheckRun::ReadExact(std::vector<Increment> increments, std::optional<int64_t> open) {
   const ReadPlan& plan = core_.Plan(spans_, open);  // Read does not plan: the reference holds
-  Result<BucketRead> read = core_.Reader().Read(group_, plan.reads, std::move(increments), now_);
+  Result<BucketRead> read = Reader().Read(group_, plan.reads, std::move(increments), now_);
   if (!read.ok()) return read.error();
   decision_.cost += read->cost;
   for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan.Pieces(i, read->values));
@@ -184,7 +185,7 @@ void CheckRun::Judge() {
 void CheckRun::RefineRetry() {
   // Reads go before the take-back, so they include this hit; it is discounted as pending.
   const uint64_t pending = policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
-  RetryRefiner refiner(core_, group_, now_);
+  RetryRefiner refiner(core_, Reader(), group_, now_);
   Result<Cost> spent = refiner.Refine(policy_.limits, second_, hits_, pending, tally_.upper_pieces);
   if (spent.ok()) {  // otherwise keep the coarser retry: it is never early
     decision_.cost += *spent;

@@ -22,6 +22,13 @@ Status CheckHits(uint64_t hits) {
   return {};
 }
 
+Status CheckInstant(Instant t) {
+  if (InRange(t)) return {};
+  return InvalidArgument(
+      fmt::format("instant {}: must be {} to {} (1970-01-01 to 9999-12-31 in Unix seconds)",
+                  ToUnix(t), ToUnix(kFirstInstant), ToUnix(kLastInstant)));
+}
+
 Status CheckOptions(const EngineOptions& options) {
   if (options.retention < Seconds{1} || options.retention > kMaxRetention) {
     return InvalidArgument(
@@ -117,6 +124,7 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
   if (!group.ok()) return group.error();
   if (Status s = CheckHits(hits); !s.ok()) return s.error();
   const Instant now = core_->clock->Now();
+  if (Status s = CheckInstant(at.value_or(now)); !s.ok()) return s.error();
   const int64_t t = ToUnix(at.value_or(now));
   Batch batch{*group, core_->keys.HitIncrements(*group, t, static_cast<int64_t>(hits)), {}};
   for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
@@ -137,6 +145,7 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   if (Status s = CheckWindows(windows); !s.ok()) return s.error();
   const Instant now = core_->clock->Now();
   const Instant t = at.value_or(now);
+  if (Status s = CheckInstant(t); !s.ok()) return s.error();
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
@@ -160,6 +169,7 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   for (const Limit& limit : policy.limits) windows.push_back(limit.window);
   if (Status s = CheckWindows(windows); !s.ok()) return s.error();
   const Instant now = core_->clock->Now();
+  if (Status s = CheckInstant(at.value_or(now)); !s.ok()) return s.error();
   internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now);
   if (std::optional<Decision> blocked = run.AnswerBlocked()) return std::move(*blocked);
   return run.Decide();
@@ -169,9 +179,10 @@ Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_v
                                            std::optional<Instant> around) const {
   Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
+  const Instant t = around.value_or(core_->clock->Now());
+  if (Status s = CheckInstant(t); !s.ok()) return s.error();
   uint64_t deleted = 0;
-  Result<Cost> cost =
-      internal::ResetGroup(*core_, *group, ToUnix(around.value_or(core_->clock->Now())), deleted);
+  Result<Cost> cost = internal::ResetGroup(*core_, *group, ToUnix(t), deleted);
   if (!cost.ok()) return cost.error();
   return ResetOutcome{deleted, *cost};
 }

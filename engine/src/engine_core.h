@@ -23,7 +23,10 @@ struct EngineCore {
   // spans again (every check of one policy within one second). The reference is valid until the
   // calling thread plans again.
   const ReadPlan& Plan(const std::vector<Span>& spans, std::optional<int64_t> open) const;
-  BucketReader Reader() const { return BucketReader(*store, keys, buckets.get(), settle_margin()); }
+  // A reader with the immutable-bucket cache, or without it (`cached` false).
+  BucketReader Reader(bool cached = true) const {
+    return BucketReader(*store, keys, cached ? buckets.get() : nullptr, settle_margin());
+  }
   Seconds settle_margin() const { return options.settle_margin; }
 
   Store* store;

@@ -62,7 +62,7 @@ Result<Cost> RetryRefiner::Refine(const std::vector<Limit>& limits, int64_t t, u
     }
     if (reads.empty()) break;
     SortUnique(reads);
-    Result<BucketRead> read = core_.Reader().Read(group_, reads, {}, now_);
+    Result<BucketRead> read = reader_.Read(group_, reads, {}, now_);
     if (!read.ok()) return read.error();
     spent += read->cost;
     for (size_t i = 0; i < limits.size(); ++i) {

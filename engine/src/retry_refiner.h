@@ -17,8 +17,9 @@ namespace hourglass::internal {
 
 class RetryRefiner {
  public:
-  RetryRefiner(const EngineCore& core, const std::string& group, Instant now)
-      : core_(core), group_(group), now_(now) {}
+  // `reader` reads the child buckets (with or without the cache, as the check reads).
+  RetryRefiner(const EngineCore& core, BucketReader reader, const std::string& group, Instant now)
+      : core_(core), reader_(reader), group_(group), now_(now) {}
 
   // `pieces[i]` are limit i's pieces in time order with actual values, refined in place;
   // `pending` hits at second `t` are about to be taken back. Returns what the reads cost.
@@ -36,6 +37,7 @@ class RetryRefiner {
   std::vector<Bucket> Children(Span span, size_t level) const;
 
   const EngineCore& core_;
+  BucketReader reader_;
   const std::string& group_;
   Instant now_;
 };

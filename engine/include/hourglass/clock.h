@@ -25,6 +25,12 @@ using MonoTime = std::chrono::steady_clock::time_point;
 inline Instant FromUnix(int64_t unix_seconds) { return Instant{Seconds{unix_seconds}}; }
 inline int64_t ToUnix(Instant t) { return t.time_since_epoch().count(); }
 
+// The instants hourglass accepts: 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. Inside them no
+// bucket, window or TTL arithmetic can overflow, and every instant prints as an ISO 8601 date.
+inline constexpr Instant kFirstInstant{Seconds{0}};
+inline constexpr Instant kLastInstant{Seconds{253'402'300'799}};
+inline bool InRange(Instant t) { return kFirstInstant <= t && t <= kLastInstant; }
+
 class Clock {
  public:
   virtual ~Clock() = default;
