@@ -268,6 +268,25 @@ TEST_F(CliTest, InstantsOutsideTheRangeAreRefusedBeforeAnyWrite) {
   EXPECT_NE(last.out.find("9999-12-31T23:59:59Z"), std::string::npos) << last.out;
 }
 
+// A value that is not a counter under a bucket key (another client's set) must not lock the
+// feature out until it expires: the error names the keys and the fix, and reset deletes it.
+TEST_F(CliTest, ResetClearsABucketAnotherClientCorrupted) {
+  const std::string at = std::to_string(kAt);
+  ASSERT_EQ(Run({"hit", "signup", "eve", "--at", at}).code, 0);
+  const std::string minute = "hg:signup:eve:60:" + std::to_string(kAt / 60);
+  ASSERT_EQ(server_.Raw("set " + minute + " 0 0 3\r\nabc\r\n"), "STORED\r\n");
+  ProcessResult r = Run({"check", "signup", "eve", "--limit", "5/m", "--at", at});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(minute), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reset"), std::string::npos) << r.err;
+  r = Run({"reset", "signup", "eve", "--at", at, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["deleted"], 3);
+  r = Run({"check", "signup", "eve", "--limit", "5/m", "--at", at, "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["limits"][0]["count"], 1);
+}
+
 TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   ASSERT_EQ(Run({"hit", "signup", "plain"}).code, 0);
   const std::string hostile = "x\r\nflush_all\r\n";

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "store_harness.h"
@@ -45,6 +46,28 @@ TEST_F(MemcachedStoreTest, RefusedIncrementIsAnErrorNamingTheServerAndTheAnswer)
   Result<std::vector<uint64_t>> next = Add("number", 2);
   ASSERT_TRUE(next.ok()) << next.error().ToString();
   EXPECT_EQ(*next, (std::vector<uint64_t>{2}));
+}
+
+// Another client's set can leave a value that is not a counter under a bucket key: reads name
+// the key, increments name the batch's keys, and a reset's read sees it as present.
+TEST_F(MemcachedStoreTest, AValueThatIsNotACounterIsNamedAndCanBeReadForDeletion) {
+  Open();
+  ASSERT_EQ(server().Raw("set g:bad 0 0 3\r\nabc\r\n"), "STORED\r\n");
+  Result<std::vector<uint64_t>> read = store().Apply(Batch{"g", {}, {"g:ok", "g:bad"}});
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().message().find("\"g:bad\" is not a counter"), std::string::npos)
+      << read.error().message();
+  Result<std::vector<uint64_t>> incremented = Add("g:bad", 1);
+  ASSERT_FALSE(incremented.ok());
+  EXPECT_NE(incremented.error().message().find("\"g:bad\""), std::string::npos)
+      << incremented.error().message();
+  EXPECT_NE(incremented.error().message().find("reset"), std::string::npos);
+  Batch lenient{"g", {}, {"g:ok", "g:bad"}};
+  lenient.non_counters_read_as_max = true;
+  Result<std::vector<uint64_t>> seen = store().Apply(lenient);
+  ASSERT_TRUE(seen.ok()) << seen.error().ToString();
+  EXPECT_EQ(*seen, (std::vector<uint64_t>{0, std::numeric_limits<uint64_t>::max()}));
+  EXPECT_TRUE(Add("g:ok", 1).ok()) << "the connection stayed in step";
 }
 
 TEST_F(MemcachedStoreTest, FireAndForgetFailuresAreCountedNotLost) {

@@ -33,6 +33,7 @@ Result<std::vector<std::string>> FindNonEmpty(const EngineCore& core, const std:
   std::vector<Bucket> candidates = TopCandidates(core, t);
   while (!candidates.empty()) {
     Batch batch{group, {}, {}};
+    batch.non_counters_read_as_max = true;  // whatever is there is deleted
     for (const Bucket& bucket : candidates)
       batch.reads.push_back(core.keys.BucketKey(group, bucket));
     Result<std::vector<uint64_t>> values = core.store->Apply(batch);

@@ -113,8 +113,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
       !s.ok()) {
     return c.Fail(s.error());
   }
-  Result<memcached::GetAnswer> answer =
-      memcached::ReadGetAnswer(pool.name(), *c->socket, batch.reads);
+  Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer(pool.name(), *c->socket, batch);
   if (!answer.ok()) return c.Fail(answer.error());
   if (answer->error) return *answer->error;
   return std::move(answer->values);

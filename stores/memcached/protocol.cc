@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <iterator>
+#include <limits>
 
 namespace hourglass::memcached {
 namespace {
@@ -113,6 +114,21 @@ Error LineError(std::string_view server, std::string_view line) {
                                  line.substr(0, std::min<size_t>(line.size(), 200))));
 }
 
+Error IncrementError(std::string_view server, std::string_view line,
+                     std::span<const Increment> increments) {
+  if (!line.starts_with("CLIENT_ERROR cannot increment or decrement non-numeric value") ||
+      increments.empty()) {
+    return LineError(server, line);
+  }
+  std::string keys;
+  for (const Increment& inc : increments)
+    keys += fmt::format("{}\"{}\"", keys.empty() ? "" : ", ", inc.key);
+  return Error(ErrorCode::kInternal,
+               fmt::format("{}: a value this batch increments is not a counter (another client "
+                           "wrote one of {}); reset the feature to delete it",
+                           server, keys));
+}
+
 Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
                        std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own) {
   while (c.unread_noops > 0) {
@@ -134,9 +150,9 @@ Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
 }
 
 Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
-                                std::span<const std::string> reads) {
-  GetAnswer answer{std::vector<uint64_t>(reads.size(), 0), std::nullopt};
-  KeyMatcher matcher(reads);
+                                const Batch& batch) {
+  GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), std::nullopt};
+  KeyMatcher matcher(batch.reads);
   while (true) {
     Result<std::string_view> line = c.ReadLine();
     if (!line.ok()) return line.error();
@@ -144,7 +160,7 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
     if (*line == "HD" || *line == "NF") continue;  // a key created, a decrement of a missing key
     if (*line == "ERROR") return LineError(server, *line);  // may be out of step
     if (!line->starts_with("VALUE ")) {
-      if (!answer.error) answer.error = LineError(server, *line);
+      if (!answer.error) answer.error = IncrementError(server, *line, batch.increments);
       continue;
     }
     const std::optional<ValueHeader> header = ParseValueHeader(*line);
@@ -155,12 +171,18 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
     Result<std::string_view> data = c.ReadBlock(header->bytes);
     if (!data.ok()) return data.error();
     const std::optional<size_t> slot = matcher.Find(key);
-    const std::optional<uint64_t> value = ParseCounter(*data);
+    std::optional<uint64_t> value = ParseCounter(*data);
+    if (slot && !value && batch.non_counters_read_as_max)
+      value = std::numeric_limits<uint64_t>::max();
     if (slot && value) {
       answer.values[*slot] = *value;
     } else if (!answer.error) {
-      answer.error = Error(ErrorCode::kInternal,
-                           fmt::format("{}: unexpected item \"{}\" in answer to get", server, key));
+      answer.error = Error(
+          ErrorCode::kInternal,
+          slot ? fmt::format("{}: the value under \"{}\" is not a counter (another client wrote "
+                             "it); reset the feature to delete it",
+                             server, key)
+               : fmt::format("{}: unexpected item \"{}\" in answer to get", server, key));
     }
   }
 }

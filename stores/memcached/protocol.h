@@ -32,6 +32,11 @@ std::string BuildDeleteRequest(std::span<const std::string> keys);
 // What an answer line other than the expected ones means, naming `server`.
 Error LineError(std::string_view server, std::string_view line);
 
+// LineError, or for memcached's refusal to increment a value that is not a counter, an error
+// naming the keys `increments` touched and how to clear them.
+Error IncrementError(std::string_view server, std::string_view line,
+                     std::span<const Increment> increments);
+
 // Reads the answers up to every unread "MN" on `c`. Failures there belong to requests whose
 // callers did not wait: each adds one to `unconfirmed`. With `own`, the failures before the last
 // MN belong to the caller's own request instead, and the first is stored in *own.
@@ -45,8 +50,9 @@ struct GetAnswer {
   // An answer that was unexpected but kept the connection in step (e.g. a non-numeric value).
   std::optional<Error> error;
 };
-// An error return leaves the connection out of step: the caller drops it.
+// `batch` is the request answered (its reads, its increments for messages). An error return
+// leaves the connection out of step: the caller drops it.
 Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
-                                std::span<const std::string> reads);
+                                const Batch& batch);
 
 }  // namespace hourglass::memcached

@@ -34,6 +34,10 @@ struct Batch {
   std::string group;  // every key of the batch lives where this group key hashes to
   std::vector<Increment> increments;
   std::vector<std::string> reads;  // read after the increments; missing keys read 0
+  // A read key holding a value that is not a counter (another client's set) fails the batch,
+  // naming the key; with this set it reads as the largest value instead (Reset, which deletes
+  // whatever is there).
+  bool non_counters_read_as_max = false;
 };
 
 // Checks every key of a batch (KeyCodec::CheckKey) and every creating increment's TTL (>= 1s).
