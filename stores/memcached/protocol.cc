@@ -121,12 +121,13 @@ Error IncrementError(std::string_view server, std::string_view line,
     return LineError(server, line);
   }
   std::string keys;
-  for (const Increment& inc : increments)
+  for (const Increment& inc : increments) {
     keys += fmt::format("{}\"{}\"", keys.empty() ? "" : ", ", inc.key);
+  }
   return Error(ErrorCode::kInternal,
-               fmt::format("{}: a value this batch increments is not a counter (another client "
-                           "wrote one of {}); reset the feature to delete it",
-                           server, keys));
+               fmt::format("{}: \"{}\": a value this batch increments is not a counter (another "
+                           "client wrote one of {}); reset the feature to delete it",
+                           server, line, keys));
 }
 
 Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
