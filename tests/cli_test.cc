@@ -287,6 +287,17 @@ TEST_F(CliTest, ResetClearsABucketAnotherClientCorrupted) {
   EXPECT_EQ(Json(r)["limits"][0]["count"], 1);
 }
 
+// The form the docs and errors give for IPv6 works end to end.
+TEST_F(CliTest, Ipv6ServersInBrackets) {
+  testing::MemcachedServer v6("::1");
+  ASSERT_TRUE(v6.running()) << v6.error();
+  ProcessResult r = RunBare({"--servers", v6.address(), "hit", "signup", "ann"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunBare({"--servers", v6.address(), "--json", "count", "signup", "ann", "--window", "1m"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["windows"][0]["count"], 1);
+}
+
 TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   ASSERT_EQ(Run({"hit", "signup", "plain"}).code, 0);
   const std::string hostile = "x\r\nflush_all\r\n";
@@ -485,6 +496,9 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
            {{"replay", malformed, "--format", "csv"}, "--format csv"},
            {{"--servers", "localhost", "count", "e", "f"}, "host:port"},
            {{"--servers", "h:99999", "count", "e", "f"}, "host:port"},
+           {{"--servers", "[]:1", "count", "e", "f"}, "host:port"},
+           {{"--servers", "a[b]:1", "count", "e", "f"}, "host:port"},
+           {{"--servers", "-bad:1", "count", "e", "f"}, "host:port"},
            {{"--namespace", "a b", "count", "e", "f"}, "namespace"},
            {{"--store", "redis", "count", "e", "f"}, "redis"},
            {{"--retention", "forever", "count", "e", "f"}, "--retention"},

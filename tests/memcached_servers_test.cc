@@ -13,6 +13,7 @@ TEST(ParseServers, ListsKeepTheTextAsWrittenForTheRing) {
   EXPECT_EQ(*servers, (std::vector<std::string>{"10.0.0.1:11211", "cache-2.internal:11212"}));
   EXPECT_EQ(*ParseServers("[::1]:11211"), (std::vector<std::string>{"[::1]:11211"}));
   EXPECT_EQ(*ParseServers("a:1,,b:2,"), (std::vector<std::string>{"a:1", "b:2"})) << "empty items";
+  EXPECT_TRUE(ParseServers("[fe80::1]:1,my_host.local:2,10.0.0.1:3").ok());
 }
 
 TEST(ParseServers, BadEntriesNameThemselvesAndTheExpectedForm) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <limits>
+#include <set>
 #include <thread>
 
 #include "store_harness.h"
@@ -181,6 +182,35 @@ TEST_F(MemcachedStoreTest, FullPoolIsAnErrorAfterPoolWait) {
   EXPECT_EQ(busy.error().code(), ErrorCode::kUnavailable);
   EXPECT_NE(busy.error().message().find("busy"), std::string::npos) << busy.error().message();
   EXPECT_TRUE(Add("k", 1).ok()) << "the connection is back in the pool";
+}
+
+// IPv6: a server given as "[::1]:PORT" (the form the docs and errors show), alone and in a ring
+// beside an IPv4 one; every group lands on one of them and counts there.
+TEST(MemcachedStoreIpv6, ServesAMemcachedListeningOnTheIpv6Loopback) {
+  testing::MemcachedServer v6("::1");
+  ASSERT_TRUE(v6.running()) << v6.error();
+  ASSERT_EQ(v6.address().front(), '[');
+  testing::MemcachedServer v4;
+  ASSERT_TRUE(v4.running()) << v4.error();
+  for (const std::vector<std::string>& servers :
+       std::vector<std::vector<std::string>>{{v6.address()}, {v4.address(), v6.address()}}) {
+    MemcachedOptions options;
+    options.servers = servers;
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    std::set<std::string> holders;
+    for (int g = 0; g < 40; ++g) {
+      const std::string group = "g" + std::to_string(g) + std::to_string(servers.size());
+      const std::string key = group + ":k";
+      Result<std::vector<uint64_t>> values =
+          (*store)->Apply(Batch{group, {{key, 2, Seconds{60}}}, {key}});
+      ASSERT_TRUE(values.ok()) << values.error().ToString();
+      EXPECT_EQ(*values, (std::vector<uint64_t>{2}));
+      holders.insert(*(*store)->ServerFor(group));
+    }
+    EXPECT_EQ(holders.size(), servers.size()) << "every server holds some groups";
+  }
+  EXPECT_GT(v6.Stat("curr_items"), 0);
 }
 
 TEST(MemcachedStoreCreate, RejectsBadOptionsNamingThem) {

@@ -18,13 +18,34 @@ HashRing::HashRing(std::unique_ptr<Handle> handle, std::vector<ServerAddress> se
 HashRing::~HashRing() = default;
 
 Result<std::unique_ptr<HashRing>> HashRing::Create(const std::vector<std::string>& servers) {
+  // Names and IPv4 addresses as libmemcached's configuration string takes them; its parser has no
+  // form for an IPv6 literal, which is added as host and port (what a client calling
+  // memcached_server_add does).
   std::string config;
-  for (const std::string& server : servers) config += fmt::format("--SERVER={} ", server);
+  std::vector<ServerAddress> v6;
+  for (const std::string& server : servers) {
+    Result<ServerAddress> address = ParseServer(server);
+    if (!address.ok()) return address.error();
+    if (address->host.find(':') != std::string::npos) {
+      v6.push_back(*address);
+    } else {
+      config += fmt::format("--SERVER={} ", server);
+    }
+  }
   config += "--DISTRIBUTION=consistent";
   auto handle = std::make_unique<Handle>();
   handle->ring = ::memcached(config.data(), config.size());
   if (handle->ring == nullptr) {
     return Error(ErrorCode::kInternal, "libmemcached rejected the configuration: " + config);
+  }
+  for (const ServerAddress& address : v6) {
+    const memcached_return_t rc = memcached_server_add(
+        handle->ring, address.host.c_str(), static_cast<in_port_t>(std::stoi(address.port)));
+    if (rc != MEMCACHED_SUCCESS) {
+      return Error(ErrorCode::kInternal,
+                   fmt::format("libmemcached rejected the server {}: {}", HostPort(address),
+                               memcached_strerror(handle->ring, rc)));
+    }
   }
   std::vector<ServerAddress> addresses;
   const uint32_t count = memcached_server_count(handle->ring);

@@ -1,5 +1,6 @@
 #include "servers.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -21,15 +22,36 @@ bool ValidPort(std::string_view port) {
   return value >= 1 && value <= 65535;
 }
 
-bool ValidHost(std::string_view host) {
-  const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
-  if (host.empty() || (!bracketed && host.find(':') != std::string_view::npos)) return false;
-  for (unsigned char c : host) {
-    const bool ok =
-        std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == '[' || c == ']' || c == ':';
-    if (!ok) return false;
+// "[v6 address]": the brackets around an IPv6 literal.
+bool ValidV6(std::string_view host) {
+  if (host.size() < 3 || host.front() != '[' || host.back() != ']') return false;
+  const std::string inner(host.substr(1, host.size() - 2));
+  in6_addr address{};
+  return inet_pton(AF_INET6, inner.c_str(), &address) == 1;
+}
+
+// A host name or IPv4 address: dot-separated labels of letters, digits, '-' and '_', none
+// empty, none starting or ending with '-' (so no host reads as an option).
+bool ValidName(std::string_view host) {
+  if (host.empty() || host.size() > 253) return false;
+  size_t start = 0;
+  while (start <= host.size()) {
+    size_t dot = host.find('.', start);
+    if (dot == std::string_view::npos) dot = host.size();
+    const std::string_view label = host.substr(start, dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    for (unsigned char c : label) {
+      if (!std::isalnum(c) && c != '-' && c != '_') return false;
+    }
+    start = dot + 1;
   }
   return true;
+}
+
+bool ValidHost(std::string_view host) {
+  return !host.empty() && (host.front() == '[' ? ValidV6(host) : ValidName(host));
 }
 
 }  // namespace
@@ -37,7 +59,8 @@ bool ValidHost(std::string_view host) {
 Result<ServerAddress> ParseServer(std::string_view text) {
   const size_t colon = text.rfind(':');
   const std::string_view host = colon == std::string_view::npos ? text : text.substr(0, colon);
-  if (colon == std::string_view::npos || !ValidHost(host) || !ValidPort(text.substr(colon + 1))) {
+  if (colon == std::string_view::npos || host.empty() || !ValidHost(host) ||
+      !ValidPort(text.substr(colon + 1))) {
     return InvalidArgument(fmt::format(
         "server \"{}\": expected host:port (e.g. 127.0.0.1:11211 or [::1]:11211)", text));
   }

@@ -18,13 +18,25 @@
 namespace hourglass::testing {
 namespace {
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+bool IsV6(const std::string& host) { return host.find(':') != std::string::npos; }
+
+int Connect(const std::string& host, int port) {
+  const int fd = socket(IsV6(host) ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  int rc = -1;
+  if (IsV6(host)) {
+    sockaddr_in6 addr{};
+    addr.sin6_family = AF_INET6;
+    addr.sin6_port = htons(static_cast<uint16_t>(port));
+    addr.sin6_addr = in6addr_loopback;
+    rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  } else {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  }
+  if (rc != 0) {
     close(fd);
     return -1;
   }
@@ -54,7 +66,7 @@ int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
-MemcachedServer::MemcachedServer() {
+MemcachedServer::MemcachedServer(std::string host) : host_(std::move(host)) {
   for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
     port_ = FreeLoopbackPort();
     Start();
@@ -71,8 +83,8 @@ bool MemcachedServer::Start() {
     return false;
   }
   const std::string port = std::to_string(port_);
-  std::vector<std::string> args = {binary, "-l", "127.0.0.1", "-p",  port, "-U",  "0",
-                                   "-t",   "2",  "-m",        "256", "-c", "4096"};
+  std::vector<std::string> args = {binary, "-l", host_, "-p",  port, "-U",  "0",
+                                   "-t",   "2",  "-m",  "256", "-c", "4096"};
   if (geteuid() == 0) {
     args.push_back("-u");
     args.push_back("root");
@@ -93,7 +105,7 @@ bool MemcachedServer::Start() {
       error_ = "memcached exited at start (port " + port + " taken?)";
       return false;
     }
-    const int fd = Connect(port_);
+    const int fd = Connect(host_, port_);
     if (fd >= 0) {
       close(fd);
       return true;
@@ -155,7 +167,7 @@ void MemcachedServer::Thaw() {
 }
 
 std::string MemcachedServer::Raw(const std::string& command) const {
-  const int fd = Connect(port_);
+  const int fd = Connect(host_, port_);
   if (fd < 0) return "";
   (void)!write(fd, command.data(), command.size());
   std::string answer;

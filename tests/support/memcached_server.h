@@ -16,8 +16,8 @@ namespace hourglass::testing {
 
 class MemcachedServer {
  public:
-  // Starts memcached on 127.0.0.1 and a free port (as root with -u root).
-  MemcachedServer();
+  // Starts memcached on `host` ("127.0.0.1" or "::1") and a free port (as root with -u root).
+  explicit MemcachedServer(std::string host = "127.0.0.1");
   ~MemcachedServer();
   MemcachedServer(const MemcachedServer&) = delete;
   MemcachedServer& operator=(const MemcachedServer&) = delete;
@@ -37,7 +37,11 @@ class MemcachedServer {
   bool running() const { return pid_ > 0; }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // "127.0.0.1:PORT" or "[::1]:PORT".
+  std::string address() const {
+    return (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
+           std::to_string(port_);
+  }
   // Sends "stats\r\n" and returns the value of `name` (e.g. "curr_items"), or -1.
   long long Stat(const std::string& name) const;
   // Sends one raw ASCII command and returns the whole answer (up to "END\r\n" or a timeout).
@@ -46,6 +50,7 @@ class MemcachedServer {
   const std::string& error() const { return error_; }
 
  private:
+  std::string host_;
   int port_ = 0;
   pid_t pid_ = -1;
   std::string error_;
