@@ -24,6 +24,12 @@ bool ParseNumber(std::string_view text, T& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+// At most 40 bytes of `text` for a message, saying how long it was when cut.
+std::string Excerpt(std::string_view text) {
+  if (text.size() <= 40) return std::string(text);
+  return fmt::format("{}... ({} bytes)", text.substr(0, 40), text.size());
+}
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
   return s;
@@ -53,14 +59,15 @@ Result<std::optional<TraceHit>> ParseHitsLine(std::string_view raw) {
   TraceHit hit;
   if (!ParseNumber(fields[0], hit.at) || !InRange(FromUnix(hit.at))) {
     return InvalidArgument(fmt::format("bad time \"{}\": expected Unix seconds from {} to {}",
-                                       fields[0], ToUnix(kFirstInstant), ToUnix(kLastInstant)));
+                                       Excerpt(fields[0]), ToUnix(kFirstInstant),
+                                       ToUnix(kLastInstant)));
   }
   if (fields[1].empty()) return InvalidArgument("empty event");
   hit.event = fields[1];
   hit.feature = fields[2];
   if (n == 4 && (!ParseNumber(fields[3], hit.cost) || hit.cost < 1 || hit.cost > kMaxHitsPerCall)) {
     return InvalidArgument(fmt::format("bad cost \"{}\": expected a whole number from 1 to {}",
-                                       fields[3], kMaxHitsPerCall));
+                                       Excerpt(fields[3]), kMaxHitsPerCall));
   }
   return std::optional<TraceHit>{std::move(hit)};
 }
@@ -112,6 +119,23 @@ Result<std::optional<TraceHit>> ParseApacheLine(std::string_view raw, std::strin
   return std::optional<TraceHit>{std::move(hit)};
 }
 
+static_assert(kMaxTraceLine == 2 * kMaxFieldBytes + 64);
+
+Result<bool> ReadBoundedLine(std::istream& in, std::string& line) {
+  line.clear();
+  char c = 0;
+  while (in.get(c)) {
+    if (c == '\n') return true;
+    if (line.size() == kMaxTraceLine) {
+      return InvalidArgument(fmt::format(
+          "a line longer than {} bytes (an event and a feature are at most {} bytes each)",
+          kMaxTraceLine, kMaxFieldBytes));
+    }
+    line.push_back(c);
+  }
+  return !line.empty();
+}
+
 Result<Trace> ReadTrace(const std::string& path, std::string_view format, std::string_view event) {
   if (format != "hits" && format != "apache") {
     return InvalidArgument(fmt::format("--format {}: use hits or apache", format));
@@ -128,7 +152,12 @@ Result<Trace> ReadTrace(const std::string& path, std::string_view format, std::s
   Trace trace;
   std::string line;
   int64_t number = 0;
-  while (std::getline(in, line)) {
+  while (true) {
+    Result<bool> read = ReadBoundedLine(in, line);
+    if (!read.ok()) {
+      return InvalidArgument(fmt::format("{}:{}: {}", path, number + 1, read.error().message()));
+    }
+    if (!*read) break;
     ++number;
     Result<std::optional<TraceHit>> hit =
         format == "hits" ? ParseHitsLine(line) : ParseApacheLine(line, event);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,14 @@ struct TraceHit {
 // nullopt for a line to skip (blank or comment); an error naming what is wrong otherwise.
 Result<std::optional<TraceHit>> ParseHitsLine(std::string_view line);
 Result<std::optional<TraceHit>> ParseApacheLine(std::string_view line, std::string_view event);
+
+// The longest line a trace file may have: an event and a feature of kMaxFieldBytes each, and
+// the time and cost.
+constexpr size_t kMaxTraceLine = 2 * 65536 + 64;
+
+// The next line of `in` without its '\n' into `line`; false at the end. A line longer than
+// kMaxTraceLine is an error, found without reading the rest of it.
+Result<bool> ReadBoundedLine(std::istream& in, std::string& line);
 
 // A whole trace file, in time order (file order within a second).
 struct Trace {

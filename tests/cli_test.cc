@@ -467,6 +467,8 @@ TEST_F(CliTest, PolicyValidate) {
 
 TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
   const std::string malformed = TempFile("malformed.tsv", "1431857103\te\tf\nnot a line\n");
+  const std::string huge_line =
+      TempFile("huge.tsv", "1431857103\te\tf\n1431857104\te\t" + std::string(300000, 'x') + "\n");
   const std::string bad_apache =
       TempFile("bad.log", "1.2.3.4 - - [17/May/2015:10:05:03 +0000] x\ngarbage\n");
   struct Case {
@@ -491,6 +493,8 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
            {{"frobnicate"}, "frobnicate"},
            {{"replay", "/nonexistent.tsv"}, "/nonexistent.tsv: cannot read"},
            {{"replay", std::filesystem::path(malformed).parent_path().string()}, "is a directory"},
+           {{"replay", huge_line}, "huge.tsv:2: a line longer than"},
+           {{"hit", "e", std::string(70000, 'f')}, "feature of 70000 bytes"},
            {{"replay", malformed}, ":2: expected UNIX_SECONDS"},
            {{"replay", bad_apache, "--format", "apache"}, "bad.log:2:"},
            {{"replay", malformed, "--format", "csv"}, "--format csv"},
@@ -509,6 +513,7 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
     EXPECT_NE(r.err.find(c.says), std::string::npos)
         << "expected \"" << c.says << "\" in: " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_LT(r.err.size(), 1000u) << "bad input is named, never echoed whole";
   }
 }
 

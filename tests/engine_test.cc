@@ -450,6 +450,13 @@ TEST_P(EngineTest, BadArgumentsAreInvalidArgumentErrors) {
   EXPECT_EQ(engine.Record("e", "f", 0).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(engine.Check("e", "f", MakePolicy("1/m"), 0).error().code(),
             ErrorCode::kInvalidArgument);
+  // Events and features are at most kMaxFieldBytes; the error says so without echoing them.
+  EXPECT_TRUE(engine.Record("e", std::string(kMaxFieldBytes, 'f')).ok());
+  Result<Cost> long_feature = engine.Record("e", std::string(kMaxFieldBytes + 1, 'f'));
+  ASSERT_FALSE(long_feature.ok());
+  EXPECT_EQ(long_feature.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(long_feature.error().message(), "feature of 65537 bytes: at most 65536 bytes");
+  EXPECT_FALSE(engine.Check(std::string(kMaxFieldBytes + 1, 'e'), "f", MakePolicy("1/m")).ok());
   // A call counts for at most kMaxHitsPerCall hits, and the error says so.
   Result<Decision> huge = engine.Check("e", "f", MakePolicy("1/m"), kMaxHitsPerCall + 1);
   ASSERT_FALSE(huge.ok());

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 namespace hourglass::cli {
 namespace {
 
@@ -69,6 +71,35 @@ TEST(ApacheLine, RejectsMalformedLines) {
     Result<std::optional<TraceHit>> hit = ParseApacheLine(line, "r");
     EXPECT_FALSE(hit.ok()) << line;
   }
+}
+
+// Lines are read up to a bound, so a 200 MB line is an error found without holding it.
+TEST(ReadBoundedLine, ReadsLinesAndRefusesOverlongOnesEarly) {
+  std::istringstream in("a\tb\r\n\nlast without newline");
+  std::string line;
+  ASSERT_TRUE(*ReadBoundedLine(in, line));
+  EXPECT_EQ(line, "a\tb\r");
+  ASSERT_TRUE(*ReadBoundedLine(in, line));
+  EXPECT_EQ(line, "");
+  ASSERT_TRUE(*ReadBoundedLine(in, line));
+  EXPECT_EQ(line, "last without newline");
+  EXPECT_FALSE(*ReadBoundedLine(in, line));
+
+  std::istringstream huge(std::string(kMaxTraceLine + 1, 'x') + "\nnext\n");
+  Result<bool> too_long = ReadBoundedLine(huge, line);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_LT(too_long.error().message().size(), 200u) << "never echoes the line";
+  std::istringstream exact(std::string(kMaxTraceLine, 'x'));
+  ASSERT_TRUE(*ReadBoundedLine(exact, line));
+  EXPECT_EQ(line.size(), kMaxTraceLine);
+}
+
+TEST(ParseHitsLine, ErrorsQuoteAtMostAnExcerpt) {
+  Result<std::optional<TraceHit>> hit = ParseHitsLine(std::string(5000, '9') + "x\te\tf");
+  ASSERT_FALSE(hit.ok());
+  EXPECT_LT(hit.error().message().size(), 200u) << hit.error().message();
+  EXPECT_NE(hit.error().message().find("5001 bytes"), std::string::npos);
 }
 
 }  // namespace

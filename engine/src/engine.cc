@@ -102,6 +102,12 @@ const KeySpace& Engine::keys() const { return core_->keys; }
 
 Result<std::string> Engine::GroupKeyFor(std::string_view event, std::string_view feature) const {
   if (event.empty()) return InvalidArgument("event must not be empty");
+  for (const auto& [what, field] : {std::pair{"event", event}, std::pair{"feature", feature}}) {
+    if (field.size() > kMaxFieldBytes) {
+      return InvalidArgument(
+          fmt::format("{} of {} bytes: at most {} bytes", what, field.size(), kMaxFieldBytes));
+    }
+  }
   return core_->keys.GroupKey(event, feature);
 }
 

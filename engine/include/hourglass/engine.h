@@ -91,6 +91,10 @@ struct EngineOptions {
   bool exact_retry_after = false;
 };
 
+// The longest event or feature, in bytes. Longer ones are refused (kInvalidArgument) without
+// being echoed back.
+constexpr size_t kMaxFieldBytes = 65536;
+
 // The most hits one Record or Check may count for. Far below what a 64-bit bucket holds, so no
 // sequence of calls can make a bucket wrap within its life.
 constexpr uint64_t kMaxHitsPerCall = 1'000'000'000;
