@@ -465,6 +465,19 @@ TEST_F(CliTest, PolicyValidate) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// A policy that check would refuse under the retention in force does not validate either.
+TEST_F(CliTest, PolicyValidateChecksWindowsAgainstTheRetention) {
+  const std::string file = TempFile(
+      "long.yaml", "events:\n  a:\n    limits: [5/m]\n    overrides: {x: {limits: [5/2d]}}\n");
+  ProcessResult r = RunBare({"policy", "validate", file});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("override \"x\": limit 5/2d is longer than the retention (1d)"),
+            std::string::npos)
+      << r.err;
+  r = RunBare({"--retention", "2d", "policy", "validate", file});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
   const std::string malformed = TempFile("malformed.tsv", "1431857103\te\tf\nnot a line\n");
   const std::string huge_line =

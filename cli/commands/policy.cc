@@ -23,8 +23,29 @@ nlohmann::json EventsJson(const PolicyFile& policies) {
   return events;
 }
 
+// Every window must fit the retention in force, or checks under it would be refused.
+void CheckRetention(const Globals& g, const std::string& file, const PolicyFile& policies) {
+  Result<Seconds> retention = ParseDuration(g.retention);
+  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
+  for (const auto& [event, entry] : policies.events()) {
+    std::vector<std::pair<std::string, const Policy*>> all = {{"", &entry.policy}};
+    for (const auto& [feature, policy] : entry.overrides) {
+      all.emplace_back(" override \"" + feature + "\"", &policy);
+    }
+    for (const auto& [where, policy] : all) {
+      for (const Limit& limit : policy->limits) {
+        if (limit.window.length() <= *retention) continue;
+        Fail(kUsage, fmt::format("{}: event \"{}\"{}: limit {} is longer than the retention "
+                                 "({}); raise --retention, the same on every client",
+                                 file, event, where, limit.ToString(), FormatDuration(*retention)));
+      }
+    }
+  }
+}
+
 int RunPolicyValidate(const Globals& g, const std::string& file) {
   const PolicyFile policies = Unwrap(PolicyFile::Load(file));
+  CheckRetention(g, file, policies);
   if (g.json) {
     Print(Dump({{"valid", true}, {"file", file}, {"events", EventsJson(policies)}}) + "\n");
   } else {
