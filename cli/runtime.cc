@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "hourglass/store_factory.h"
 
 namespace hourglass::cli {
@@ -17,6 +19,10 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
   // The memory store expires keys on the engine's clock (a replay's time); memcached lives in
   // real time, so its absolute TTLs and failure windows come from the real clock.
   if (g.store == "memory") return Unwrap(OpenStore("memory://", clock));
+  const std::vector<std::string> servers = Unwrap(ParseServers(g.servers));
+  for (const std::string& warning : SameServerWarnings(servers)) {
+    std::fprintf(stderr, "hourglass: warning: %s\n", warning.c_str());
+  }
   return Unwrap(OpenStore("memcached://" + g.servers, SystemClock::Get(), options));
 }
 

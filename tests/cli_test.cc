@@ -478,6 +478,20 @@ TEST_F(CliTest, PolicyValidateChecksWindowsAgainstTheRetention) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// One memcached spelled two ways in one list is two servers to the ring: the CLI warns.
+TEST_F(CliTest, WarnsWhenAListNamesOneServerTwice) {
+  const std::string port = std::to_string(server_.port());
+  ProcessResult r =
+      RunBare({"--servers", "localhost:" + port + ",127.0.0.1:" + port, "count", "e", "f"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: servers \"localhost:" + port + "\" and \"127.0.0.1:" + port +
+                       "\" are one memcached"),
+            std::string::npos)
+      << r.err;
+  r = Run({"count", "e", "f"});
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
   const std::string malformed = TempFile("malformed.tsv", "1431857103\te\tf\nnot a line\n");
   const std::string huge_line =

@@ -46,12 +46,18 @@ struct MemcachedOptions {
 // "h1:11211,h2:11211" -> {"h1:11211", "h2:11211"}; rejects missing or bad ports.
 Result<std::vector<std::string>> ParseServers(std::string_view list);
 
+// One message per pair of `servers` entries that reach the same address and port, e.g.
+// "localhost:11211" and "127.0.0.1:11211": the ring hashes the text, so it treats them as two
+// servers, and clients that spell one server differently place keys differently. Looks names up
+// (entries whose lookup fails are skipped).
+std::vector<std::string> SameServerWarnings(const std::vector<std::string>& servers);
+
 class MemcachedStore final : public Store {
  public:
   // `clock` (which must outlive the store) gives the wall time of absolute TTLs and the
   // monotonic time of the fail-fast window and idle checks.
-  static Result<std::unique_ptr<MemcachedStore>> Create(
-      const MemcachedOptions& options, const Clock& clock = SystemClock::Get());
+  static Result<std::unique_ptr<MemcachedStore>> Create(const MemcachedOptions& options,
+                                                        const Clock& clock = SystemClock::Get());
   // Flushes (see Flush), so fire-and-forget answers are known to have arrived when a short-lived
   // process exits and no socket is closed with unread answers.
   ~MemcachedStore() override;
