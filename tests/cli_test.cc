@@ -492,6 +492,24 @@ TEST_F(CliTest, WarnsWhenAListNamesOneServerTwice) {
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 }
 
+// A stalled server answers nothing, yet applies what it was sent when it resumes: the failure
+// says the hit may have been recorded (at least once), and it was.
+TEST_F(CliTest, AHitToAStalledServerSaysItMayHaveBeenRecorded) {
+  ASSERT_TRUE(server_.Freeze());
+  ProcessResult r = Run({"--timeout-ms", "200", "hit", "signup", "stalled"});
+  server_.Thaw();
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("may have been applied"), std::string::npos) << r.err;
+  ProcessResult count = Run({"--json", "count", "signup", "stalled", "--window", "1m"});
+  ASSERT_EQ(count.code, 0) << count.err;
+  EXPECT_EQ(Json(count)["windows"][0]["count"], 1) << "applied when the server resumed";
+  // Refused before anything was sent: no such warning.
+  const std::string dead = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  r = RunBare({"--servers", dead, "--timeout-ms", "200", "hit", "signup", "stalled"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err.find("may have been applied"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
   const std::string malformed = TempFile("malformed.tsv", "1431857103\te\tf\nnot a line\n");
   const std::string huge_line =

@@ -29,6 +29,16 @@ Status ValidateOptions(const MemcachedOptions& options) {
   return {};
 }
 
+// A batch whose request left (wholly or in part) but whose answer did not come: its increments
+// may have been applied, or may be applied when a stalled server resumes. Nothing takes them
+// back: if they never landed, a take-back would erase other hits and over-admit.
+Error MaybeApplied(const Error& error, const Batch& batch) {
+  if (batch.increments.empty()) return error;
+  return Error(error.code(), error.message() +
+                                 " (the increments were sent: they may have been "
+                                 "applied, now or when the server resumes)");
+}
+
 memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
   return memcached::PoolOptions{o.connect_timeout, o.io_timeout, o.retry_timeout,
                                 o.pool_size,       o.pool_wait,  o.idle_check_after};
@@ -104,17 +114,17 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   }
   thread_local std::string request;
   memcached::BuildRequest(batch, impl_->clock.Now(), request);
-  if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
+  if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
   if (batch.reads.empty()) {
     ++c->unread_noops;  // fire-and-forget: its answer is read by the connection's next user
     return std::vector<uint64_t>{};
   }
   if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
       !s.ok()) {
-    return c.Fail(s.error());
+    return MaybeApplied(c.Fail(s.error()), batch);
   }
   Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer(pool.name(), *c->socket, batch);
-  if (!answer.ok()) return c.Fail(answer.error());
+  if (!answer.ok()) return MaybeApplied(c.Fail(answer.error()), batch);
   if (answer->error) return *answer->error;
   return std::move(answer->values);
 }

@@ -62,6 +62,8 @@ class MemcachedStore final : public Store {
   // process exits and no socket is closed with unread answers.
   ~MemcachedStore() override;
 
+  // A failure after the request was sent says that its increments may have been applied (now, or
+  // when a stalled server resumes): at least once, never taken back.
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
   Status Delete(const std::string& group, std::span<const std::string> keys) override;
   // Reads the answers of every fire-and-forget batch sent so far on idle connections (up to
