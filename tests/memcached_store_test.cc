@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "dripping_server.h"
 #include "store_harness.h"
 
 namespace hourglass {
@@ -182,6 +183,26 @@ TEST_F(MemcachedStoreTest, FullPoolIsAnErrorAfterPoolWait) {
   EXPECT_EQ(busy.error().code(), ErrorCode::kUnavailable);
   EXPECT_NE(busy.error().message().find("busy"), std::string::npos) << busy.error().message();
   EXPECT_TRUE(Add("k", 1).ok()) << "the connection is back in the pool";
+}
+
+// io_timeout bounds the whole exchange: a server that drips its answer a byte every 50 ms (each
+// read quick, the answer 1.3 s long) is a deadline error after about io_timeout, not a wait for
+// the whole drip.
+TEST(MemcachedStoreDeadline, IoTimeoutBoundsTheWholeExchange) {
+  const std::string answer = "VALUE g:k 0 5\r\n12345\r\nEND\r\n";
+  testing::DrippingServer drip(answer, milliseconds{50});
+  MemcachedOptions options;
+  options.servers = {drip.address()};
+  options.io_timeout = milliseconds{300};
+  Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::vector<uint64_t>> values = (*store)->Apply(Batch{"g", {}, {"g:k"}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(values.ok());
+  EXPECT_EQ(values.error().code(), ErrorCode::kDeadlineExceeded) << values.error().ToString();
+  EXPECT_LT(took, milliseconds{50} * static_cast<int>(answer.size()) / 2)
+      << "held for most of the drip";
 }
 
 // IPv6: a server given as "[::1]:PORT" (the form the docs and errors show), alone and in a ring

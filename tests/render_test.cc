@@ -10,6 +10,10 @@ TEST(Render, TimesAreUtcIso8601) {
   EXPECT_EQ(FormatTime(FromUnix(1431857103)), "2015-05-17T10:05:03Z");
   EXPECT_EQ(FormatTimeOfDay(FromUnix(1431857103), true), "10:05:03");
   EXPECT_EQ(FormatTimeOfDay(FromUnix(1431857103), false), "10:05");
+  // The ends of the accepted range (past 2262, nanosecond clocks overflow).
+  EXPECT_EQ(FormatTime(kFirstInstant), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatTime(kLastInstant), "9999-12-31T23:59:59Z");
+  EXPECT_EQ(FormatTimeOfDay(kLastInstant, true), "23:59:59");
 }
 
 TEST(Render, SparklineScalesToTheLargestValue) {

@@ -10,7 +10,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -99,7 +101,26 @@ Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Open(
 }
 
 MemcachedConnection::MemcachedConnection(int fd, std::chrono::milliseconds io_timeout)
-    : fd_(fd), io_timeout_(io_timeout), buffer_(kReadChunk) {}
+    : fd_(fd), io_timeout_(io_timeout), receive_timeout_(io_timeout), buffer_(kReadChunk) {}
+
+void MemcachedConnection::BeginExchange() {
+  deadline_ = std::chrono::steady_clock::now() + io_timeout_;
+}
+
+Status MemcachedConnection::WaitAtMost(std::chrono::microseconds left) {
+  // The first read of an exchange waits the whole io_timeout as set: no system call. Later reads
+  // (an answer in pieces) get what is left; the next exchange's first read restores the rest.
+  constexpr std::chrono::microseconds kSlack{2000};
+  const std::chrono::microseconds want = std::min<std::chrono::microseconds>(left, io_timeout_);
+  if (want + kSlack >= receive_timeout_ && want <= receive_timeout_) return {};
+  const timeval tv{static_cast<time_t>(want.count() / 1000000),
+                   static_cast<suseconds_t>(want.count() % 1000000)};
+  if (setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+    return ErrnoError("socket options", errno);
+  }
+  receive_timeout_ = want;
+  return {};
+}
 
 bool MemcachedConnection::PeerClosed() const {
   pollfd p{fd_, POLLRDHUP, 0};
@@ -145,6 +166,12 @@ Status MemcachedConnection::Fill() {
     }
   }
   while (true) {
+    if (deadline_ != std::chrono::steady_clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::microseconds>(
+          deadline_ - std::chrono::steady_clock::now());
+      if (left <= std::chrono::microseconds{0}) return TimedOut("read");
+      if (Status s = WaitAtMost(left); !s.ok()) return s;
+    }
     const ssize_t got = recv(fd_, buffer_.data() + end_, buffer_.size() - end_, 0);
     if (got > 0) {
       end_ += static_cast<size_t>(got);

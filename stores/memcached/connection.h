@@ -37,6 +37,10 @@ class MemcachedConnection {
   MemcachedConnection(const MemcachedConnection&) = delete;
   MemcachedConnection& operator=(const MemcachedConnection&) = delete;
 
+  // Starts an exchange (a request and its answers): every read until the next BeginExchange ends
+  // within io_timeout from now, however the server spreads its bytes. Without it each read alone
+  // is bounded by io_timeout.
+  void BeginExchange();
   // Sends all of `bytes` (one send() when the socket buffer has room, as it has for a check).
   Status Send(std::string_view bytes);
   // The next line without its "\r\n"; valid until the next read.
@@ -51,11 +55,15 @@ class MemcachedConnection {
  private:
   MemcachedConnection(int fd, std::chrono::milliseconds io_timeout);
   Error TimedOut(std::string_view what) const;
-  // Reads more bytes into the buffer.
+  // Reads more bytes into the buffer, by the exchange's deadline.
   Status Fill();
+  // Lowers the socket's receive timeout to what is left of the exchange, when that is less.
+  Status WaitAtMost(std::chrono::microseconds left);
 
   int fd_;
   std::chrono::milliseconds io_timeout_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::chrono::microseconds receive_timeout_;  // what SO_RCVTIMEO is set to
   std::vector<char> buffer_;
   size_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)
   size_t end_ = 0;

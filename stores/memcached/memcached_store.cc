@@ -62,6 +62,7 @@ struct MemcachedStore::Impl {
   void Flush() {
     for (const auto& pool : pools) {
       pool->SweepIdle([&](memcached::PooledConnection& c) {
+        if (c.unread_noops > 0) c.socket->BeginExchange();
         if (c.unread_noops == 0 ||
             memcached::ReadUnreadNoops(pool->name(), c, unconfirmed_failures).ok()) {
           return true;
@@ -108,6 +109,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   memcached::ServerPool& pool = impl_->PoolOf(batch.group);
   memcached::Lease c(pool);
   if (Status s = c.Acquire(); !s.ok()) return s.error();
+  c->socket->BeginExchange();  // io_timeout bounds the whole exchange, not each read
   if (c->unread_noops >= kMaxUnreadNoops) {
     Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
     if (!s.ok()) return c.Fail(s.error());
@@ -134,6 +136,7 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   memcached::ServerPool& pool = impl_->PoolOf(group);
   memcached::Lease c(pool);
   if (Status s = c.Acquire(); !s.ok()) return s.error();
+  c->socket->BeginExchange();
   if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys)); !s.ok()) {
     return c.Fail(s.error());
   }

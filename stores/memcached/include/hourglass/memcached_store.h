@@ -34,7 +34,8 @@ struct MemcachedOptions {
   // hashes the strings.
   std::vector<std::string> servers = {"127.0.0.1:11211"};
   std::chrono::milliseconds connect_timeout{100};  // to open a connection
-  std::chrono::milliseconds io_timeout{100};       // each wait for the server to answer
+  // The whole exchange with the server (a request and its answers), however it spreads its bytes.
+  std::chrono::milliseconds io_timeout{100};
   std::chrono::seconds retry_timeout{1};  // after a failure, the server fails fast this long
   uint32_t pool_size = 8;                 // connections per server, shared by all threads
   std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
