@@ -60,7 +60,7 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
   decision_.limits.reserve(policy.limits.size());
   decision_.recorded = true;
-  if (settled_instant() && core_.buckets) core_.buckets->Invalidate(group_);
+  core_.ForgetCachedIfSettled(group_, second_, now_);
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {

@@ -36,7 +36,7 @@ class CheckRun {
   bool live() const { return t_ == now_; }
   // A check at a settled instant writes into buckets that caches treat as immutable: it reads
   // without the cache, and the feature's cached buckets are dropped (see the constructor).
-  bool settled_instant() const { return t_ < now_ - core_.settle_margin(); }
+  bool settled_instant() const { return core_.IsSettled(second_, now_); }
   BucketReader Reader() const { return core_.Reader(!settled_instant()); }
   std::vector<Increment> HitIncrements(int64_t sign) const;
   // The policy's answer when the store failed; `cost` is what was spent before.

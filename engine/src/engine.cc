@@ -135,11 +135,7 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
   Batch batch{*group, core_->keys.HitIncrements(*group, t, static_cast<int64_t>(hits)), {}};
   for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
   Result<std::vector<uint64_t>> values = core_->store->Apply(batch);
-  // A hit recorded at a settled instant (a replay) changes buckets this process may have cached
-  // as immutable: forget them. Other processes' caches assume no such writes (settle_margin).
-  if (core_->buckets && t < ToUnix(now) - core_->settle_margin().count()) {
-    core_->buckets->Invalidate(*group);
-  }
+  core_->ForgetCachedIfSettled(*group, t, now);  // a replay writes into settled buckets
   if (!values.ok()) return values.error();
   return Cost{batch.increments.size(), batch.reads.size(), 1};
 }

@@ -28,6 +28,14 @@ struct EngineCore {
     return BucketReader(*store, keys, cached ? buckets.get() : nullptr, settle_margin());
   }
   Seconds settle_margin() const { return options.settle_margin; }
+  // Whether second `t` lies before the settle margin of `now`: buckets holding it are treated as
+  // immutable by every cache.
+  bool IsSettled(int64_t t, Instant now) const { return t < ToUnix(now) - settle_margin().count(); }
+  // A write at such a second changes buckets this process may have cached: forget `group`'s.
+  // Other processes' caches assume nobody writes there (see Engine::Record).
+  void ForgetCachedIfSettled(const std::string& group, int64_t t, Instant now) const {
+    if (buckets && IsSettled(t, now)) buckets->Invalidate(group);
+  }
 
   Store* store;
   const Clock* clock;

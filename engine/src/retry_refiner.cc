@@ -51,14 +51,16 @@ Result<Cost> RetryRefiner::Refine(const std::vector<Limit>& limits, int64_t t, u
   Cost spent;
   const Ladder& ladder = core_.keys.ladder();
   for (size_t round = 0; round < ladder.levels(); ++round) {
+    // Per limit, the piece that frees the room and its child buckets, if it is to be split.
     std::vector<std::optional<size_t>> split(limits.size());
+    std::vector<std::vector<Bucket>> children(limits.size());
     std::vector<Bucket> reads;
     for (size_t i = 0; i < limits.size(); ++i) {
       split[i] = Crossing(limits[i], pieces[i], t, hits, pending);
       if (!split[i]) continue;
       const Span span = pieces[i][*split[i]].span;
-      const std::vector<Bucket> children = Children(span, ChildLevel(span));
-      reads.insert(reads.end(), children.begin(), children.end());
+      children[i] = Children(span, ChildLevel(span));
+      reads.insert(reads.end(), children[i].begin(), children[i].end());
     }
     if (reads.empty()) break;
     SortUnique(reads);
@@ -70,17 +72,17 @@ Result<Cost> RetryRefiner::Refine(const std::vector<Limit>& limits, int64_t t, u
       // The window's first second: children wholly before it are gone, the one across it is cut.
       const int64_t first_second = t - limits[i].window.length().count() + 1;
       const Span span = pieces[i][*split[i]].span;
-      const int64_t w = ladder.width(ChildLevel(span)).count();
-      std::vector<CountedSpan> children;
-      for (const Bucket& b : Children(span, ChildLevel(span))) {
+      std::vector<CountedSpan> counted;
+      for (const Bucket& b : children[i]) {
+        const int64_t w = ladder.width(b.level).count();
         const int64_t s = b.index * w;
         const Span child{std::max(s, first_second), std::min(s + w - 1, span.last)};
         if (child.last < first_second) continue;
-        children.push_back(CountedSpan{child, read->values[IndexOf(reads, b)]});
+        counted.push_back(CountedSpan{child, read->values[IndexOf(reads, b)]});
       }
       auto& p = pieces[i];
       p.erase(p.begin() + static_cast<long>(*split[i]));
-      p.insert(p.begin() + static_cast<long>(*split[i]), children.begin(), children.end());
+      p.insert(p.begin() + static_cast<long>(*split[i]), counted.begin(), counted.end());
     }
   }
   return spent;
