@@ -47,6 +47,12 @@ std::vector<Window> ParseWindows(const std::vector<std::string>& specs) {
 
 void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
+void AddCostOption(CLI::App* sub, int64_t& cost) {
+  sub->add_option("--cost", cost,
+                  fmt::format("how many hits this one counts for: 1 to {}", kMaxHitsPerCall))
+      ->capture_default_str();
+}
+
 void AddFeatureArgs(CLI::App* sub, std::string& event, std::string& feature) {
   sub->add_option("event", event, "event, e.g. url_shorten")->required();
   sub->add_option("feature", feature,

@@ -66,6 +66,9 @@ std::vector<Window> ParseWindows(const std::vector<std::string>& specs);
 // Writes `text` to stdout as it is.
 void Print(const std::string& text);
 
+// --cost N, with its bound (1 to kMaxHitsPerCall) in the help; CheckCost checks it.
+void AddCostOption(CLI::App* sub, int64_t& cost);
+
 // The positional EVENT FEATURE every per-feature command takes.
 void AddFeatureArgs(CLI::App* sub, std::string& event, std::string& feature);
 

@@ -66,8 +66,7 @@ Command AddCheckCommand(CLI::App& app, const Globals& g) {
       app.add_subcommand("check", "Check a hit against limits and record it per the mode");
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyArgs(sub, args->policy);
-  sub->add_option("--cost", args->cost, "how many hits this one counts for: 1 to 1000000000")
-      ->capture_default_str();
+  AddCostOption(sub, args->cost);
   sub->add_option("--at", args->at, "check at UNIX_SECONDS instead of now");
   sub->footer(
       "Exit code 0 allowed, 1 denied, 3 store unreachable (decision per the policy's failure "

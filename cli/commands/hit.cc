@@ -41,8 +41,7 @@ Command AddHitCommand(CLI::App& app, const Globals& g) {
   auto args = std::make_shared<HitArgs>();
   CLI::App* sub = app.add_subcommand("hit", "Record a hit");
   AddFeatureArgs(sub, args->event, args->feature);
-  sub->add_option("--cost", args->cost, "how many hits this one counts for: 1 to 1000000000")
-      ->capture_default_str();
+  AddCostOption(sub, args->cost);
   sub->add_option("--at", args->at, "record at UNIX_SECONDS instead of now");
   sub->footer(
       "Examples:\n"

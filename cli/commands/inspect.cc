@@ -41,44 +41,26 @@ std::vector<Timeline> Timelines(const Engine& engine, int64_t now) {
   return timelines;
 }
 
-// "second", "minute", "hour", "day", or the width ("10s").
-std::string UnitName(int64_t width) {
-  switch (width) {
-    case 1:
-      return "second";
-    case 60:
-      return "minute";
-    case 3600:
-      return "hour";
-    case 86400:
-      return "day";
-    default:
-      return FormatDuration(Seconds{width});
-  }
-}
+// How a level of `width` is named: "second" ("per second", JSON "seconds", "max 3/s"), or for
+// a width without a name, its duration ("per 10s", JSON "per_10s", "max 3/10s").
+struct UnitNames {
+  std::string unit, json, per;
+};
 
-std::string JsonName(int64_t width) {
+UnitNames NamesOf(int64_t width) {
   switch (width) {
     case 1:
+      return {"second", "seconds", "/s"};
     case 60:
+      return {"minute", "minutes", "/min"};
     case 3600:
+      return {"hour", "hours", "/h"};
     case 86400:
-      return UnitName(width) + "s";
-    default:
-      return "per_" + FormatDuration(Seconds{width});
-  }
-}
-
-std::string MaxSuffix(int64_t width) {
-  switch (width) {
-    case 1:
-      return "/s";
-    case 60:
-      return "/min";
-    case 3600:
-      return "/h";
-    default:
-      return "/" + FormatDuration(Seconds{width});
+      return {"day", "days", "/1d"};
+    default: {
+      const std::string d = FormatDuration(Seconds{width});
+      return {d, "per_" + d, "/" + d};
+    }
   }
 }
 
@@ -87,8 +69,9 @@ std::string TimelineText(const Timeline& t, int64_t now) {
   const auto clock = [&](int64_t s) { return FormatTimeOfDay(FromUnix(s), seconds); };
   const int64_t first = t.buckets.front().index * t.width;
   const uint64_t max = *std::max_element(t.values.begin(), t.values.end());
-  return fmt::format("{:<12}{}..{}  (max {}{})\n  {}\n", "per " + UnitName(t.width) + ",",
-                     clock(first), clock(now), max, MaxSuffix(t.width), Sparkline(t.values));
+  const UnitNames names = NamesOf(t.width);
+  return fmt::format("{:<12}{}..{}  (max {}{})\n  {}\n", "per " + names.unit + ",", clock(first),
+                     clock(now), max, names.per, Sparkline(t.values));
 }
 
 int RunInspect(const Globals& g, const InspectArgs& a) {
@@ -115,7 +98,7 @@ int RunInspect(const Globals& g, const InspectArgs& a) {
   if (g.json) {
     nlohmann::json j = CountsJson(a.event, a.feature, counts);
     for (const Timeline& timeline : timelines) {
-      j[JsonName(timeline.width)] =
+      j[NamesOf(timeline.width).json] =
           std::vector<uint64_t>(timeline.values.begin(), timeline.values.end());
     }
     j["keys_read"] = keys_read;
