@@ -158,7 +158,7 @@ Status CheckRun::ReadBounds() {
 }
 
 Status CheckRun::ReadExact(std::vector<Increment> increments, std::optional<int64_t> open) {
-  const ReadPlan& plan = core_.Plan(spans_, open);  // Read does not plan: the reference holds
+  const ReadPlan& plan = core_.Plan(spans_, open, now_);  // Read does not plan: the reference holds
   Result<BucketRead> read = Reader().Read(group_, plan.reads, std::move(increments), now_);
   if (!read.ok()) return read.error();
   decision_.cost += read->cost;

@@ -47,6 +47,7 @@ struct PlanCache {
   uint64_t engine = 0;
   std::vector<Span> spans;
   std::optional<int64_t> open;
+  CoverOptions cover;
   ReadPlan plan;
 };
 
@@ -75,14 +76,18 @@ EngineCore::EngineCore(Store& s, const Clock& c, EngineOptions o, KeyCodec codec
   }
 }
 
-const ReadPlan& EngineCore::Plan(const std::vector<Span>& spans,
-                                 std::optional<int64_t> open) const {
+const ReadPlan& EngineCore::Plan(const std::vector<Span>& spans, std::optional<int64_t> open,
+                                 Instant now) const {
   thread_local PlanCache cache;
-  if (cache.engine != id || cache.open != open || cache.spans != spans) {
-    cache.plan = PlanReads(options.ladder, spans, open, options.cover);
+  CoverOptions cover = options.cover;
+  cover.changing_from = ToUnix(now) - settle_margin().count();
+  if (cache.engine != id || cache.open != open ||
+      cache.cover.changing_from != cover.changing_from || cache.spans != spans) {
+    cache.plan = PlanReads(options.ladder, spans, open, cover);
     cache.engine = id;
     cache.spans = spans;
     cache.open = open;
+    cache.cover = cover;
   }
   return cache.plan;
 }
@@ -151,7 +156,7 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
-  const ReadPlan& plan = core_->Plan(spans, open);  // Read does not plan: the reference holds
+  const ReadPlan& plan = core_->Plan(spans, open, now);  // Read does not plan: the reference holds
   Result<internal::BucketRead> read = core_->Reader().Read(*group, plan.reads, {}, now);
   if (!read.ok()) return read.error();
   Counts counts{t, {}, read->cost};

@@ -88,7 +88,7 @@ class Coverer {
     assert(b <= p + parent_w);
     const int64_t inside = (b - a) / w;
     const int64_t complement = (a - p) / w + (p + parent_w - b) / w;
-    if (!options_.complements || 1 + complement >= inside) {
+    if (!options_.complements || 1 + complement >= inside || !Final(p, a, b, p + parent_w)) {
       Direct(i, a, b, out, inward);
       return;
     }
@@ -96,6 +96,14 @@ class Coverer {
     out.Add(ladder_.BucketAt(i + 1, p), +1);
     for (int64_t s = p; s < a; s += w) out.Add(ladder_.BucketAt(i, s), -1);
     for (int64_t s = b; s < p + parent_w; s += w) out.Add(ladder_.BucketAt(i, s), -1);
+  }
+
+  // Whether the complement of [a, b) in its parent [p, end), the buckets in [p, a) and [b, end),
+  // ends before the buckets that may still change.
+  bool Final(int64_t p, int64_t a, int64_t b, int64_t end) const {
+    if (!options_.changing_from) return true;
+    const int64_t last = b < end ? end - 1 : a - 1;  // the complement's last second
+    return (a == p && b == end) || last < *options_.changing_from;
   }
 
   const Ladder& ladder_;

@@ -81,7 +81,7 @@ struct EngineOptions {
   Seconds retention{86400};
   // Allowance for clock skew between app servers, added to every TTL. Default 5s.
   Seconds settle_margin{5};
-  CoverOptions cover;  // planner switches (for benchmarks and tests)
+  CoverOptions cover;  // planner switches (for benchmarks); changing_from is set per call
   HotPathOptions hot_path;
   // On a denial, read inside the bucket whose hits leave first (at most one batch per ladder
   // level) so that retry_after is exact to the second. Off by default: a denial then costs no

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,11 @@ class Ladder {
 // How the planner may cover a span with the ladder's buckets (see planner.h).
 struct CoverOptions {
   bool complements = true;  // allow parent-minus-complement pieces
+  // Unix second from which buckets may still change (live hits, take-backs of denied checks): a
+  // complement never subtracts a bucket that ends at or after it, since a read of several keys is
+  // not a snapshot and a change landing between the reads would be lost or counted twice. The
+  // engine passes "now minus the settle margin"; nullopt treats every bucket as final.
+  std::optional<int64_t> changing_from;
 };
 
 // Floor division for possibly negative numerators (b > 0).

@@ -3,7 +3,8 @@
 // A window's span is split into pieces; each piece's hit count is a signed sum of bucket values:
 // - whole buckets, taken greedily from both edges with the largest level that fits;
 // - a partial run of buckets inside one parent may be read as parent minus complement when that
-//   reads fewer keys (CoverOptions::complements);
+//   reads fewer keys (CoverOptions::complements) and the complement can no longer change
+//   (CoverOptions::changing_from);
 // - at the current time (`now` given), no hit is later than now, so the open bucket of a level
 //   (the one containing now) stands for all its finer buckets up to now: one key.
 // Hits later than span.last are never counted, even when buckets hold them (queries in the past).
