@@ -47,6 +47,8 @@ memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
 }  // namespace
 
 struct MemcachedStore::Impl {
+  explicit Impl(const Clock& c) : clock(c) {}
+
   const Clock& clock;
   std::string description;
   std::unique_ptr<memcached::HashRing> ring;

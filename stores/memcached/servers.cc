@@ -124,15 +124,14 @@ std::vector<std::string> SameServerWarnings(const std::vector<std::string>& serv
   std::vector<std::string> warnings;
   for (size_t i = 0; i < reached.size(); ++i) {
     for (size_t j = i + 1; j < reached.size(); ++j) {
-      const auto& [a, a_endpoints] = reached[i];
-      const auto& [b, b_endpoints] = reached[j];
-      const bool same = std::any_of(a_endpoints.begin(), a_endpoints.end(),
+      const auto& b_endpoints = reached[j].second;
+      const bool same = std::any_of(reached[i].second.begin(), reached[i].second.end(),
                                     [&](const std::string& e) { return b_endpoints.count(e); });
       if (!same) continue;
       warnings.push_back(fmt::format(
           "servers \"{}\" and \"{}\" are one memcached: list it once, spelled the same way on "
           "every client (the ring hashes the text)",
-          a, b));
+          reached[i].first, reached[j].first));
     }
   }
   return warnings;
