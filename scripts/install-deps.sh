@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hourglass needs to build, test and run (as root, or with sudo).
-# `install-deps.sh bench` adds what the benchmarks need (gnuplot, the Python limits peer).
+# `install-deps.sh bench` adds what the benchmarks need (gnuplot, the Python limits peer);
+# `install-deps.sh fuzz` adds clang and libFuzzer.
 # Does nothing when all of them are installed already.
 set -euo pipefail
 packages=(
@@ -11,6 +12,9 @@ packages=(
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(gnuplot-nox python3-limits python3-pymemcache)
+fi
+if [[ "${1:-}" == "fuzz" ]]; then
+  packages+=(clang libclang-rt-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

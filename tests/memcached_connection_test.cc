@@ -1,6 +1,8 @@
 // MemcachedConnection against a real memcached: whole requests in, lines and data blocks out, and
 // every failure (refused, unknown host, frozen, killed) a clear error within the timeout.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -54,6 +56,25 @@ TEST(MemcachedConnection, ValuesLargerThanTheReadBufferArriveWhole) {
     EXPECT_EQ(*block, value);
   }
   EXPECT_EQ(*c->ReadLine(), "END");
+}
+
+// A server (or whatever answers on its port) that announces a data block of 2^64 - 1 bytes, or
+// of more than an item holds, gets an error: no read past the buffer, no unbounded allocation.
+TEST(MemcachedConnection, AnnouncedBlockLongerThanAnItemIsAnError) {
+  for (const size_t n : {~size_t{0}, ~size_t{0} - 1, MemcachedConnection::kMaxBlock + 1}) {
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    const std::string answer = "VALUE k 0 " + std::to_string(n) + "\r\n1\r\nEND\r\n";
+    ASSERT_EQ(write(fds[1], answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+    Result<std::unique_ptr<MemcachedConnection>> c = MemcachedConnection::Adopt(fds[0], kTimeout);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->ReadLine().ok());
+    Result<std::string_view> block = (*c)->ReadBlock(n);
+    ASSERT_FALSE(block.ok()) << n;
+    EXPECT_NE(block.error().message().find("more than the 1048576 bytes"), std::string::npos)
+        << block.error().message();
+    close(fds[1]);
+  }
 }
 
 TEST(MemcachedConnection, RefusedConnectionIsUnavailable) {

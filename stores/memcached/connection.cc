@@ -86,6 +86,11 @@ Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Open(
   }
   freeaddrinfo(found);
   if (fd < 0) return last.value_or(Error(ErrorCode::kUnavailable, "name lookup: no address"));
+  return Adopt(fd, io_timeout);
+}
+
+Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Adopt(
+    int fd, std::chrono::milliseconds io_timeout) {
   // Blocking from here on, each send and recv bounded by io_timeout: one system call per read
   // instead of recv, poll, recv.
   const timeval tv{static_cast<time_t>(io_timeout.count() / 1000),
@@ -207,6 +212,12 @@ Result<std::string_view> MemcachedConnection::ReadLine() {
 }
 
 Result<std::string_view> MemcachedConnection::ReadBlock(size_t n) {
+  if (n > kMaxBlock) {
+    return Error(ErrorCode::kInternal,
+                 fmt::format("a data block of {} bytes announced, more than the {} bytes read at "
+                             "most (out of step?)",
+                             n, kMaxBlock));
+  }
   while (end_ - begin_ < n + 2) {
     if (Status s = Fill(); !s.ok()) return s.error();
   }

@@ -33,6 +33,10 @@ class MemcachedConnection {
   static Result<std::unique_ptr<MemcachedConnection>> Open(
       const std::string& host, const std::string& port, std::chrono::milliseconds connect_timeout,
       std::chrono::milliseconds io_timeout);
+  // Takes over `fd`, a connected stream socket (a socketpair's end in tests and fuzzers), and
+  // closes it when destroyed or on error.
+  static Result<std::unique_ptr<MemcachedConnection>> Adopt(int fd,
+                                                            std::chrono::milliseconds io_timeout);
   ~MemcachedConnection();
   MemcachedConnection(const MemcachedConnection&) = delete;
   MemcachedConnection& operator=(const MemcachedConnection&) = delete;
@@ -45,6 +49,9 @@ class MemcachedConnection {
   Status Send(std::string_view bytes);
   // The next line without its "\r\n"; valid until the next read.
   Result<std::string_view> ReadLine();
+  // The largest data block read: memcached's default item size. A counter takes 20 bytes; a
+  // longer announced block is refused before anything is read or allocated for it.
+  static constexpr size_t kMaxBlock = 1024 * 1024;
   // The next `n` bytes and the "\r\n" after them (a VALUE's data block); valid until the next read.
   Result<std::string_view> ReadBlock(size_t n);
 

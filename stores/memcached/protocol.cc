@@ -166,7 +166,9 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
     }
     const std::optional<ValueHeader> header = ParseValueHeader(*line);
     if (!header) {
-      return Error(ErrorCode::kInternal, fmt::format("malformed answer \"{}\"", *line));
+      return Error(ErrorCode::kInternal,
+                   fmt::format("{}: malformed answer \"{}\"", server,
+                               line->substr(0, std::min<size_t>(line->size(), 200))));
     }
     const std::string key(header->key);
     Result<std::string_view> data = c.ReadBlock(header->bytes);

@@ -1,0 +1,72 @@
+// Fuzzes the memcached reply reader with arbitrary server bytes: the bytes are written into one
+// end of a socketpair and read through a real connection from the other, as the answer to a
+// batch of increments and a get, and as the answers to unread no-ops. Every answer is values or
+// an error; nothing crashes, hangs past the I/O timeout or reads past the bytes sent.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "connection.h"
+#include "fuzz_check.h"
+#include "pool.h"
+#include "protocol.h"
+
+namespace {
+
+using namespace hourglass;
+
+// A connection whose server has sent `bytes` and closed its end. Null if the bytes do not fit the
+// socket buffer at once (the fuzzer's inputs are far smaller).
+std::unique_ptr<MemcachedConnection> Answering(const uint8_t* data, size_t size) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return nullptr;
+  const ssize_t sent = size == 0 ? 0 : send(fds[1], data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+  close(fds[1]);
+  if (sent != static_cast<ssize_t>(size)) {
+    close(fds[0]);
+    return nullptr;
+  }
+  Result<std::unique_ptr<MemcachedConnection>> c =
+      MemcachedConnection::Adopt(fds[0], std::chrono::milliseconds{1000});
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+Batch CheckBatch() {
+  Batch batch{"hg:signup:ann", {}, {}};
+  for (const char* width : {"1", "60", "3600"}) {
+    const std::string key = std::string("hg:signup:ann:") + width + ":28333333";
+    batch.increments.push_back(Increment{key, 1, Seconds{86400}});
+    batch.reads.push_back(key);
+  }
+  return batch;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Batch batch = CheckBatch();
+  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+    c->BeginExchange();
+    Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer("fuzz", *c, batch);
+    if (answer.ok()) {
+      FUZZ_CHECK(answer->values.size() == batch.reads.size());
+    } else {
+      FUZZ_CHECK(!answer.error().message().empty());
+    }
+  }
+  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+    memcached::PooledConnection pooled{std::move(c), 3, {}};
+    pooled.socket->BeginExchange();
+    std::atomic<uint64_t> unconfirmed{0};
+    std::optional<Error> own;
+    Status s = memcached::ReadUnreadNoops("fuzz", pooled, unconfirmed, &own);
+    FUZZ_CHECK(unconfirmed.load() <= size);
+    if (!s.ok()) FUZZ_CHECK(!s.error().message().empty());
+  }
+  return 0;
+}
