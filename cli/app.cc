@@ -12,7 +12,8 @@ namespace hourglass::cli {
 void Fail(int code, std::string message) { throw Exit{code, std::move(message)}; }
 
 int CodeFor(const Error& e) {
-  return e.code() == ErrorCode::kInvalidArgument ? kUsage : kUnavailable;
+  const bool usage = e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kNotFound;
+  return usage ? kUsage : kUnavailable;
 }
 
 std::optional<Instant> ParseAt(const std::string& text) {

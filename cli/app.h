@@ -48,7 +48,7 @@ struct Exit {
 };
 
 [[noreturn]] void Fail(int code, std::string message);
-// kInvalidArgument -> 2 (usage), anything else -> 3 (store unreachable).
+// kInvalidArgument and kNotFound -> 2 (usage), anything else -> 3 (store unreachable).
 int CodeFor(const Error& e);
 
 template <typename T>

@@ -263,8 +263,8 @@ Result<Policy> PolicyFile::For(std::string_view event, std::string_view feature)
   if (it == events_.end()) {
     std::string known;
     for (const auto& [name, entry] : events_) known += (known.empty() ? "" : ", ") + name;
-    return InvalidArgument(
-        fmt::format("unknown event \"{}\": the policy file defines {}", event, known));
+    return Error(ErrorCode::kNotFound,
+                 fmt::format("unknown event \"{}\": the policy file defines {}", event, known));
   }
   auto o = it->second.overrides.find(std::string(feature));
   return o != it->second.overrides.end() ? o->second : it->second.policy;

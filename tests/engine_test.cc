@@ -320,6 +320,27 @@ TEST_P(EngineTest, FourLimitsAreOneRoundTripWithThreeWrites) {
   EXPECT_LE(d->cost.keys_read, 142u);
 }
 
+// A caller undoing an admitted check (one of several that must all pass) takes back exactly its
+// hits, at the instant it was decided, even after the clock moved on.
+TEST_P(EngineTest, UnrecordTakesBackAnAdmittedCheckAtItsInstant) {
+  const Engine engine = MakeEngine();
+  const Policy policy = MakePolicy("3/m, 10/h");
+  clock_->Set(FromUnix(kStart + 59));
+  ASSERT_TRUE(engine.Record("signup", "ann", 2).ok());
+  Result<Decision> d = engine.Check("signup", "ann", policy, 1);
+  ASSERT_TRUE(d.ok() && d->allowed);
+  EXPECT_EQ(d->at, FromUnix(kStart + 59));
+  clock_->Set(FromUnix(kStart + 61));  // the next minute
+  ASSERT_TRUE(engine.Unrecord("signup", "ann", 1, d->at).ok());
+  const std::vector<Window> windows = Windows({60, 3600});
+  Result<Counts> counts = engine.Count("signup", "ann", windows, FromUnix(kStart + 59));
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->windows[0].count, 2u);
+  EXPECT_EQ(counts->windows[1].count, 2u);
+  EXPECT_FALSE(engine.Unrecord("", "ann", 1, d->at).ok());
+  EXPECT_FALSE(engine.Unrecord("signup", "ann", 0, d->at).ok());
+}
+
 TEST_P(EngineTest, FixedAndCalendarWindows) {
   const Engine engine = MakeEngine();
   const Policy policy{{Limit{*Window::Fixed(Seconds{60}), 2},

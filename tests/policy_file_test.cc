@@ -58,7 +58,7 @@ TEST(PolicyFile, UnknownEventNamesTheKnownOnes) {
   ASSERT_TRUE(file.ok());
   Result<Policy> p = file->For("c", "x");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(p.error().code(), ErrorCode::kNotFound);
   EXPECT_NE(p.error().message().find("unknown event \"c\""), std::string::npos);
   EXPECT_NE(p.error().message().find("a, b"), std::string::npos);
 }

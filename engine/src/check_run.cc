@@ -60,6 +60,7 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
   decision_.limits.reserve(policy.limits.size());
   decision_.recorded = true;
+  decision_.at = t;
   core_.ForgetCachedIfSettled(group_, second_, now_);
 }
 

@@ -145,6 +145,20 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
   return Cost{batch.increments.size(), batch.reads.size(), 1};
 }
 
+Result<Cost> Engine::Unrecord(std::string_view event, std::string_view feature, uint64_t hits,
+                              Instant at) const {
+  Result<std::string> group = GroupKeyFor(event, feature);
+  if (!group.ok()) return group.error();
+  if (Status s = CheckHits(hits); !s.ok()) return s.error();
+  if (Status s = CheckInstant(at); !s.ok()) return s.error();
+  const int64_t t = ToUnix(at);
+  Batch undo{*group, core_->keys.HitIncrements(*group, t, -static_cast<int64_t>(hits)), {}};
+  Result<std::vector<uint64_t>> sent = core_->store->Apply(undo);
+  core_->ForgetCachedIfSettled(*group, t, core_->clock->Now());
+  if (!sent.ok()) return sent.error();
+  return Cost{undo.increments.size(), 0, 0};
+}
+
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
                              std::span<const Window> windows, std::optional<Instant> at) const {
   Result<std::string> group = GroupKeyFor(event, feature);

@@ -14,6 +14,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "deadline exceeded";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kNotFound:
+      return "not found";
   }
   return "unknown";
 }

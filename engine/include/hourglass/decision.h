@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "hourglass/clock.h"
 #include "hourglass/limit.h"
 #include "hourglass/status.h"
 
@@ -56,6 +57,8 @@ struct Decision {
   // The largest retry_after over the limits (0 when allowed; nullopt: never).
   std::optional<Seconds> retry_after = Seconds{0};
   Cost cost;
+  // The instant the hit was decided at: where its increments are (see Engine::Unrecord).
+  Instant at{};
 };
 
 }  // namespace hourglass

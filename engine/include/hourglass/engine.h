@@ -121,6 +121,13 @@ class Engine {
   Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t hits = 1,
                       std::optional<Instant> at = std::nullopt) const;
 
+  // Takes back `hits` recorded at `at`: an admitted check a caller undoes (one check of several
+  // that must all pass, when another was denied: pass Decision::at). Decrements are floored at 0.
+  // Sent without waiting for the answer, like a denial's take-back; errors are for bad arguments
+  // or a request that could not be sent.
+  Result<Cost> Unrecord(std::string_view event, std::string_view feature, uint64_t hits,
+                        Instant at) const;
+
   // Exact hits in each window ending at `at` (default now). One round trip.
   Result<Counts> Count(std::string_view event, std::string_view feature,
                        std::span<const Window> windows,

@@ -22,6 +22,7 @@ enum class ErrorCode {
   kUnavailable,       // the store cannot be reached right now; transient
   kDeadlineExceeded,  // the store did not answer within the configured timeout; transient
   kInternal,          // a broken invariant or an unexpected answer from the store
+  kNotFound,          // a name the caller gave is not defined (an event the policy lacks)
 };
 
 // "invalid argument", "unavailable", ...

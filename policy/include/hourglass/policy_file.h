@@ -42,7 +42,7 @@ class PolicyFile {
   static Result<PolicyFile> Parse(std::string_view yaml, const std::string& name = "<policy>");
 
   // The policy for a hit of event+feature: the feature's override, else the event's.
-  // kInvalidArgument naming the known events when the event has no entry.
+  // kNotFound naming the known events when the event has no entry.
   Result<Policy> For(std::string_view event, std::string_view feature) const;
   const std::map<std::string, EventPolicy>& events() const { return events_; }
   // A human explanation of every entry, for `policy validate`.

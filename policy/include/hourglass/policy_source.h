@@ -31,7 +31,7 @@ class PolicySource {
                                        std::optional<CountingMode> mode = std::nullopt);
 
   bool empty() const { return !file_ && inline_.limits.empty(); }
-  // kInvalidArgument naming the known events when a policy file has no entry for `event`.
+  // kNotFound naming the known events when a policy file has no entry for `event`.
   Result<Policy> For(std::string_view event, std::string_view feature) const;
 
  private:
