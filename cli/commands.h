@@ -13,5 +13,6 @@ Command AddInspectCommand(CLI::App& app, const Globals& g);
 Command AddResetCommand(CLI::App& app, const Globals& g);
 Command AddReplayCommand(CLI::App& app, const Globals& g);
 Command AddPolicyCommand(CLI::App& app, const Globals& g);
+Command AddServeCommand(CLI::App& app, const Globals& g);
 
 }  // namespace hourglass::cli

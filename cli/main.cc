@@ -69,7 +69,7 @@ int Main(int argc, char** argv) {
   const std::vector<Command> commands = {AddHitCommand(app, g),   AddCountCommand(app, g),
                                          AddCheckCommand(app, g), AddInspectCommand(app, g),
                                          AddResetCommand(app, g), AddReplayCommand(app, g),
-                                         AddPolicyCommand(app, g)};
+                                         AddPolicyCommand(app, g), AddServeCommand(app, g)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -9,6 +9,7 @@ packages=(
   memcached libmemcached-dev
   libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libboost1.81-dev
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(gnuplot-nox python3-limits python3-pymemcache)

@@ -1,0 +1,254 @@
+#include "hourglass/http_server.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace hourglass {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+class Session;
+
+}  // namespace
+
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
+  Impl(HttpServerOptions o, HttpHandler h)
+      : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
+
+  void Accept();
+  void Register(Session* s, std::weak_ptr<Session> w) {
+    std::lock_guard lock(mu);
+    sessions.emplace(s, std::move(w));
+  }
+  void Unregister(Session* s) {
+    std::lock_guard lock(mu);
+    sessions.erase(s);
+  }
+
+  HttpServerOptions options;
+  HttpHandler handler;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  uint16_t port = 0;  // as bound
+  std::atomic<size_t> open{0};
+  std::atomic<bool> stopping{false};
+  std::mutex mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
+};
+
+namespace {
+
+HttpResponse ErrorResponse(http::status status, std::string_view message) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = fmt::format("{{\"error\":\"{}\"}}\n", message);  // messages here are plain ASCII
+  res.keep_alive(false);
+  return res;
+}
+
+// A request the parser refused (not a closed connection or a timeout): it deserves a 400.
+bool IsMalformed(beast::error_code ec) {
+  return ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
+// One connection: wait for a request (idle timeout), read it whole (request timeout), answer,
+// and again while the client keeps it alive. Runs on its own strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
+      : stream_(std::move(socket)), server_(std::move(server)) {
+    ++server_->open;
+  }
+  ~Session() {
+    server_->Unregister(this);
+    --server_->open;
+  }
+
+  void Start() {
+    server_->Register(this, weak_from_this());
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+  }
+
+  // Closes the connection if it is waiting for a request; one being answered closes after it.
+  void Shutdown() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->idle_) self->stream_.cancel();
+    });
+  }
+
+ private:
+  void WaitForRequest() {
+    if (server_->stopping) return Close();
+    if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is here already
+    idle_ = true;
+    stream_.expires_after(server_->options.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->idle_ = false;
+                              if (ec || self->server_->stopping) return self->Close();
+                              self->buffer_.commit(n);
+                              self->ReadRequest();
+                            });
+  }
+
+  void ReadRequest() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
+    parser_->body_limit(server_->options.max_body_bytes);
+    stream_.expires_after(server_->options.request_timeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
+  }
+
+  void OnRequest(beast::error_code ec) {
+    const HttpServerOptions& o = server_->options;
+    if (ec == http::error::header_limit) {
+      return Write(
+          ErrorResponse(http::status::request_header_fields_too_large,
+                        fmt::format("request header larger than {} bytes", o.max_header_bytes)));
+    }
+    if (ec == http::error::body_limit) {
+      return Write(
+          ErrorResponse(http::status::payload_too_large,
+                        fmt::format("request body larger than {} bytes", o.max_body_bytes)));
+    }
+    if (IsMalformed(ec)) {
+      return Write(ErrorResponse(http::status::bad_request,
+                                 fmt::format("malformed HTTP request: {}", ec.message())));
+    }
+    if (ec) return Close();  // closed, timed out or reset: nobody to answer
+    HttpRequest request = parser_->release();
+    HttpResponse response = Answer(request);
+    response.version(request.version());
+    response.keep_alive(request.keep_alive() && response.keep_alive() && !server_->stopping);
+    Write(std::move(response));
+  }
+
+  HttpResponse Answer(const HttpRequest& request) {
+    try {
+      HttpResponse response = server_->handler(request);
+      response.keep_alive(true);
+      return response;
+    } catch (const std::exception& e) {
+      return ErrorResponse(http::status::internal_server_error, "internal error");
+    }
+  }
+
+  void Write(HttpResponse response) {
+    auto message = std::make_shared<HttpResponse>(std::move(response));
+    message->prepare_payload();
+    stream_.expires_after(server_->options.request_timeout);
+    http::async_write(stream_, *message,
+                      [self = shared_from_this(), message](beast::error_code ec, size_t) {
+                        if (ec || !message->keep_alive()) return self->Close();
+                        self->WaitForRequest();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<HttpServer::Impl> server_;
+  beast::flat_buffer buffer_{16 * 1024};
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool idle_ = false;
+};
+
+}  // namespace
+
+void HttpServer::Impl::Accept() {
+  acceptor.async_accept(
+      net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+        if (!self->acceptor.is_open()) return;
+        if (!ec) {
+          if (self->open >= self->options.max_connections) {
+            beast::error_code ignored;
+            socket.close(ignored);  // over the cap: the client sees the connection closed at once
+          } else {
+            std::make_shared<Session>(std::move(socket), self)->Start();
+          }
+        }
+        self->Accept();
+      });
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options,
+                                                       HttpHandler handler) {
+  if (options.threads < 1 || options.threads > 256) {
+    return InvalidArgument(fmt::format("threads must be 1 to 256, not {}", options.threads));
+  }
+  if (options.max_connections < 1) return InvalidArgument("max_connections must be >= 1");
+  beast::error_code ec;
+  const net::ip::address address = net::ip::make_address(options.host, ec);
+  if (ec) {
+    return InvalidArgument(fmt::format(
+        "listen address \"{}\" is not an IP address (e.g. 127.0.0.1 or ::1)", options.host));
+  }
+  auto impl = std::make_shared<Impl>(std::move(options), std::move(handler));
+  const tcp::endpoint endpoint(address, impl->options.port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Error(ErrorCode::kUnavailable,
+                 fmt::format("cannot listen on {}:{}: {}", impl->options.host, impl->options.port,
+                             ec.message()));
+  }
+  impl->port = impl->acceptor.local_endpoint(ec).port();
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+HttpServer::~HttpServer() = default;
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+size_t HttpServer::connections() const { return impl_->open; }
+
+void HttpServer::Run() {
+  impl_->Accept();
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl_->options.threads; ++i) {
+    threads.emplace_back([this] { impl_->ioc.run(); });
+  }
+  impl_->ioc.run();
+  for (std::thread& t : threads) t.join();
+}
+
+void HttpServer::Stop() {
+  net::post(impl_->ioc, [impl = impl_] {
+    impl->stopping = true;
+    beast::error_code ignored;
+    impl->acceptor.close(ignored);
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+      std::lock_guard lock(impl->mu);
+      for (auto& [raw, weak] : impl->sessions) {
+        if (auto s = weak.lock()) sessions.push_back(std::move(s));
+      }
+    }
+    for (auto& s : sessions) s->Shutdown();
+  });
+}
+
+}  // namespace hourglass

@@ -1,0 +1,71 @@
+// A small HTTP/1.1 server on Boost.Beast: keep-alive, bounded requests, timeouts, a connection
+// cap and a graceful drain. Each request is answered by one call of the handler, on one of the
+// server's threads; a handler may block (on the store), so `threads` bounds how many requests
+// are being answered at once.
+//
+//   HttpServer server = *HttpServer::Create(options, [](const HttpRequest& r) { ... });
+//   std::thread t([&] { server.Run(); });  // until Stop() and every connection is closed
+//   server.Stop();
+//
+// A slow or hostile client cannot hold the server: an idle keep-alive connection is closed after
+// idle_timeout, a request must arrive whole within request_timeout once its first byte has, a
+// header over max_header_bytes is answered 431 and a body over max_body_bytes 413, and
+// connections beyond max_connections are closed at once.
+//
+// Thread-safety: Stop() and port() may be called from any thread; the handler is called from many
+// threads at once.
+#pragma once
+
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";  // an address, IPv4 or IPv6 ("::1"), not a name
+  uint16_t port = 8080;            // 0: a free port, see HttpServer::port()
+  int threads = 4;
+  size_t max_connections = 1024;
+  size_t max_header_bytes = 8 * 1024;
+  size_t max_body_bytes = 256 * 1024;                // room for a few 64 KiB features, JSON-escaped
+  std::chrono::milliseconds idle_timeout{60'000};    // a keep-alive connection's wait
+  std::chrono::milliseconds request_timeout{5'000};  // from a request's first byte to its last
+};
+
+class HttpServer {
+ public:
+  // Binds and listens; kInvalidArgument for a bad address or option, kUnavailable when the port
+  // cannot be bound.
+  static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options, HttpHandler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The port listened on.
+  uint16_t port() const;
+  // Serves on `threads` threads (this one among them) until Stop() and the drain end.
+  void Run();
+  // Stops accepting, closes idle connections, and lets each request in flight be answered
+  // (with "Connection: close") before its connection closes; Run() then returns.
+  void Stop();
+  // Connections open now.
+  size_t connections() const;
+
+  struct Impl;
+
+ private:
+  explicit HttpServer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace hourglass

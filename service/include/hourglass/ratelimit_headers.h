@@ -1,0 +1,30 @@
+// The RateLimit-Policy and RateLimit response fields of draft-ietf-httpapi-ratelimit-headers-10,
+// and Retry-After, for one decision.
+//
+//   RateLimit-Policy: "2/s";q=2;w=1, "5/m";q=5;w=60
+//   RateLimit: "5/m";r=0;t=42
+//   Retry-After: 42
+//
+// One policy item per limit, named by its spec. RateLimit names the most constraining limit: on
+// a denial the exceeded one that frees up last, otherwise the one with the least remaining; `t` is
+// never earlier than the truth (the retry time on a denial, else the window's length).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "hourglass/decision.h"
+
+namespace hourglass {
+
+struct RateLimitFields {
+  std::string policy;                      // RateLimit-Policy; empty when there are no limits
+  std::string current;                     // RateLimit; empty when there are no limits
+  std::optional<std::string> retry_after;  // whole seconds, on a denial that can ever fit
+};
+
+RateLimitFields RateLimitFieldsFor(const Decision& decision);
+
+}  // namespace hourglass

@@ -1,0 +1,55 @@
+#include "hourglass/ratelimit_headers.h"
+
+#include <fmt/format.h>
+
+namespace hourglass {
+namespace {
+
+// A structured-field string: the spec text, whose characters need no escaping but '"' and '\'.
+std::string SfString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The index of the most constraining limit.
+size_t MostConstraining(const Decision& d) {
+  size_t best = 0;
+  for (size_t i = 1; i < d.limits.size(); ++i) {
+    const LimitOutcome& a = d.limits[i];
+    const LimitOutcome& b = d.limits[best];
+    if (!d.allowed) {
+      // Never (nullopt) frees up last.
+      const bool later = a.exceeded && (!b.exceeded || !a.retry_after ||
+                                        (b.retry_after && *a.retry_after > *b.retry_after));
+      if (later) best = i;
+    } else if (a.remaining < b.remaining) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+RateLimitFields RateLimitFieldsFor(const Decision& d) {
+  RateLimitFields fields;
+  for (const LimitOutcome& o : d.limits) {
+    if (!fields.policy.empty()) fields.policy += ", ";
+    fields.policy += fmt::format("{};q={};w={}", SfString(o.limit.ToString()), o.limit.max_hits,
+                                 o.limit.window.length().count());
+  }
+  if (!d.limits.empty()) {
+    const LimitOutcome& o = d.limits[MostConstraining(d)];
+    const bool waits = !d.allowed && o.exceeded && o.retry_after.has_value();
+    const int64_t t = waits ? o.retry_after->count() : o.limit.window.length().count();
+    fields.current = fmt::format("{};r={};t={}", SfString(o.limit.ToString()), o.remaining, t);
+  }
+  if (!d.allowed && d.retry_after) fields.retry_after = std::to_string(d.retry_after->count());
+  return fields;
+}
+
+}  // namespace hourglass

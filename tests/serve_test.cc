@@ -1,0 +1,379 @@
+// `hourglass serve` as a user meets it: the real binary on a free port in front of a real
+// memcached, driven by a real HTTP client. Status codes, JSON shapes, the RateLimit fields parsed
+// back per draft-ietf-httpapi-ratelimit-headers-10, bad and hostile input, reload, drain, a store
+// killed and restarted, and no over-admission across two servers sharing one memcached.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "memcached_server.h"
+#include "serve_process.h"
+
+namespace hourglass {
+namespace {
+
+using nlohmann::json;
+using testing::HttpClient;
+using testing::HttpReply;
+using testing::ServeProcess;
+
+// A structured-field list of items with integer parameters: "name";q=5;w=60, ...
+struct SfItem {
+  std::string name;
+  std::map<std::string, int64_t> params;
+};
+
+std::vector<SfItem> ParseSfList(const std::string& field) {
+  std::vector<SfItem> items;
+  std::stringstream in(field);
+  std::string member;
+  while (std::getline(in, member, ',')) {
+    const size_t open = member.find('"'), close = member.find('"', open + 1);
+    if (open == std::string::npos || close == std::string::npos) return {};
+    SfItem item{member.substr(open + 1, close - open - 1), {}};
+    std::stringstream params(member.substr(close + 1));
+    std::string param;
+    std::getline(params, param, ';');  // what precedes the first ';' is empty
+    while (std::getline(params, param, ';')) {
+      const size_t eq = param.find('=');
+      if (eq == std::string::npos) return {};
+      item.params[param.substr(0, eq)] = std::stoll(param.substr(eq + 1));
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+std::string CheckBody(const std::string& event, const std::string& feature, int cost = 1) {
+  return json{{"event", event}, {"feature", feature}, {"cost", cost}}.dump();
+}
+
+std::string Encode(const std::string& raw) {  // percent-encodes every byte but [A-Za-z0-9]
+  std::string out;
+  for (unsigned char c : raw) {
+    if (std::isalnum(c)) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(memcached_.running()) << memcached_.error(); }
+
+  // Writes `yaml` to a policy file of this test and returns its path.
+  std::string WritePolicy(const std::string& yaml) {
+    std::ofstream(policy_path_) << yaml;
+    return policy_path_;
+  }
+  std::unique_ptr<ServeProcess> Serve(const std::string& yaml,
+                                      std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--policy", WritePolicy(yaml), "--servers",
+                                     memcached_.address()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto serve = std::make_unique<ServeProcess>(HOURGLASS_CLI, args);
+    EXPECT_TRUE(serve->ready()) << serve->log();
+    return serve;
+  }
+  uint64_t CountOf(HttpClient& client, const std::string& event, const std::string& feature,
+                   const std::string& window) {
+    HttpReply r = client.Get("/v1/count?event=" + Encode(event) + "&feature=" + Encode(feature) +
+                             "&window=" + window);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body)["windows"][0]["count"].get<uint64_t>() : ~0ull;
+  }
+
+  testing::MemcachedServer memcached_;
+  std::string policy_path_ = "/tmp/hourglass-serve-test-" + std::to_string(getpid()) + ".yaml";
+};
+
+TEST_F(ServeTest, ChecksAreAllowedUpToTheLimitThenDeniedWithRateLimitFields) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m, 10/h]\n");
+  HttpClient client(serve->port());
+  for (int i = 1; i <= 4; ++i) {
+    HttpReply r = client.Post("/v1/check", CheckBody("signup", "ann@example.com"));
+    ASSERT_EQ(r.status, i <= 3 ? 200 : 429) << r.body;
+    const json body = json::parse(r.body);
+    EXPECT_EQ(body["allowed"], i <= 3);
+    EXPECT_EQ(body["limits"][0]["count"], std::min(i, 3));
+    const std::vector<SfItem> policy = ParseSfList(r.Header("ratelimit-policy"));
+    ASSERT_EQ(policy.size(), 2u) << r.Header("ratelimit-policy");
+    EXPECT_EQ(policy[0].name, "3/m");
+    EXPECT_EQ(policy[0].params.at("q"), 3);
+    EXPECT_EQ(policy[0].params.at("w"), 60);
+    EXPECT_EQ(policy[1].params.at("q"), 10);
+    EXPECT_EQ(policy[1].params.at("w"), 3600);
+    const std::vector<SfItem> current = ParseSfList(r.Header("ratelimit"));
+    ASSERT_EQ(current.size(), 1u) << r.Header("ratelimit");
+    EXPECT_EQ(current[0].name, "3/m");  // the most constraining limit
+    EXPECT_EQ(current[0].params.at("r"), std::max(0, 3 - i));
+    if (i <= 3) {
+      EXPECT_EQ(r.Header("retry-after"), "");
+    } else {
+      // All three hits are in this second: the room frees up in 60 s, never earlier.
+      const int64_t retry = std::stoll(r.Header("retry-after"));
+      EXPECT_GE(retry, 59);
+      EXPECT_LE(retry, 60);
+      EXPECT_EQ(current[0].params.at("t"), retry);
+    }
+  }
+  EXPECT_EQ(CountOf(client, "signup", "ann@example.com", "1m"), 3u);  // the denial was taken back
+}
+
+TEST_F(ServeTest, AListIsDeniedIfAnyIsAndThenNoneOfItIsCounted) {
+  auto serve =
+      Serve("events:\n  signup_ip:\n    limits: [100/m]\n  signup_email:\n    limits: [1/m]\n");
+  HttpClient client(serve->port());
+  const std::string both = json{{"checks",
+                                 {{{"event", "signup_ip"}, {"feature", "203.0.113.7"}},
+                                  {{"event", "signup_email"}, {"feature", "ann@example.com"}}}}}
+                               .dump();
+  HttpReply first = client.Post("/v1/check", both);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(json::parse(first.body)["checks"].size(), 2u);
+  HttpReply second = client.Post("/v1/check", both);
+  ASSERT_EQ(second.status, 429) << second.body;
+  const json body = json::parse(second.body);
+  EXPECT_FALSE(body["allowed"].get<bool>());
+  EXPECT_FALSE(body["checks"][0]["recorded"].get<bool>());
+  EXPECT_NE(second.Header("retry-after"), "");
+  EXPECT_EQ(CountOf(client, "signup_ip", "203.0.113.7", "1m"), 1u);
+  EXPECT_EQ(CountOf(client, "signup_email", "ann@example.com", "1m"), 1u);
+}
+
+TEST_F(ServeTest, BadInputIsAClearErrorWithTheRightStatus) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
+  HttpClient client(serve->port());
+  struct Case {
+    std::string method, target, body;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/v1/check", "{\"event\":", 400, "not valid JSON"},
+      {"POST", "/v1/check", "{\"event\":\"signup\"}", 400, "\"feature\" must be a string"},
+      {"POST", "/v1/check", "{\"event\":\"\",\"feature\":\"x\"}", 400, "\"event\" must be"},
+      {"POST", "/v1/check", CheckBody("signup", "x", 0), 400, "\"cost\" must be"},
+      {"POST", "/v1/check", "[1,2]", 400, "expected a JSON object"},
+      {"POST", "/v1/check", "{\"checks\":[]}", 400, "list of 1 to 16"},
+      {"POST", "/v1/check", CheckBody("nosuch", "x"), 404, "unknown event \"nosuch\""},
+      {"POST", "/v1/check", CheckBody("signup", std::string(65537, 'f')), 400,
+       "at most 65536 bytes"},
+      {"POST", "/v1/check", CheckBody("signup", std::string(300'000, 'f')), 413,
+       "larger than 262144 bytes"},
+      {"GET", "/v1/count?event=signup&feature=x&window=5q", "", 400, "window \"5q\""},
+      {"GET", "/v1/count?event=signup&feature=x&window=2d", "", 400, "retention"},
+      {"GET", "/v1/count?event=signup", "", 400, "\"feature\" is missing"},
+      {"GET", "/v1/count?event=signup&feature=x&colour=red", "", 400, "unknown query parameter"},
+      {"PUT", "/v1/check", "", 405, "use POST"},
+      {"GET", "/v2/nothing", "", 404, "no such endpoint"},
+      {"GET", "/v1/auth/signup", "", 400, "X-Real-IP is missing"},
+  };
+  for (const Case& c : cases) {
+    HttpReply r = client.Send(c.method, c.target, c.body);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body.substr(0, 60);
+    if (r.status == 0) continue;
+    const json body = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body.substr(0, 200);
+    EXPECT_NE(body["error"].get<std::string>().find(c.says), std::string::npos)
+        << c.target << ": " << body["error"];
+  }
+  // Nothing was counted by any of them, and the server still answers.
+  EXPECT_EQ(CountOf(client, "signup", "x", "1m"), 0u);
+}
+
+TEST_F(ServeTest, HostileFeaturesInJsonAreCountedAsThemselves) {
+  auto serve = Serve("events:\n  signup:\n    limits: [100/m]\n");
+  HttpClient client(serve->port());
+  const std::vector<std::string> features = {std::string("\0", 1),
+                                             "a\r\nflush_all\r\n",
+                                             std::string(10 * 1024, 'z'),
+                                             "caf\xc3\xa9",
+                                             "%:#",
+                                             ""};
+  for (size_t i = 0; i < features.size(); ++i) {
+    for (size_t n = 0; n <= i; ++n) {
+      HttpReply r = client.Post("/v1/check", CheckBody("signup", features[i]));
+      ASSERT_EQ(r.status, 200) << i << ": " << r.body.substr(0, 200);
+    }
+  }
+  // Read back through a check (the 10 KB feature does not fit a query string under the 8 KiB
+  // header limit, which answers 431) and, for the others, through /v1/count.
+  for (size_t i = 0; i < features.size(); ++i) {
+    HttpReply r = client.Post("/v1/check", CheckBody("signup", features[i]));
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(json::parse(r.body)["limits"][0]["count"], i + 2) << "feature " << i;
+    if (features[i].size() > 1024) {
+      EXPECT_EQ(
+          client.Get("/v1/count?event=signup&window=1m&feature=" + Encode(features[i])).status,
+          431);
+      continue;
+    }
+    EXPECT_EQ(CountOf(client, "signup", features[i], "1m"), i + 2) << "feature " << i;
+  }
+}
+
+TEST_F(ServeTest, HitCountAndResetWithAnAdminToken) {
+  const std::string token_path = policy_path_ + ".token";
+  std::ofstream(token_path) << "s3cret\n";
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n", {"--admin-token-file", token_path});
+  HttpClient client(serve->port());
+  EXPECT_EQ(client.Post("/v1/hit", CheckBody("signup", "bob", 2)).status, 401);
+  const std::map<std::string, std::string> auth = {{"Authorization", "Bearer s3cret"}};
+  HttpReply hit = client.Send("POST", "/v1/hit", CheckBody("signup", "bob", 2), auth);
+  ASSERT_EQ(hit.status, 200) << hit.body;
+  EXPECT_EQ(CountOf(client, "signup", "bob", "1m"), 2u);
+  EXPECT_EQ(client.Send("DELETE", "/v1/counters?event=signup&feature=bob").status, 401);
+  HttpReply reset = client.Send("DELETE", "/v1/counters?event=signup&feature=bob", "", auth);
+  ASSERT_EQ(reset.status, 200) << reset.body;
+  EXPECT_GT(json::parse(reset.body)["deleted"].get<uint64_t>(), 0u);
+  EXPECT_EQ(CountOf(client, "signup", "bob", "1m"), 0u);
+  unlink(token_path.c_str());
+}
+
+TEST_F(ServeTest, AuthEndpointAnswersNginxWith204Or403) {
+  auto serve = Serve("events:\n  url_shorten:\n    limits: [2/m]\n");
+  HttpClient client(serve->port());
+  const std::map<std::string, std::string> ip = {{"X-Real-IP", "198.51.100.9"}};
+  EXPECT_EQ(client.Send("GET", "/v1/auth/url_shorten", "", ip).status, 204);
+  EXPECT_EQ(client.Send("GET", "/v1/auth/url_shorten", "", ip).status, 204);
+  HttpReply denied = client.Send("GET", "/v1/auth/url_shorten", "", ip);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_GE(std::stoll(denied.Header("retry-after")), 59);
+  EXPECT_EQ(client.Send("GET", "/v1/auth/nosuch", "", ip).status, 404);
+}
+
+TEST_F(ServeTest, SighupReloadsAGoodPolicyAndKeepsTheOldOneForABadFile) {
+  auto serve = Serve("events:\n  signup:\n    limits: [1/m]\n");
+  HttpClient client(serve->port());
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 429);
+  WritePolicy("events:\n  signup:\n    limits: [5/m]\n");
+  serve->Signal(SIGHUP);
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    reloaded = serve->log().find("reloaded") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  ASSERT_TRUE(reloaded) << serve->log();
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);
+  WritePolicy("events:\n  signup:\n    limits: [5/x]\n");
+  serve->Signal(SIGHUP);
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    refused = serve->log().find("reload failed") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  ASSERT_TRUE(refused) << serve->log();
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);  // 5/m still
+}
+
+// A request whose first bytes arrived before SIGTERM is answered, with Connection: close; then
+// the server exits 0.
+TEST_F(ServeTest, SigtermDrainsARequestInFlightThenExitsZero) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(serve->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string body = CheckBody("signup", "late");
+  const std::string head =
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n";
+  ASSERT_EQ(write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  serve->Signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  const std::string rest = "\r\n" + body;
+  ASSERT_EQ(write(fd, rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
+  std::string answer;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0) answer.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_EQ(serve->Wait(), 0) << serve->log();
+  EXPECT_NE(serve->log().find("stopped"), std::string::npos) << serve->log();
+}
+
+TEST_F(ServeTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
+  auto serve = Serve(
+      "events:\n  open_ev:\n    limits: [3/m]\n    on_store_failure: open\n"
+      "  closed_ev:\n    limits: [3/m]\n    on_store_failure: closed\n",
+      {"--timeout-ms", "300"});
+  HttpClient client(serve->port());
+  EXPECT_EQ(client.Get("/readyz").status, 200);
+  memcached_.Kill();
+  HttpReply unready = client.Get("/readyz");
+  EXPECT_EQ(unready.status, 503);
+  EXPECT_NE(unready.body.find("cannot be reached"), std::string::npos) << unready.body;
+  HttpReply open = client.Post("/v1/check", CheckBody("open_ev", "x"));
+  EXPECT_EQ(open.status, 200) << open.body;
+  EXPECT_TRUE(json::parse(open.body)["degraded"].get<bool>());
+  HttpReply closed = client.Post("/v1/check", CheckBody("closed_ev", "x"));
+  EXPECT_EQ(closed.status, 429) << closed.body;
+  EXPECT_TRUE(json::parse(closed.body)["degraded"].get<bool>());
+  ASSERT_TRUE(memcached_.Start());
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {  // after the store's fail-fast interval
+    ready = client.Get("/readyz").status == 200;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  EXPECT_TRUE(ready);
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("closed_ev", "x")).status, 200);
+}
+
+// 200 checks of one feature at once, over 16 connections spread on two servers sharing one
+// memcached: admitted mode admits at most the limit; attempts mode counts every one.
+TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {
+  const std::string yaml =
+      "events:\n  admitted_ev:\n    limits: [10/m]\n"
+      "  attempts_ev:\n    limits: [10/m]\n    mode: attempts\n";
+  auto a = Serve(yaml);
+  auto b = Serve(yaml);
+  for (const std::string event : {"admitted_ev", "attempts_ev"}) {
+    std::atomic<int> admitted{0}, answered{0};
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 16; ++c) {
+      clients.emplace_back([&, c] {
+        HttpClient client((c % 2 == 0 ? a : b)->port());
+        for (int i = c; i < 200; i += 16) {
+          HttpReply r = client.Post("/v1/check", CheckBody(event, "hot"));
+          answered += r.status == 200 || r.status == 429;
+          admitted += r.status == 200;
+        }
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    EXPECT_EQ(answered.load(), 200) << event;
+    EXPECT_LE(admitted.load(), 10) << event;
+    EXPECT_GE(admitted.load(), 1) << event;
+    HttpClient client(a->port());
+    const uint64_t stored = CountOf(client, event, "hot", "1m");
+    if (event == "attempts_ev") {
+      EXPECT_EQ(stored, 200u);
+    } else {
+      EXPECT_EQ(stored, static_cast<uint64_t>(admitted.load()));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hourglass

@@ -1,0 +1,148 @@
+#include "serve_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "memcached_server.h"
+
+namespace hourglass::testing {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string>& args) {
+  port_ = FreeLoopbackPort();
+  char path[] = "/tmp/hourglass-serve-XXXXXX";
+  const int log_fd = mkstemp(path);
+  log_path_ = path;
+  std::vector<std::string> argv = {cli, "serve", "--listen", "127.0.0.1:" + std::to_string(port_)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(log_fd, STDERR_FILENO);
+    std::vector<char*> raw;
+    for (std::string& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  close(log_fd);
+  for (int i = 0; i < 200 && pid_ > 0; ++i) {
+    if (HttpClient(port_).Get("/healthz").status == 200) {
+      ready_ = true;
+      break;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;  // it exited: log() says why
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+}
+
+ServeProcess::~ServeProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  unlink(log_path_.c_str());
+}
+
+void ServeProcess::Signal(int signal) const {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+int ServeProcess::Wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  return -1;
+}
+
+std::string ServeProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string HttpReply::Header(const std::string& name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? "" : it->second;
+}
+
+struct HttpClient::Connection {
+  net::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer;
+};
+
+HttpClient::HttpClient(int port) : port_(port) {}
+HttpClient::~HttpClient() = default;
+
+HttpReply HttpClient::Send(const std::string& method, const std::string& target,
+                           const std::string& body,
+                           const std::map<std::string, std::string>& headers) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    beast::error_code ec;
+    if (connection_ == nullptr) {
+      connection_ = std::make_unique<Connection>();
+      connection_->stream.expires_after(std::chrono::seconds{10});
+      connection_->stream.connect(
+          tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port_)), ec);
+      if (ec) {
+        connection_.reset();
+        return {};
+      }
+    }
+    http::request<http::string_body> request{http::string_to_verb(method), target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    for (const auto& [name, value] : headers) request.set(name, value);
+    request.body() = body;
+    if (!body.empty()) request.set(http::field::content_type, "application/json");
+    request.prepare_payload();
+    connection_->stream.expires_after(std::chrono::seconds{10});
+    http::write(connection_->stream, request, ec);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    if (!ec) http::read(connection_->stream, connection_->buffer, parser, ec);
+    if (ec) {
+      connection_.reset();  // closed by the server between requests: try once more
+      continue;
+    }
+    const auto& response = parser.get();
+    HttpReply reply;
+    reply.status = static_cast<int>(response.result_int());
+    reply.body = response.body();
+    for (const auto& field : response) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      reply.headers[name] = std::string(field.value());
+    }
+    if (!response.keep_alive()) connection_.reset();
+    return reply;
+  }
+  return {};
+}
+
+}  // namespace hourglass::testing

@@ -1,0 +1,72 @@
+// A real `hourglass serve` for tests, on a free loopback port, stopped by its PID; and a real
+// HTTP/1.1 client (Boost.Beast) that keeps its connection alive.
+//
+//   ServeProcess serve(HOURGLASS_CLI, {"--policy", path, "--servers", memcached.address()});
+//   ASSERT_TRUE(serve.ready()) << serve.log();
+//   HttpClient client(serve.port());
+//   HttpReply r = client.Post("/v1/check", R"({"event":"signup","feature":"ann"})");
+//   serve.Signal(SIGTERM);
+//   EXPECT_EQ(serve.Wait(), 0);
+//
+// Thread-safety: one thread drives a process; one thread per client.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hourglass::testing {
+
+class ServeProcess {
+ public:
+  // Starts `cli serve --listen 127.0.0.1:PORT ARGS...` and waits up to 10 s for /healthz.
+  ServeProcess(const std::string& cli, const std::vector<std::string>& args);
+  ~ServeProcess();  // SIGKILL if still running
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  bool ready() const { return ready_; }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  void Signal(int signal) const;
+  // The exit code (128 + signal if killed), or -1 if it has not exited within `timeout`.
+  int Wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000});
+  // Everything the server wrote to stderr so far.
+  std::string log() const;
+
+ private:
+  int port_ = 0;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+  std::string log_path_;
+};
+
+struct HttpReply {
+  int status = 0;  // 0: no answer (connection refused or closed)
+  std::string body;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string Header(const std::string& name) const;
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(int port);
+  ~HttpClient();
+  HttpReply Send(const std::string& method, const std::string& target, const std::string& body = "",
+                 const std::map<std::string, std::string>& headers = {});
+  HttpReply Get(const std::string& target) { return Send("GET", target); }
+  HttpReply Post(const std::string& target, const std::string& body) {
+    return Send("POST", target, body);
+  }
+
+ private:
+  struct Connection;
+  int port_;
+  std::unique_ptr<Connection> connection_;
+};
+
+}  // namespace hourglass::testing
