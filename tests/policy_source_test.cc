@@ -32,7 +32,7 @@ TEST(PolicySource, FileEntriesAndOverridesWithTheModeOverridden) {
   EXPECT_EQ(source->For("url_shorten", "203.0.113.66")->limits[0].max_hits, 0u) << "banned";
   Result<Policy> unknown = source->For("nope", "x");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(unknown.error().code(), ErrorCode::kNotFound);
   EXPECT_NE(unknown.error().message().find("url_shorten"), std::string::npos);
 }
 
