@@ -10,6 +10,7 @@ packages=(
   libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.81-dev
+  nginx-light curl python3 python3-flask python3-requests
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(gnuplot-nox python3-limits python3-pymemcache)
