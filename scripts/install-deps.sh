@@ -9,7 +9,7 @@ packages=(
   memcached libmemcached-dev
   libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost1.81-dev
+  libboost1.81-dev prometheus-cpp-dev
   nginx-light curl python3 python3-flask python3-requests
 )
 if [[ "${1:-}" == "bench" ]]; then

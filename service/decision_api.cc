@@ -4,7 +4,9 @@
 
 #include <boost/url/parse.hpp>
 #include <boost/url/src.hpp>  // Boost.URL compiled here, header-only: Debian ships no library
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -173,11 +175,37 @@ std::shared_ptr<const PolicySource> DecisionApi::Policies() const {
   return policies_;
 }
 
+void DecisionApi::CountReload(bool ok) const {
+  if (options_.metrics != nullptr) options_.metrics->CountReload(ok);
+}
+
+HttpResponse DecisionApi::StoreErrorResponse(const Error& e) const {
+  const http::status status = StatusFor(e);
+  if (status == http::status::service_unavailable && options_.metrics != nullptr) {
+    options_.metrics->CountStoreError(e);
+  }
+  return ErrorResponse(status, e.message());
+}
+
 HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
+  const auto start = std::chrono::steady_clock::now();
   boost::system::result<boost::urls::url_view> url =
       boost::urls::parse_origin_form(request.target());
   if (!url) return ErrorResponse(http::status::bad_request, "malformed request target");
   const std::string path = url->path();
+  HttpResponse response = Route(request, path);
+  if (options_.metrics != nullptr) {
+    static const std::set<std::string, std::less<>> kEndpoints = {
+        "/v1/check", "/v1/count", "/v1/hit", "/v1/counters", "/healthz", "/readyz", "/metrics"};
+    const std::string endpoint = kEndpoints.contains(path)       ? path
+                                 : path.starts_with("/v1/auth/") ? "/v1/auth"
+                                                                 : "other";
+    options_.metrics->ObserveRequest(endpoint, std::chrono::steady_clock::now() - start);
+  }
+  return response;
+}
+
+HttpResponse DecisionApi::Route(const HttpRequest& request, const std::string& path) const {
   const http::verb method = request.method();
   const auto only = [&](http::verb allowed, std::string_view name, auto answer) -> HttpResponse {
     return method == allowed ? answer() : MethodNotAllowed(name);
@@ -198,6 +226,14 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
     });
   }
   if (path == "/readyz") return only(http::verb::get, "GET", [&] { return Ready(); });
+  if (path == "/metrics" && options_.metrics != nullptr) {
+    return only(http::verb::get, "GET", [&] {
+      HttpResponse res{http::status::ok, 11};
+      res.set(http::field::content_type, "text/plain; version=0.0.4");
+      res.body() = options_.metrics->Render();
+      return res;
+    });
+  }
   return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
 }
 
@@ -219,6 +255,7 @@ HttpResponse DecisionApi::Check(const HttpRequest& request) const {
     Result<Decision> d = engine_.Check(c.event, c.feature, resolved[i], c.cost);
     if (!d.ok()) return ErrorResponse(d.error());
     allowed = d->allowed;
+    if (options_.metrics != nullptr) options_.metrics->CountDecision(c.event, *d);
     decisions.push_back(std::move(*d));
   }
   if (!allowed) {
@@ -250,7 +287,7 @@ HttpResponse DecisionApi::Count(const HttpRequest& request) const {
   Result<std::vector<Window>> windows = ParseWindowSpecs(q->windows);
   if (!windows.ok()) return ErrorResponse(windows.error());
   Result<Counts> counts = engine_.Count(*q->event, *q->feature, *windows);
-  if (!counts.ok()) return ErrorResponse(counts.error());
+  if (!counts.ok()) return StoreErrorResponse(counts.error());
   return JsonResponse(http::status::ok, CountsJson(*q->event, *q->feature, *counts));
 }
 
@@ -277,7 +314,7 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
   Result<HitRequest> hit = ParseHit(*body, "");
   if (!hit.ok()) return ErrorResponse(hit.error());
   Result<Cost> cost = engine_.Record(hit->event, hit->feature, hit->cost);
-  if (!cost.ok()) return ErrorResponse(cost.error());
+  if (!cost.ok()) return StoreErrorResponse(cost.error());
   return JsonResponse(
       http::status::ok,
       json{{"recorded", true}, {"cost", hit->cost}, {"keys_written", cost->keys_written}});
@@ -290,7 +327,7 @@ HttpResponse DecisionApi::Reset(const HttpRequest& request) const {
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) return ErrorResponse(http::status::bad_request, "reset takes no window");
   Result<Engine::ResetOutcome> reset = engine_.Reset(*q->event, *q->feature);
-  if (!reset.ok()) return ErrorResponse(reset.error());
+  if (!reset.ok()) return StoreErrorResponse(reset.error());
   return JsonResponse(http::status::ok, json{{"deleted", reset->deleted}});
 }
 
@@ -306,6 +343,7 @@ HttpResponse DecisionApi::Auth(const HttpRequest& request, std::string_view even
   if (!policy.ok()) return ErrorResponse(policy.error());
   Result<Decision> d = engine_.Check(event, feature, *policy);
   if (!d.ok()) return ErrorResponse(d.error());
+  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, *d);
   HttpResponse res{d->allowed ? http::status::no_content : http::status::forbidden, 11};
   SetDecisionFields(res, *d);
   return res;

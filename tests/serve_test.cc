@@ -71,6 +71,16 @@ std::string Encode(const std::string& raw) {  // percent-encodes every byte but 
   return out;
 }
 
+// The value of the sample `name{labels}` in a Prometheus text exposition, or -1.
+double Sample(const std::string& text, const std::string& series) {
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
 class ServeTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(memcached_.running()) << memcached_.error(); }
@@ -330,6 +340,12 @@ TEST_F(ServeTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
   HttpReply closed = client.Post("/v1/check", CheckBody("closed_ev", "x"));
   EXPECT_EQ(closed.status, 429) << closed.body;
   EXPECT_TRUE(json::parse(closed.body)["degraded"].get<bool>());
+  const std::string metrics = client.Get("/metrics").body;
+  EXPECT_GE(
+      Sample(metrics, "hourglass_store_errors_total{server=\"" + memcached_.address() + "\"}"), 2)
+      << metrics;
+  EXPECT_EQ(
+      Sample(metrics, "hourglass_checks_total{event=\"open_ev\",result=\"degraded_allowed\"}"), 1);
   ASSERT_TRUE(memcached_.Start());
   bool ready = false;
   for (int i = 0; i < 100 && !ready; ++i) {  // after the store's fail-fast interval
@@ -338,6 +354,30 @@ TEST_F(ServeTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
   }
   EXPECT_TRUE(ready);
   EXPECT_EQ(client.Post("/v1/check", CheckBody("closed_ev", "x")).status, 200);
+}
+
+TEST_F(ServeTest, MetricsCountDecisionsByEventAndResultNeverByFeature) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
+  HttpClient client(serve->port());
+  for (int i = 0; i < 4; ++i) client.Post("/v1/check", CheckBody("signup", "secret-feature"));
+  serve->Signal(SIGHUP);
+  std::string text;
+  for (int i = 0; i < 100; ++i) {
+    HttpReply r = client.Get("/metrics");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.Header("content-type").rfind("text/plain", 0), 0u);
+    text = r.body;
+    if (Sample(text, "hourglass_policy_reloads_total{result=\"ok\"}") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  EXPECT_EQ(Sample(text, "hourglass_checks_total{event=\"signup\",result=\"allowed\"}"), 3);
+  EXPECT_EQ(Sample(text, "hourglass_checks_total{event=\"signup\",result=\"denied\"}"), 1);
+  // 3 of 3 and the denial's 3 (its own hit taken back): at or over 80% of the limit.
+  EXPECT_EQ(Sample(text, "hourglass_checks_near_limit_total{event=\"signup\"}"), 2);
+  EXPECT_EQ(Sample(text, "hourglass_request_duration_seconds_count{endpoint=\"/v1/check\"}"), 4);
+  EXPECT_GE(Sample(text, "hourglass_round_trips_total"), 4);
+  EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"ok\"}"), 1);
+  EXPECT_EQ(text.find("secret-feature"), std::string::npos) << "a label per feature";
 }
 
 // 200 checks of one feature at once, over 16 connections spread on two servers sharing one

@@ -77,9 +77,11 @@ void HandleSignals(const sigset_t& signals, const ServeArgs& a, DecisionApi& api
     Result<PolicySource> reloaded = PolicySource::FromFile(a.policy);
     if (!reloaded.ok()) {
       Log("reload failed, keeping the policy in force: " + reloaded.error().message());
+      api.CountReload(false);
       continue;
     }
     api.SetPolicies(std::make_shared<const PolicySource>(std::move(*reloaded)));
+    api.CountReload(true);
     Log("reloaded " + a.policy);
   }
 }
@@ -100,6 +102,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  ServiceMetrics metrics;
+  api_options.metrics = &metrics;
   Runtime rt(g, SystemClock::Get(), EngineUse::kLongRunning);
   DecisionApi api(rt.engine(), policies, api_options);
   std::unique_ptr<HttpServer> server =
@@ -143,7 +147,7 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  GET  /v1/count?event=E&feature=F&window=1m&window=1d\n"
       "  POST /v1/hit {\"event\":E,\"feature\":F}   DELETE /v1/counters?event=E&feature=F\n"
       "  GET  /v1/auth/EVENT (nginx auth_request; feature from --feature-header): 204 or 403\n"
-      "  GET  /healthz, /readyz (503 while the store cannot be reached)\n"
+      "  GET  /healthz, /readyz (503 while the store cannot be reached), /metrics (Prometheus)\n"
       "SIGHUP reloads the policy file (a bad file keeps the old one); SIGTERM drains and exits 0.\n"
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"

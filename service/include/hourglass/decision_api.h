@@ -6,6 +6,7 @@
 //   DELETE /v1/counters?event=E&feature=F                                resets (admin)
 //   GET    /v1/auth/{event}   feature from a request header (nginx auth_request): 204 or 403
 //   GET    /healthz           alive;  GET /readyz: 503 while the store cannot be reached
+//   GET    /metrics           Prometheus text format (with DecisionApiOptions::metrics)
 //
 // Decisions carry RateLimit-Policy, RateLimit and (on a denial) Retry-After. Bad input is 400
 // (404 for an event the policy lacks) with {"error": "..."} naming the problem; a store failure
@@ -22,6 +23,7 @@
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
+#include "hourglass/service_metrics.h"
 
 namespace hourglass {
 
@@ -33,6 +35,8 @@ struct DecisionApiOptions {
   bool admin = true;
   std::optional<std::string> admin_token;
   size_t max_checks_per_request = 16;
+  // Counted into and served at GET /metrics when set; must outlive the API.
+  ServiceMetrics* metrics = nullptr;
 };
 
 class DecisionApi {
@@ -41,6 +45,7 @@ class DecisionApi {
               DecisionApiOptions options = {});
 
   HttpResponse Handle(const HttpRequest& request) const;
+  void CountReload(bool ok) const;
   // Requests after this call use `policies`; those in flight finish with the old ones.
   void SetPolicies(std::shared_ptr<const PolicySource> policies);
 
@@ -52,6 +57,8 @@ class DecisionApi {
   HttpResponse Reset(const HttpRequest& request) const;
   HttpResponse Auth(const HttpRequest& request, std::string_view event) const;
   HttpResponse Ready() const;
+  HttpResponse Route(const HttpRequest& request, const std::string& path) const;
+  HttpResponse StoreErrorResponse(const Error& e) const;
   std::optional<HttpResponse> RefuseAdmin(const HttpRequest& request) const;
 
   const Engine& engine_;

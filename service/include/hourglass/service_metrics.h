@@ -1,0 +1,53 @@
+// The Prometheus metrics of `hourglass serve`, in the text exposition format at GET /metrics.
+//
+//   hourglass_checks_total{event,result}      result: allowed, denied, degraded_allowed,
+//                                             degraded_denied
+//   hourglass_checks_near_limit_total{event}  decisions with a count >= 80% of a limit
+//   hourglass_request_duration_seconds{endpoint}  histogram
+//   hourglass_store_errors_total{server}      store failures, per memcached server
+//   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
+//   hourglass_policy_reloads_total{result}    result: ok, failed
+//
+// Labels come from bounded sets (the policy's events, the endpoints, the servers): never one per
+// feature. Events the policy lacks are answered 404 before anything is counted.
+//
+// Thread-safety: every method may be called from many threads at once.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "hourglass/decision.h"
+
+namespace hourglass {
+
+class ServiceMetrics {
+ public:
+  ServiceMetrics();
+
+  void CountDecision(std::string_view event, const Decision& decision);
+  void CountStoreError(const Error& error);
+  void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
+  void CountReload(bool ok);
+  // The text exposition format.
+  std::string Render() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& checks_;
+  prometheus::Family<prometheus::Counter>& near_limit_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Counter>& store_errors_;
+  prometheus::Counter& keys_read_;
+  prometheus::Counter& round_trips_;
+  prometheus::Counter& local_denials_;
+  prometheus::Family<prometheus::Counter>& reloads_;
+};
+
+}  // namespace hourglass

@@ -1,0 +1,98 @@
+#include "hourglass/service_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+namespace hourglass {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildHistogram;
+
+// Which memcached server an error names ("memcached HOST:PORT: ..."), or "store".
+std::string ServerOf(const Error& error) {
+  const std::string& m = error.message();
+  if (!m.starts_with("memcached ")) return "store";
+  const size_t end = m.find(": ", 10);
+  return end == std::string::npos ? "store" : m.substr(10, end - 10);
+}
+
+}  // namespace
+
+ServiceMetrics::ServiceMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      checks_(BuildCounter()
+                  .Name("hourglass_checks_total")
+                  .Help("Checks decided, by event and result")
+                  .Register(*registry_)),
+      near_limit_(BuildCounter()
+                      .Name("hourglass_checks_near_limit_total")
+                      .Help("Decisions with a count at 80% or more of one of their limits")
+                      .Register(*registry_)),
+      latency_(BuildHistogram()
+                   .Name("hourglass_request_duration_seconds")
+                   .Help("Time to answer a request, by endpoint")
+                   .Register(*registry_)),
+      store_errors_(BuildCounter()
+                        .Name("hourglass_store_errors_total")
+                        .Help("Store failures, by server")
+                        .Register(*registry_)),
+      keys_read_(BuildCounter()
+                     .Name("hourglass_keys_read_total")
+                     .Help("Bucket keys read from the store by checks")
+                     .Register(*registry_)
+                     .Add({})),
+      round_trips_(BuildCounter()
+                       .Name("hourglass_round_trips_total")
+                       .Help("Waits for the store's answer by checks")
+                       .Register(*registry_)
+                       .Add({})),
+      local_denials_(BuildCounter()
+                         .Name("hourglass_local_denials_total")
+                         .Help("Checks denied by the blocked-client cache without a read")
+                         .Register(*registry_)
+                         .Add({})),
+      reloads_(BuildCounter()
+                   .Name("hourglass_policy_reloads_total")
+                   .Help("Policy file reloads, by result")
+                   .Register(*registry_)) {}
+
+void ServiceMetrics::CountDecision(std::string_view event, const Decision& d) {
+  std::string result = d.allowed ? "allowed" : "denied";
+  if (d.degraded) result = "degraded_" + result;
+  checks_.Add({{"event", std::string(event)}, {"result", result}}).Increment();
+  for (const LimitOutcome& o : d.limits) {
+    if (static_cast<double>(o.count) >= 0.8 * static_cast<double>(o.limit.max_hits)) {
+      near_limit_.Add({{"event", std::string(event)}}).Increment();
+      break;
+    }
+  }
+  if (d.degraded && d.store_error) CountStoreError(*d.store_error);
+  keys_read_.Increment(static_cast<double>(d.cost.keys_read));
+  round_trips_.Increment(static_cast<double>(d.cost.round_trips));
+  local_denials_.Increment(static_cast<double>(d.cost.blocked_hits));
+}
+
+void ServiceMetrics::CountStoreError(const Error& error) {
+  store_errors_.Add({{"server", ServerOf(error)}}).Increment();
+}
+
+void ServiceMetrics::ObserveRequest(std::string_view endpoint,
+                                    std::chrono::duration<double> elapsed) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+  latency_.Add({{"endpoint", std::string(endpoint)}}, kBuckets).Observe(elapsed.count());
+}
+
+void ServiceMetrics::CountReload(bool ok) {
+  reloads_.Add({{"result", ok ? "ok" : "failed"}}).Increment();
+}
+
+std::string ServiceMetrics::Render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace hourglass
