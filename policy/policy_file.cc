@@ -181,7 +181,8 @@ Result<Policy> ParseOverride(const std::string& name, const YAML::Node& o, Polic
 
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  if (Status s = CheckFields(name, node, {"limits", "mode", "on_store_failure", "overrides"}, "");
+  if (Status s = CheckFields(name, node,
+                             {"limits", "mode", "on_store_failure", "shadow", "overrides"}, "");
       !s.ok()) {
     return s.error();
   }
@@ -191,6 +192,11 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
   if (!limits.ok()) return limits.error();
   entry.policy.limits = *limits;
   if (Status s = ParseModes(name, node, entry.policy); !s.ok()) return s.error();
+  if (const YAML::Node shadow = node["shadow"]) {
+    const std::string value = shadow.as<std::string>();
+    if (value != "true" && value != "false") return At(name, shadow, "shadow is true or false");
+    entry.shadow = value == "true";
+  }
   const YAML::Node overrides = node["overrides"];
   if (!overrides) return entry;
   if (!overrides.IsMap()) return At(name, overrides, "overrides is a map: feature -> {limits}");
@@ -275,10 +281,11 @@ std::string PolicyFile::Explain() const {
   for (const auto& [event, entry] : events_) {
     const Policy& p = entry.policy;
     out += fmt::format(
-        "{}: {} ({} mode: {}; store unreachable: fail {})\n", event, DescribeLimits(p.limits),
+        "{}: {} ({} mode: {}; store unreachable: fail {}){}\n", event, DescribeLimits(p.limits),
         CountingModeName(p.mode),
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
-        FailureModeName(p.on_store_failure));
+        FailureModeName(p.on_store_failure),
+        entry.shadow ? "; shadow: decided and reported, every hit allowed" : "");
     for (const Limit& limit : p.limits) {
       out += fmt::format("  {}: at most {} hit{} in {}\n", limit.ToString(), limit.max_hits,
                          limit.max_hits == 1 ? "" : "s",

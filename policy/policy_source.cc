@@ -30,4 +30,10 @@ Result<Policy> PolicySource::For(std::string_view event, std::string_view featur
   return policy;
 }
 
+bool PolicySource::IsShadow(std::string_view event) const {
+  if (!file_) return false;
+  const auto it = file_->events().find(std::string(event));
+  return it != file_->events().end() && it->second.shadow;
+}
+
 }  // namespace hourglass

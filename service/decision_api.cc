@@ -152,6 +152,19 @@ Result<std::vector<Window>> ParseWindowSpecs(const std::vector<std::string>& spe
   return windows;
 }
 
+// A shadow event's denial, let through: allowed, with nothing to wait for.
+void AllowInShadow(Decision& d) {
+  d.allowed = true;
+  d.retry_after = Seconds{0};
+}
+
+// The decision's JSON; for a shadow denial let through, "shadow_denied": true says so.
+json ShownJson(const Decision& d, bool shadow_denied) {
+  json j = DecisionJson(d);
+  if (shadow_denied) j["shadow_denied"] = true;
+  return j;
+}
+
 HttpResponse MethodNotAllowed(std::string_view allow) {
   HttpResponse res = ErrorResponse(http::status::method_not_allowed,
                                    fmt::format("method not allowed here: use {}", allow));
@@ -249,13 +262,17 @@ HttpResponse DecisionApi::Check(const HttpRequest& request) const {
   }
   // In order; the first denial ends it, and (admitted mode) the admitted ones are taken back.
   std::vector<Decision> decisions;
+  std::vector<bool> shadow_denied;
   bool allowed = true;
   for (size_t i = 0; i < checks->size() && allowed; ++i) {
     const HitRequest& c = (*checks)[i];
     Result<Decision> d = engine_.Check(c.event, c.feature, resolved[i], c.cost);
     if (!d.ok()) return ErrorResponse(d.error());
+    const bool shadow = policies->IsShadow(c.event);
+    if (options_.metrics != nullptr) options_.metrics->CountDecision(c.event, *d, shadow);
+    shadow_denied.push_back(shadow && !d->allowed);
+    if (shadow_denied.back()) AllowInShadow(*d);
     allowed = d->allowed;
-    if (options_.metrics != nullptr) options_.metrics->CountDecision(c.event, *d);
     decisions.push_back(std::move(*d));
   }
   if (!allowed) {
@@ -268,10 +285,12 @@ HttpResponse DecisionApi::Check(const HttpRequest& request) const {
   const Decision& shown = allowed ? decisions.front() : decisions.back();
   json body;
   if (checks->size() == 1) {
-    body = DecisionJson(shown);
+    body = ShownJson(shown, shadow_denied.front());
   } else {
     body = json{{"allowed", allowed}, {"checks", json::array()}};
-    for (const Decision& d : decisions) body["checks"].push_back(DecisionJson(d));
+    for (size_t i = 0; i < decisions.size(); ++i) {
+      body["checks"].push_back(ShownJson(decisions[i], shadow_denied[i]));
+    }
   }
   HttpResponse res =
       JsonResponse(allowed ? http::status::ok : http::status::too_many_requests, body);
@@ -339,11 +358,14 @@ HttpResponse DecisionApi::Auth(const HttpRequest& request, std::string_view even
                                      options_.feature_header));
   }
   const std::string feature(header->value());
-  Result<Policy> policy = Policies()->For(event, feature);
+  const std::shared_ptr<const PolicySource> policies = Policies();
+  Result<Policy> policy = policies->For(event, feature);
   if (!policy.ok()) return ErrorResponse(policy.error());
   Result<Decision> d = engine_.Check(event, feature, *policy);
   if (!d.ok()) return ErrorResponse(d.error());
-  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, *d);
+  const bool shadow = policies->IsShadow(event);
+  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, *d, shadow);
+  if (shadow && !d->allowed) AllowInShadow(*d);
   HttpResponse res{d->allowed ? http::status::no_content : http::status::forbidden, 11};
   SetDecisionFields(res, *d);
   return res;

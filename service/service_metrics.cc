@@ -58,8 +58,8 @@ ServiceMetrics::ServiceMetrics()
                    .Help("Policy file reloads, by result")
                    .Register(*registry_)) {}
 
-void ServiceMetrics::CountDecision(std::string_view event, const Decision& d) {
-  std::string result = d.allowed ? "allowed" : "denied";
+void ServiceMetrics::CountDecision(std::string_view event, const Decision& d, bool shadow) {
+  std::string result = d.allowed ? "allowed" : shadow ? "shadow_denied" : "denied";
   if (d.degraded) result = "degraded_" + result;
   checks_.Add({{"event", std::string(event)}, {"result", result}}).Increment();
   for (const LimitOutcome& o : d.limits) {

@@ -147,5 +147,22 @@ TEST(PolicyFile, MissingFileIsAClearError) {
             std::string::npos);
 }
 
+TEST(PolicyFile, ShadowIsPerEventTrueOrFalse) {
+  Result<PolicyFile> file = PolicyFile::Parse(
+      "events:\n  a: {limits: [1/s], shadow: true}\n  b: {limits: [1/s], shadow: false}\n"
+      "  c: {limits: [1/s]}\n");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_TRUE(file->events().at("a").shadow);
+  EXPECT_FALSE(file->events().at("b").shadow);
+  EXPECT_FALSE(file->events().at("c").shadow);
+  EXPECT_NE(file->Explain().find("a: 1/s (admitted mode: denied hits are not counted; store "
+                                 "unreachable: fail open; shadow"),
+            std::string::npos)
+      << file->Explain();
+  Result<PolicyFile> bad = PolicyFile::Parse("events:\n  a: {limits: [1/s], shadow: maybe}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("shadow is true or false"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hourglass

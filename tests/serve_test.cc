@@ -380,6 +380,29 @@ TEST_F(ServeTest, MetricsCountDecisionsByEventAndResultNeverByFeature) {
   EXPECT_EQ(text.find("secret-feature"), std::string::npos) << "a label per feature";
 }
 
+TEST_F(ServeTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {
+  auto serve = Serve("events:\n  trial:\n    limits: [1/m]\n    shadow: true\n");
+  HttpClient client(serve->port());
+  HttpReply first = client.Post("/v1/check", CheckBody("trial", "x"));
+  EXPECT_EQ(first.status, 200);
+  EXPECT_FALSE(json::parse(first.body).contains("shadow_denied"));
+  HttpReply second = client.Post("/v1/check", CheckBody("trial", "x"));
+  EXPECT_EQ(second.status, 200) << second.body;
+  const json body = json::parse(second.body);
+  EXPECT_TRUE(body["allowed"].get<bool>());
+  EXPECT_TRUE(body["shadow_denied"].get<bool>());
+  // What it would have done: the limit was full, and this hit was not counted.
+  EXPECT_EQ(body["limits"][0]["remaining"], 0);
+  EXPECT_FALSE(body["recorded"].get<bool>());
+  EXPECT_EQ(second.Header("retry-after"), "");
+  const std::map<std::string, std::string> ip = {{"X-Real-IP", "x"}};
+  EXPECT_EQ(client.Send("GET", "/v1/auth/trial", "", ip).status, 204);
+  const std::string metrics = client.Get("/metrics").body;
+  EXPECT_EQ(Sample(metrics, "hourglass_checks_total{event=\"trial\",result=\"shadow_denied\"}"), 2);
+  EXPECT_EQ(Sample(metrics, "hourglass_checks_total{event=\"trial\",result=\"allowed\"}"), 1);
+  EXPECT_EQ(CountOf(client, "trial", "x", "1m"), 1u);  // admitted mode: the denials took back
+}
+
 // 200 checks of one feature at once, over 16 connections spread on two servers sharing one
 // memcached: admitted mode admits at most the limit; attempts mode counts every one.
 TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {

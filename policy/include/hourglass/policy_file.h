@@ -6,6 +6,7 @@
 //       limits: [2/s, 5/m, 10/h, 100/d]       # sliding windows
 //       mode: admitted                        # or attempts
 //       on_store_failure: open                # or closed
+//       shadow: false                         # true: decide and report, but allow every hit
 //       overrides:
 //         "198.51.100.10": {limits: [20/s, 100/m]}
 //         "203.0.113.66": {deny: true}
@@ -32,6 +33,9 @@ namespace hourglass {
 
 struct EventPolicy {
   Policy policy;
+  // Decide and report, but let every hit through (a service answers "allowed" and says what it
+  // would have done): for trying limits on live traffic.
+  bool shadow = false;
   std::map<std::string, Policy> overrides;  // by feature, verbatim; a ban denies every hit
 };
 

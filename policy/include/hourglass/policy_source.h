@@ -33,6 +33,8 @@ class PolicySource {
   bool empty() const { return !file_ && inline_.limits.empty(); }
   // kNotFound naming the known events when a policy file has no entry for `event`.
   Result<Policy> For(std::string_view event, std::string_view feature) const;
+  // Whether the policy file marks `event` shadow (decide and report, allow every hit).
+  bool IsShadow(std::string_view event) const;
 
  private:
   std::optional<PolicyFile> file_;

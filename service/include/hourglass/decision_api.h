@@ -8,7 +8,9 @@
 //   GET    /healthz           alive;  GET /readyz: 503 while the store cannot be reached
 //   GET    /metrics           Prometheus text format (with DecisionApiOptions::metrics)
 //
-// Decisions carry RateLimit-Policy, RateLimit and (on a denial) Retry-After. Bad input is 400
+// Decisions carry RateLimit-Policy, RateLimit and (on a denial) Retry-After. An event the policy
+// marks `shadow: true` is decided and counted in the metrics as usual, but always allowed; a
+// denial let through says "shadow_denied": true. Bad input is 400
 // (404 for an event the policy lacks) with {"error": "..."} naming the problem; a store failure
 // outside a check (whose policy decides) is 503.
 //

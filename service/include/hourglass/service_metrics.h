@@ -1,7 +1,7 @@
 // The Prometheus metrics of `hourglass serve`, in the text exposition format at GET /metrics.
 //
-//   hourglass_checks_total{event,result}      result: allowed, denied, degraded_allowed,
-//                                             degraded_denied
+//   hourglass_checks_total{event,result}      result: allowed, denied, shadow_denied,
+//                                             degraded_allowed, degraded_denied
 //   hourglass_checks_near_limit_total{event}  decisions with a count >= 80% of a limit
 //   hourglass_request_duration_seconds{endpoint}  histogram
 //   hourglass_store_errors_total{server}      store failures, per memcached server
@@ -31,7 +31,8 @@ class ServiceMetrics {
  public:
   ServiceMetrics();
 
-  void CountDecision(std::string_view event, const Decision& decision);
+  // `shadow`: the event is in shadow mode, a denial counts as shadow_denied (it was allowed).
+  void CountDecision(std::string_view event, const Decision& decision, bool shadow = false);
   void CountStoreError(const Error& error);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
