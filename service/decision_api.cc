@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hourglass/inspection.h"
 #include "hourglass/json.h"
 #include "hourglass/ratelimit_headers.h"
 
@@ -209,7 +210,8 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
   HttpResponse response = Route(request, path);
   if (options_.metrics != nullptr) {
     static const std::set<std::string, std::less<>> kEndpoints = {
-        "/v1/check", "/v1/count", "/v1/hit", "/v1/counters", "/healthz", "/readyz", "/metrics"};
+        "/v1/check",    "/v1/count", "/v1/inspect", "/v1/hit",
+        "/v1/counters", "/healthz",  "/readyz",     "/metrics"};
     const std::string endpoint = kEndpoints.contains(path)       ? path
                                  : path.starts_with("/v1/auth/") ? "/v1/auth"
                                                                  : "other";
@@ -225,6 +227,9 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, const std::string& p
   };
   if (path == "/v1/check") return only(http::verb::post, "POST", [&] { return Check(request); });
   if (path == "/v1/count") return only(http::verb::get, "GET", [&] { return Count(request); });
+  if (path == "/v1/inspect") {
+    return only(http::verb::get, "GET", [&] { return InspectFeature(request); });
+  }
   if (path == "/v1/hit") return only(http::verb::post, "POST", [&] { return Hit(request); });
   if (path == "/v1/counters") {
     return only(http::verb::delete_, "DELETE", [&] { return Reset(request); });
@@ -308,6 +313,19 @@ HttpResponse DecisionApi::Count(const HttpRequest& request) const {
   Result<Counts> counts = engine_.Count(*q->event, *q->feature, *windows);
   if (!counts.ok()) return StoreErrorResponse(counts.error());
   return JsonResponse(http::status::ok, CountsJson(*q->event, *q->feature, *counts));
+}
+
+HttpResponse DecisionApi::InspectFeature(const HttpRequest& request) const {
+  const boost::urls::url_view url = *boost::urls::parse_origin_form(request.target());
+  Result<Query> q = ParseQuery(url);
+  if (!q.ok()) return ErrorResponse(q.error());
+  if (!q->windows.empty()) {
+    return ErrorResponse(http::status::bad_request,
+                         "inspect takes no window: it shows 1s 1m 1h 1d");
+  }
+  Result<Inspection> inspection = Inspect(engine_, *q->event, *q->feature, options_.clock->Now());
+  if (!inspection.ok()) return StoreErrorResponse(inspection.error());
+  return JsonResponse(http::status::ok, InspectionJson(*q->event, *q->feature, *inspection));
 }
 
 std::optional<HttpResponse> DecisionApi::RefuseAdmin(const HttpRequest& request) const {

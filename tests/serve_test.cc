@@ -255,6 +255,25 @@ TEST_F(ServeTest, HitCountAndResetWithAnAdminToken) {
   unlink(token_path.c_str());
 }
 
+TEST_F(ServeTest, InspectShowsEachLevelsBucketsAndTheWindows) {
+  auto serve = Serve("events:\n  signup:\n    limits: [10/m]\n");
+  HttpClient client(serve->port());
+  for (int i = 0; i < 3; ++i) client.Post("/v1/check", CheckBody("signup", "ann"));
+  HttpReply r = client.Get("/v1/inspect?event=signup&feature=ann");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = json::parse(r.body);
+  ASSERT_EQ(body["seconds"].size(), 60u);
+  ASSERT_EQ(body["minutes"].size(), 60u);
+  ASSERT_EQ(body["hours"].size(), 24u);
+  uint64_t seconds = 0;
+  for (const json& v : body["seconds"]) seconds += v.get<uint64_t>();
+  EXPECT_EQ(seconds, 3u);  // the last 60 seconds hold the three hits (a second boundary apart)
+  EXPECT_EQ(body["hours"].back(), 3);
+  EXPECT_EQ(body["windows"][3]["window"], 86400);
+  EXPECT_EQ(body["windows"][3]["count"], 3);
+  EXPECT_EQ(client.Get("/v1/inspect?event=signup").status, 400);
+}
+
 TEST_F(ServeTest, AuthEndpointAnswersNginxWith204Or403) {
   auto serve = Serve("events:\n  url_shorten:\n    limits: [2/m]\n");
   HttpClient client(serve->port());

@@ -2,6 +2,7 @@
 //
 //   POST   /v1/check     {"event","feature","cost"} or {"checks":[...]}  200 allowed, 429 denied
 //   GET    /v1/count?event=E&feature=F&window=1m&window=1d               counts, no hit
+//   GET    /v1/inspect?event=E&feature=F      per-level bucket values and windows (inspect)
 //   POST   /v1/hit       {"event","feature","cost"}                      records (admin)
 //   DELETE /v1/counters?event=E&feature=F                                resets (admin)
 //   GET    /v1/auth/{event}   feature from a request header (nginx auth_request): 204 or 403
@@ -39,6 +40,8 @@ struct DecisionApiOptions {
   size_t max_checks_per_request = 16;
   // Counted into and served at GET /metrics when set; must outlive the API.
   ServiceMetrics* metrics = nullptr;
+  // "Now" for /v1/inspect's timelines: the engine's clock.
+  const Clock* clock = &SystemClock::Get();
 };
 
 class DecisionApi {
@@ -55,6 +58,7 @@ class DecisionApi {
   std::shared_ptr<const PolicySource> Policies() const;
   HttpResponse Check(const HttpRequest& request) const;
   HttpResponse Count(const HttpRequest& request) const;
+  HttpResponse InspectFeature(const HttpRequest& request) const;
   HttpResponse Hit(const HttpRequest& request) const;
   HttpResponse Reset(const HttpRequest& request) const;
   HttpResponse Auth(const HttpRequest& request, std::string_view event) const;
