@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every benchmark table and picture under bench/results/ from scratch:
-#   bash bench/run.sh            (or one step: keys, accuracy, micro, load, replay)
+#   bash bench/run.sh            (or one step: keys, accuracy, micro, load, replay, serve)
 # Installs what is missing (Debian packages), builds, and runs: keys per query, the accuracy
 # replay (with plots), the micro-benchmarks, and the load driver against a memcached it starts on
 # loopback (raw baseline, the Python limits peer, scaling). Takes about 10 minutes on 2 cores.
@@ -12,7 +12,7 @@ out=bench/results
 mkdir -p "$out"
 log="../shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-10}"
-step="${1:-all}"  # all, or one of: keys accuracy micro load replay
+step="${1:-all}"  # all, or one of: keys accuracy micro load replay serve
 want() { [[ "$step" == all || "$step" == "$1" ]]; }
 
 {
@@ -109,5 +109,8 @@ peer_rate=$(field "$peer" checks_per_second | awk '{ printf "%.0f", $1 }')
   echo "| hourglass, exact cover | $exact_rate | $(field "$exact" keys_read_p50), $(field "$exact" keys_read_p99) | $(field "$exact" round_trips) | $(awk -v a="$exact_rate" -v b="$peer_rate" 'BEGIN { printf "%.1fx", a / b }') |"
   echo "| Python limits 2.8 fixed window | $peer_rate | 4 incr per check | 40000 | 1.0x |"
 } | tee "$out/replay.md"
+fi
+if want serve; then
+  bash bench/serve.sh
 fi
 echo "results in $out/"

@@ -13,7 +13,7 @@ packages=(
   nginx-light curl python3 python3-flask python3-requests
 )
 if [[ "${1:-}" == "bench" ]]; then
-  packages+=(gnuplot-nox python3-limits python3-pymemcache)
+  packages+=(gnuplot-nox python3-limits python3-pymemcache wrk)
 fi
 if [[ "${1:-}" == "fuzz" ]]; then
   packages+=(clang libclang-rt-dev)
