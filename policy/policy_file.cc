@@ -281,7 +281,7 @@ std::string PolicyFile::Explain() const {
   for (const auto& [event, entry] : events_) {
     const Policy& p = entry.policy;
     out += fmt::format(
-        "{}: {} ({} mode: {}; store unreachable: fail {}){}\n", event, DescribeLimits(p.limits),
+        "{}: {} ({} mode: {}; store unreachable: fail {}{})\n", event, DescribeLimits(p.limits),
         CountingModeName(p.mode),
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
         FailureModeName(p.on_store_failure),
