@@ -3,13 +3,14 @@
 # stack answering after one raw memcached round trip with the same increments), both on one
 # memcached on loopback, driven by wrk with features drawn from the real log and the policy
 # 2/s, 5/m, 10/h, 100/d. Writes bench/results/serve.md.
-#   bash bench/serve.sh          (HOURGLASS_BENCH_SECONDS=10 by default; ROUNDS=2)
+#   bash bench/serve.sh          (HOURGLASS_BENCH_SECONDS=10 by default; ROUNDS=2; THREADS=nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
 log="$(cd .. && pwd)/shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-10}"
 rounds="${ROUNDS:-2}"
+threads="${THREADS:-$(nproc)}"  # server threads, both servers; the service's default
 out=bench/results/serve.md
 tmp="$(mktemp -d /tmp/hourglass-serve-bench-XXXXXX)"
 pids=()
@@ -23,11 +24,11 @@ pids+=($!)
 printf 'events:\n  url_shorten:\n    limits: [2/s, 5/m, 10/h, 100/d]\n' >"$tmp/policy.yaml"
 serve_port=$(free_port)
 "$build/cli/hourglass" serve --policy "$tmp/policy.yaml" --servers "127.0.0.1:$mc" \
-  --listen "127.0.0.1:$serve_port" --threads 8 2>"$tmp/serve.log" &
+  --listen "127.0.0.1:$serve_port" --threads "$threads" 2>"$tmp/serve.log" &
 serve_pid=$!
 pids+=($serve_pid)
 floor_port=$(free_port)
-"$build/bench/serve_floor" --listen-port "$floor_port" --servers "127.0.0.1:$mc" --threads 8 \
+"$build/bench/serve_floor" --listen-port "$floor_port" --servers "127.0.0.1:$mc" --threads "$threads" \
   2>"$tmp/floor.log" &
 floor_pid=$!
 pids+=($floor_pid)
@@ -56,7 +57,7 @@ PY
   echo
   echo "\`bash bench/serve.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"
   echo "wrk, memcached, the service and the floor share the cores (loopback). ${seconds} s per run,"
-  echo "runs alternate floor and service, ${rounds} rounds. Features: the client addresses of the"
+  echo "runs alternate floor and service, ${rounds} rounds, ${threads} server threads each. Features: the client addresses of the"
   echo "real log at random; policy 2/s, 5/m, 10/h, 100/d (non-2xx: the 429 denials)."
   echo "CPU: the server process's user + system time per request."
   echo
