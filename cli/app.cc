@@ -37,13 +37,9 @@ uint64_t CheckCost(int64_t cost) {
 }
 
 std::vector<Window> ParseWindows(const std::vector<std::string>& specs) {
-  std::vector<Window> windows;
-  for (const std::string& spec : specs) {
-    Result<Seconds> length = ParseDuration(spec);
-    if (!length.ok()) Fail(kUsage, "--window: " + length.error().message());
-    windows.push_back(*Window::Sliding(*length));
-  }
-  return windows;
+  Result<std::vector<Window>> windows = ParseSlidingWindows(specs);
+  if (!windows.ok()) Fail(kUsage, "--" + windows.error().message());  // --window "10x": ...
+  return std::move(*windows);
 }
 
 void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }

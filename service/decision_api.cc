@@ -139,26 +139,6 @@ Result<Query> ParseQuery(const boost::urls::url_view& url) {
   return q;
 }
 
-Result<std::vector<Window>> ParseWindowSpecs(const std::vector<std::string>& specs) {
-  std::vector<Window> windows;
-  for (const std::string& spec : specs) {
-    Result<Seconds> length = ParseDuration(spec);
-    if (!length.ok()) {
-      return InvalidArgument(fmt::format("window \"{}\": {}", spec, length.error().message()));
-    }
-    Result<Window> window = Window::Sliding(*length);
-    if (!window.ok()) return window.error();
-    windows.push_back(*window);
-  }
-  return windows;
-}
-
-// A shadow event's denial, let through: allowed, with nothing to wait for.
-void AllowInShadow(Decision& d) {
-  d.allowed = true;
-  d.retry_after = Seconds{0};
-}
-
 // The decision's JSON; for a shadow denial let through, "shadow_denied": true says so.
 json ShownJson(const Decision& d, bool shadow_denied) {
   json j = DecisionJson(d);
@@ -206,12 +186,12 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
   boost::system::result<boost::urls::url_view> url =
       boost::urls::parse_origin_form(request.target());
   if (!url) return ErrorResponse(http::status::bad_request, "malformed request target");
-  const std::string path = url->path();
-  HttpResponse response = Route(request, path);
+  HttpResponse response = Route(request, *url);
   if (options_.metrics != nullptr) {
     static const std::set<std::string, std::less<>> kEndpoints = {
         "/v1/check",    "/v1/count", "/v1/inspect", "/v1/hit",
         "/v1/counters", "/healthz",  "/readyz",     "/metrics"};
+    const std::string path = url->path();
     const std::string endpoint = kEndpoints.contains(path)       ? path
                                  : path.starts_with("/v1/auth/") ? "/v1/auth"
                                                                  : "other";
@@ -220,19 +200,21 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
   return response;
 }
 
-HttpResponse DecisionApi::Route(const HttpRequest& request, const std::string& path) const {
+HttpResponse DecisionApi::Route(const HttpRequest& request,
+                                const boost::urls::url_view& url) const {
+  const std::string path = url.path();
   const http::verb method = request.method();
   const auto only = [&](http::verb allowed, std::string_view name, auto answer) -> HttpResponse {
     return method == allowed ? answer() : MethodNotAllowed(name);
   };
   if (path == "/v1/check") return only(http::verb::post, "POST", [&] { return Check(request); });
-  if (path == "/v1/count") return only(http::verb::get, "GET", [&] { return Count(request); });
+  if (path == "/v1/count") return only(http::verb::get, "GET", [&] { return Count(url); });
   if (path == "/v1/inspect") {
-    return only(http::verb::get, "GET", [&] { return InspectFeature(request); });
+    return only(http::verb::get, "GET", [&] { return InspectFeature(url); });
   }
   if (path == "/v1/hit") return only(http::verb::post, "POST", [&] { return Hit(request); });
   if (path == "/v1/counters") {
-    return only(http::verb::delete_, "DELETE", [&] { return Reset(request); });
+    return only(http::verb::delete_, "DELETE", [&] { return Reset(request, url); });
   }
   if (path.starts_with("/v1/auth/") && path.size() > 9) {
     const std::string event = path.substr(9);
@@ -255,6 +237,21 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, const std::string& p
   return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
 }
 
+Result<Decision> DecisionApi::Decide(const PolicySource& policies, std::string_view event,
+                                     std::string_view feature, const Policy& policy, uint64_t cost,
+                                     bool& shadow_denied) const {
+  Result<Decision> d = engine_.Check(event, feature, policy, cost);
+  if (!d.ok()) return d;
+  const bool shadow = policies.IsShadow(event);
+  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, *d, shadow);
+  shadow_denied = shadow && !d->allowed;
+  if (shadow_denied) {  // let through: allowed, nothing to wait for
+    d->allowed = true;
+    d->retry_after = Seconds{0};
+  }
+  return d;
+}
+
 HttpResponse DecisionApi::Check(const HttpRequest& request) const {
   Result<std::vector<HitRequest>> checks = ParseChecks(request, options_.max_checks_per_request);
   if (!checks.ok()) return ErrorResponse(checks.error());
@@ -271,12 +268,10 @@ HttpResponse DecisionApi::Check(const HttpRequest& request) const {
   bool allowed = true;
   for (size_t i = 0; i < checks->size() && allowed; ++i) {
     const HitRequest& c = (*checks)[i];
-    Result<Decision> d = engine_.Check(c.event, c.feature, resolved[i], c.cost);
+    bool shadowed = false;
+    Result<Decision> d = Decide(*policies, c.event, c.feature, resolved[i], c.cost, shadowed);
     if (!d.ok()) return ErrorResponse(d.error());
-    const bool shadow = policies->IsShadow(c.event);
-    if (options_.metrics != nullptr) options_.metrics->CountDecision(c.event, *d, shadow);
-    shadow_denied.push_back(shadow && !d->allowed);
-    if (shadow_denied.back()) AllowInShadow(*d);
+    shadow_denied.push_back(shadowed);
     allowed = d->allowed;
     decisions.push_back(std::move(*d));
   }
@@ -303,20 +298,18 @@ HttpResponse DecisionApi::Check(const HttpRequest& request) const {
   return res;
 }
 
-HttpResponse DecisionApi::Count(const HttpRequest& request) const {
-  const boost::urls::url_view url = *boost::urls::parse_origin_form(request.target());
+HttpResponse DecisionApi::Count(const boost::urls::url_view& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (q->windows.empty()) q->windows = {"1s", "1m", "1h", "1d"};
-  Result<std::vector<Window>> windows = ParseWindowSpecs(q->windows);
+  Result<std::vector<Window>> windows = ParseSlidingWindows(q->windows);
   if (!windows.ok()) return ErrorResponse(windows.error());
   Result<Counts> counts = engine_.Count(*q->event, *q->feature, *windows);
   if (!counts.ok()) return StoreErrorResponse(counts.error());
   return JsonResponse(http::status::ok, CountsJson(*q->event, *q->feature, *counts));
 }
 
-HttpResponse DecisionApi::InspectFeature(const HttpRequest& request) const {
-  const boost::urls::url_view url = *boost::urls::parse_origin_form(request.target());
+HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) {
@@ -357,9 +350,9 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
       json{{"recorded", true}, {"cost", hit->cost}, {"keys_written", cost->keys_written}});
 }
 
-HttpResponse DecisionApi::Reset(const HttpRequest& request) const {
+HttpResponse DecisionApi::Reset(const HttpRequest& request,
+                                const boost::urls::url_view& url) const {
   if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
-  const boost::urls::url_view url = *boost::urls::parse_origin_form(request.target());
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) return ErrorResponse(http::status::bad_request, "reset takes no window");
@@ -379,11 +372,9 @@ HttpResponse DecisionApi::Auth(const HttpRequest& request, std::string_view even
   const std::shared_ptr<const PolicySource> policies = Policies();
   Result<Policy> policy = policies->For(event, feature);
   if (!policy.ok()) return ErrorResponse(policy.error());
-  Result<Decision> d = engine_.Check(event, feature, *policy);
+  bool shadowed = false;
+  Result<Decision> d = Decide(*policies, event, feature, *policy, 1, shadowed);
   if (!d.ok()) return ErrorResponse(d.error());
-  const bool shadow = policies->IsShadow(event);
-  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, *d, shadow);
-  if (shadow && !d->allowed) AllowInShadow(*d);
   HttpResponse res{d->allowed ? http::status::no_content : http::status::forbidden, 11};
   SetDecisionFields(res, *d);
   return res;

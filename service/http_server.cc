@@ -145,7 +145,7 @@ class Session : public std::enable_shared_from_this<Session> {
       HttpResponse response = server_->handler(request);
       response.keep_alive(true);
       return response;
-    } catch (const std::exception& e) {
+    } catch (const std::exception&) {
       return ErrorResponse(http::status::internal_server_error, "internal error");
     }
   }

@@ -18,6 +18,19 @@ TEST(ParseDuration, AcceptsCountAndUnitOrPlainSeconds) {
   EXPECT_EQ(*ParseDuration("3600"), Seconds{3600});
 }
 
+TEST(ParseSlidingWindows, ParsesEachSpecAndNamesTheBadOne) {
+  const std::vector<std::string> good = {"1s", "10m", "1d"};
+  Result<std::vector<Window>> windows = ParseSlidingWindows(good);
+  ASSERT_TRUE(windows.ok());
+  ASSERT_EQ(windows->size(), 3u);
+  EXPECT_EQ((*windows)[1], *Window::Sliding(Seconds{600}));
+  const std::vector<std::string> bad = {"1m", "5q"};
+  Result<std::vector<Window>> refused = ParseSlidingWindows(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refused.error().message().rfind("window \"5q\": ", 0), 0u) << refused.error().message();
+}
+
 TEST(ParseDuration, RejectsGarbageNamingTheBadPart) {
   for (const char* bad : {"", "0", "0m", "-5m", "1.5h", "10x", "m10", "1 m", "1mm", "h1",
                           "99999999999999999999", "4000d"}) {

@@ -78,6 +78,19 @@ Result<Seconds> ParseDuration(std::string_view text) {
   return Seconds{count * unit_seconds};
 }
 
+Result<std::vector<Window>> ParseSlidingWindows(std::span<const std::string> specs) {
+  std::vector<Window> windows;
+  for (const std::string& spec : specs) {
+    Result<Seconds> length = ParseDuration(spec);
+    Result<Window> window = length.ok() ? Window::Sliding(*length) : Result<Window>(length.error());
+    if (!window.ok()) {
+      return InvalidArgument(fmt::format("window \"{}\": {}", spec, window.error().message()));
+    }
+    windows.push_back(*window);
+  }
+  return windows;
+}
+
 std::string FormatDuration(Seconds d) {
   const int64_t s = d.count();
   for (auto [unit, size] : {std::pair{'w', kWeek}, {'d', kDay}, {'h', kHour}, {'m', kMinute}}) {

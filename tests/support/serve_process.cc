@@ -86,6 +86,15 @@ std::string ServeProcess::log() const {
   return text.str();
 }
 
+bool ServeProcess::WaitForLog(const std::string& text, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  return true;
+}
+
 std::string HttpReply::Header(const std::string& name) const {
   auto it = headers.find(name);
   return it == headers.end() ? "" : it->second;

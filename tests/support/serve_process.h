@@ -37,6 +37,9 @@ class ServeProcess {
   int Wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000});
   // Everything the server wrote to stderr so far.
   std::string log() const;
+  // Whether log() contains `text` within `timeout` (polled).
+  bool WaitForLog(const std::string& text,
+                  std::chrono::milliseconds timeout = std::chrono::milliseconds{2000}) const;
 
  private:
   int port_ = 0;

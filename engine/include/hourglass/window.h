@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "hourglass/clock.h"
 #include "hourglass/status.h"
@@ -75,6 +77,9 @@ class Window {
 // "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w), or plain
 // seconds ("3600"). Errors name the bad part.
 Result<Seconds> ParseDuration(std::string_view text);
+// Sliding windows from duration specs ("1m", "1d"); an error names the bad spec:
+// window "5q": <why>.
+Result<std::vector<Window>> ParseSlidingWindows(std::span<const std::string> specs);
 // The shortest exact form: 86400 -> "1d", 600 -> "10m", 90 -> "90s", 1 -> "1s".
 std::string FormatDuration(Seconds d);
 

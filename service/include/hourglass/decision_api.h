@@ -18,6 +18,7 @@
 // Thread-safety: Handle() may be called from many threads at once, and SetPolicies() from any.
 #pragma once
 
+#include <boost/url/url_view.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,14 +57,19 @@ class DecisionApi {
 
  private:
   std::shared_ptr<const PolicySource> Policies() const;
+  HttpResponse Route(const HttpRequest& request, const boost::urls::url_view& url) const;
   HttpResponse Check(const HttpRequest& request) const;
-  HttpResponse Count(const HttpRequest& request) const;
-  HttpResponse InspectFeature(const HttpRequest& request) const;
+  HttpResponse Count(const boost::urls::url_view& url) const;
+  HttpResponse InspectFeature(const boost::urls::url_view& url) const;
   HttpResponse Hit(const HttpRequest& request) const;
-  HttpResponse Reset(const HttpRequest& request) const;
+  HttpResponse Reset(const HttpRequest& request, const boost::urls::url_view& url) const;
   HttpResponse Auth(const HttpRequest& request, std::string_view event) const;
   HttpResponse Ready() const;
-  HttpResponse Route(const HttpRequest& request, const std::string& path) const;
+  // The engine's decision on one check, counted in the metrics. A shadow event's denial is let
+  // through and `shadow_denied` says so.
+  Result<Decision> Decide(const PolicySource& policies, std::string_view event,
+                          std::string_view feature, const Policy& policy, uint64_t cost,
+                          bool& shadow_denied) const;
   HttpResponse StoreErrorResponse(const Error& e) const;
   std::optional<HttpResponse> RefuseAdmin(const HttpRequest& request) const;
 
