@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <set>
@@ -122,6 +123,50 @@ TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
   Result<std::vector<uint64_t>> back = Add("k", 1);
   ASSERT_TRUE(back.ok()) << back.error().ToString();
   EXPECT_EQ(*back, (std::vector<uint64_t>{1})) << "a restarted memcached starts empty";
+}
+
+// ApplyMany over two servers sends each its own batches; a killed server fails only its own,
+// and the connection of the live one stays in step for the next request.
+TEST(MemcachedStoreApplyMany, EachServerAnswersItsBatchesAndAKilledOneFailsOnlyItsOwn) {
+  testing::MemcachedServer a, b;
+  ASSERT_TRUE(a.running() && b.running()) << a.error() << b.error();
+  MemcachedOptions options;
+  options.servers = {a.address(), b.address()};
+  options.pool_size = 1;
+  Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  std::vector<Batch> batches;
+  std::vector<std::string> holders;
+  for (int i = 0; i < 40; ++i) {
+    const std::string group = "g" + std::to_string(i);
+    batches.push_back(Batch{group, {{group + ":k", i + 1, Seconds{60}}}, {group + ":k"}});
+    holders.push_back(*(*store)->ServerFor(group));
+  }
+  ASSERT_NE(std::count(holders.begin(), holders.end(), a.address()), 0);
+  ASSERT_NE(std::count(holders.begin(), holders.end(), b.address()), 0);
+  std::vector<Result<std::vector<uint64_t>>> results = (*store)->ApplyMany(batches);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].error().ToString();
+    EXPECT_EQ(*results[i], (std::vector<uint64_t>{i + 1}));
+  }
+  b.Kill();
+  results = (*store)->ApplyMany(batches);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (holders[i] == a.address()) {
+      ASSERT_TRUE(results[i].ok()) << results[i].error().ToString();
+      EXPECT_EQ(*results[i], (std::vector<uint64_t>{2 * (i + 1)}));
+    } else {
+      ASSERT_FALSE(results[i].ok());
+      EXPECT_EQ(results[i].error().code(), ErrorCode::kUnavailable);
+      EXPECT_NE(results[i].error().message().find(b.address()), std::string::npos)
+          << results[i].error().message();
+    }
+  }
+  Result<std::vector<uint64_t>> after = (*store)->Apply(batches[0]);
+  if (holders[0] == a.address()) {
+    ASSERT_TRUE(after.ok()) << after.error().ToString();
+    EXPECT_EQ(*after, (std::vector<uint64_t>{3}));
+  }
 }
 
 // The fail-fast window and the idle check run on the injected clock's monotonic time: a minute

@@ -132,6 +132,50 @@ TEST_P(StoreContract, ManyKeysInOneBatch) {
     EXPECT_EQ((*values)[static_cast<size_t>(i)], static_cast<uint64_t>(i + 1));
 }
 
+TEST_P(StoreContract, ApplyManyAnswersEachBatchAsApplyWouldInOrder) {
+  const Seconds ttl{60};
+  const std::string other = group_ + "-other";
+  const std::vector<Batch> batches = {
+      Batch{group_, {{Key("a"), 2, ttl}}, {Key("a")}},
+      Batch{group_, {{Key("a"), 3, ttl}}, {}},  // without reads, between batches with reads
+      Batch{group_, {{Key("a"), 1, ttl}}, {Key("b"), Key("a")}},
+      Batch{group_, {{"bad key", 1, ttl}}, {Key("a")}},  // refused alone
+      Batch{other, {{other + ":x", 5, ttl}}, {other + ":x"}},
+      Batch{group_, {{Key("a"), -4, ttl}}, {Key("a")}},
+  };
+  std::vector<Result<std::vector<uint64_t>>> results = store().ApplyMany(batches);
+  ASSERT_EQ(results.size(), batches.size());
+  const std::vector<std::vector<uint64_t>> expected = {{2}, {}, {0, 6}, {}, {5}, {2}};
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (i == 3) {
+      ASSERT_FALSE(results[i].ok());
+      EXPECT_EQ(results[i].error().code(), ErrorCode::kInvalidArgument);
+      continue;
+    }
+    ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].error().ToString();
+    EXPECT_EQ(*results[i], expected[i]) << "batch " << i;
+  }
+  EXPECT_EQ(Read({Key("a")}), (std::vector<uint64_t>{2}));
+}
+
+TEST_P(StoreContract, ApplyManyOfNothingAndOfManyBatches) {
+  EXPECT_TRUE(store().ApplyMany({}).empty());
+  std::vector<Batch> batches;
+  for (int i = 0; i < 300; ++i) {  // more than a connection lets go unanswered, some without reads
+    const bool read = i % 3 != 0;
+    batches.push_back(Batch{group_, {{Key("n"), 1, Seconds{60}}}, {}});
+    if (read) batches.back().reads.push_back(Key("n"));
+  }
+  std::vector<Result<std::vector<uint64_t>>> results = store().ApplyMany(batches);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].error().ToString();
+    if (!batches[i].reads.empty()) {
+      ASSERT_EQ(*results[i], (std::vector<uint64_t>{i + 1}));
+    }
+  }
+  EXPECT_EQ(Read({Key("n")}), (std::vector<uint64_t>{300}));
+}
+
 TEST_P(StoreContract, ConcurrentCreationLosesNoIncrement) {
   // Eight threads create and increment the same fresh keys at once (memcached.md: the binary
   // protocol's create-on-miss loses increments here; add + incr must not).

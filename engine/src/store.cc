@@ -25,4 +25,11 @@ Status ValidateKeys(const std::string& group, std::span<const std::string> keys)
   return {};
 }
 
+std::vector<Result<std::vector<uint64_t>>> Store::ApplyMany(std::span<const Batch> batches) {
+  std::vector<Result<std::vector<uint64_t>>> results;
+  results.reserve(batches.size());
+  for (const Batch& batch : batches) results.push_back(Apply(batch));
+  return results;
+}
+
 }  // namespace hourglass

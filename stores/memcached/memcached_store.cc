@@ -44,6 +44,63 @@ memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
                                 o.pool_size,       o.pool_wait,  o.idle_check_after};
 }
 
+using BatchResults = std::vector<Result<std::vector<uint64_t>>>;
+
+// Takes a connection of `pool` ready for a request: no more unread answers than allowed.
+Status Ready(memcached::ServerPool& pool, memcached::Lease& c, std::atomic<uint64_t>& unconfirmed) {
+  if (Status s = c.Acquire(); !s.ok()) return s;
+  c->socket->BeginExchange();  // io_timeout bounds the whole exchange, not each read
+  if (c->unread_noops >= kMaxUnreadNoops) {
+    if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, unconfirmed); !s.ok()) {
+      return c.Fail(s.error());
+    }
+  }
+  return {};
+}
+
+// Sends `batches[indices]` on `c` as one request.
+Status SendBatches(memcached::Lease& c, std::span<const Batch> batches,
+                   const std::vector<size_t>& indices, Instant now) {
+  thread_local std::string request, one;
+  request.clear();
+  for (size_t i : indices) {
+    memcached::BuildRequest(batches[i], now, one);
+    request += one;
+  }
+  if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
+  return {};
+}
+
+// Reads the answers of `batches[indices]`, sent on `c`, into `results`.
+void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c, std::span<const Batch> batches,
+                 const std::vector<size_t>& indices, std::atomic<uint64_t>& unconfirmed,
+                 BatchResults& results) {
+  Status s = memcached::ReadUnreadNoops(pool.name(), *c, unconfirmed);  // earlier requests'
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const Batch& batch = batches[indices[k]];
+    Result<std::vector<uint64_t>>& result = results[indices[k]];
+    if (s.ok() && batch.reads.empty()) {
+      std::optional<Error> own;
+      c->unread_noops = 1;  // this batch's "mn"
+      s = memcached::ReadUnreadNoops(pool.name(), *c, unconfirmed, &own);
+      if (s.ok()) result = own ? Result<std::vector<uint64_t>>(*own) : std::vector<uint64_t>{};
+    } else if (s.ok()) {
+      Result<memcached::GetAnswer> answer =
+          memcached::ReadGetAnswer(pool.name(), *c->socket, batch);
+      if (!answer.ok()) s = answer.error();
+      if (s.ok() && answer->error) result = *answer->error;
+      if (s.ok() && !answer->error) result = std::move(answer->values);
+    }
+    if (!s.ok()) {  // out of step: this batch and the later ones are unanswered
+      const Error failed = c.Fail(s.error());
+      for (size_t j = k; j < indices.size(); ++j) {
+        results[indices[j]] = MaybeApplied(failed, batches[indices[j]]);
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 struct MemcachedStore::Impl {
@@ -110,12 +167,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
   memcached::ServerPool& pool = impl_->PoolOf(batch.group);
   memcached::Lease c(pool);
-  if (Status s = c.Acquire(); !s.ok()) return s.error();
-  c->socket->BeginExchange();  // io_timeout bounds the whole exchange, not each read
-  if (c->unread_noops >= kMaxUnreadNoops) {
-    Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
-    if (!s.ok()) return c.Fail(s.error());
-  }
+  if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
   thread_local std::string request;
   memcached::BuildRequest(batch, impl_->clock.Now(), request);
   if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
@@ -131,6 +183,40 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (!answer.ok()) return MaybeApplied(c.Fail(answer.error()), batch);
   if (answer->error) return *answer->error;
   return std::move(answer->values);
+}
+
+BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
+  BatchResults results;
+  results.reserve(batches.size());
+  std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    Status valid = ValidateBatch(batches[i]);
+    results.push_back(valid.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
+                                 : Result<std::vector<uint64_t>>(valid.error()));
+    if (valid.ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
+  }
+  // Every server's request leaves before any answer is read: the servers work at once.
+  const Instant now = impl_->clock.Now();
+  std::vector<std::unique_ptr<memcached::Lease>> leases(impl_->pools.size());
+  for (size_t p = 0; p < by_pool.size(); ++p) {
+    if (by_pool[p].empty()) continue;
+    leases[p] = std::make_unique<memcached::Lease>(*impl_->pools[p]);
+    Status s = Ready(*impl_->pools[p], *leases[p], impl_->unconfirmed_failures);
+    const bool ready = s.ok();
+    if (ready) s = SendBatches(*leases[p], batches, by_pool[p], now);
+    if (s.ok()) continue;
+    for (size_t i : by_pool[p]) {
+      results[i] =
+          ready ? MaybeApplied(s.error(), batches[i]) : Result<std::vector<uint64_t>>(s.error());
+    }
+    leases[p].reset();
+  }
+  for (size_t p = 0; p < by_pool.size(); ++p) {
+    if (leases[p] == nullptr) continue;
+    ReadBatches(*impl_->pools[p], *leases[p], batches, by_pool[p], impl_->unconfirmed_failures,
+                results);
+  }
+  return results;
 }
 
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {

@@ -56,6 +56,12 @@ class Store {
   // then have been applied), kInvalidArgument for a malformed key.
   virtual Result<std::vector<uint64_t>> Apply(const Batch& batch) = 0;
 
+  // Applies several batches: results[i] is Apply(batches[i])'s. The batches bound for one server
+  // are applied in order, those for different servers in any order. Stores that can send them
+  // together override it (memcached: one write and one read per server, however many batches);
+  // this one applies them one by one.
+  virtual std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches);
+
   // Deletes `keys` of `group`; deleting a missing key is not an error.
   virtual Status Delete(const std::string& group, std::span<const std::string> keys) = 0;
 

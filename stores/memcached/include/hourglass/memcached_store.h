@@ -66,6 +66,9 @@ class MemcachedStore final : public Store {
   // A failure after the request was sent says that its increments may have been applied (now, or
   // when a stalled server resumes): at least once, never taken back.
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
+  // One write and one read per server, the servers' requests sent before any answer is read.
+  // A transport failure fails that server's batches from the first unanswered one on.
+  std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override;
   Status Delete(const std::string& group, std::span<const std::string> keys) override;
   // Reads the answers of every fire-and-forget batch sent so far on idle connections (up to
   // io_timeout per connection) and returns unconfirmed_failures().
