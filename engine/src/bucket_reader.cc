@@ -22,29 +22,47 @@ std::vector<uint8_t> BucketReader::LookUp(const std::string& group, std::span<co
 
 Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const Bucket> buckets,
                                       std::vector<Increment> increments, Instant now) const {
-  BucketRead read;
-  read.values.assign(buckets.size(), 0);
-  std::vector<uint8_t> flags = LookUp(group, buckets, now, read);
-  Batch batch{group, std::move(increments), {}};
-  read.cost.keys_written = batch.increments.size();
-  batch.reads.reserve(buckets.size() + 1);
-  if (cache_ != nullptr) batch.reads.push_back(KeySpace::GenerationKey(group));  // first
+  PendingRead pending = Prepare(group, buckets, std::move(increments), now);
+  if (!pending.needs_store) return std::move(pending.read);
+  Result<std::vector<uint64_t>> answer = store_.Apply(pending.batch);
+  return Complete(group, buckets, std::move(pending), std::move(answer));
+}
+
+PendingRead BucketReader::Prepare(const std::string& group, std::span<const Bucket> buckets,
+                                  std::vector<Increment> increments, Instant now) const {
+  PendingRead p;
+  p.read.values.assign(buckets.size(), 0);
+  p.flags = LookUp(group, buckets, now, p.read);
+  p.batch = Batch{group, std::move(increments), {}};
+  p.read.cost.keys_written = p.batch.increments.size();
+  p.batch.reads.reserve(buckets.size() + 1);
+  if (cache_ != nullptr) p.batch.reads.push_back(KeySpace::GenerationKey(group));  // first
   for (size_t i = 0; i < buckets.size(); ++i) {
-    if (!FromCache(flags[i])) batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
+    if (!FromCache(p.flags[i])) p.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
   }
-  if (batch.reads.empty() && batch.increments.empty()) return read;
-  Result<std::vector<uint64_t>> values = store_.Apply(batch);
-  if (!values.ok()) return values.error();
-  read.cost.keys_read += batch.reads.size();
-  read.cost.round_trips += batch.reads.empty() ? 0 : 1;
+  p.keys_read = p.batch.reads.size();
+  p.needs_store = !p.batch.reads.empty() || !p.batch.increments.empty();
+  return p;
+}
+
+Result<BucketRead> BucketReader::Complete(const std::string& group, std::span<const Bucket> buckets,
+                                          PendingRead pending,
+                                          Result<std::vector<uint64_t>> answer) const {
+  BucketRead& read = pending.read;
+  if (!pending.needs_store) return std::move(read);
+  if (!answer.ok()) return answer.error();
+  const std::vector<uint64_t>& values = *answer;
+  read.cost.keys_read += pending.keys_read;
+  read.cost.round_trips += pending.keys_read == 0 ? 0 : 1;
   size_t k = cache_ != nullptr ? 1 : 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
-    if (!FromCache(flags[i])) read.values[i] = (*values)[k++];
+    if (!FromCache(pending.flags[i])) read.values[i] = values[k++];
   }
-  if (cache_ == nullptr) return read;
+  if (cache_ == nullptr) return std::move(read);
 
   // The generation was read before any bucket: values cached under it are current.
-  const uint64_t gen = (*values)[0];
+  const uint64_t gen = values[0];
+  std::vector<uint8_t>& flags = pending.flags;
   const size_t cached = static_cast<size_t>(std::count_if(flags.begin(), flags.end(), FromCache));
   if (!cache_->Sync(group, gen) && cached > 0) {
     if (Status s = Reread(group, buckets, flags, read); !s.ok()) return s.error();
@@ -52,7 +70,7 @@ Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const 
     read.cost.cache_hits += cached;
   }
   cache_->Store(group, gen, buckets, flags, read.values);
-  return read;
+  return std::move(read);
 }
 
 Status BucketReader::Reread(const std::string& group, std::span<const Bucket> buckets,

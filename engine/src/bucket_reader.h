@@ -24,6 +24,16 @@ struct BucketRead {
   Cost cost;
 };
 
+// A read prepared but not yet sent: `batch` goes to the store (unless !needs_store), and its
+// answer completes the read.
+struct PendingRead {
+  BucketRead read;             // the cached values so far
+  std::vector<uint8_t> flags;  // per bucket: BucketCache flags
+  Batch batch;                 // the caller may move it out to send it
+  size_t keys_read = 0;        // batch.reads.size()
+  bool needs_store = true;     // false: nothing to send, Complete needs no answer
+};
+
 class BucketReader {
  public:
   // `cache` may be null (no caching).
@@ -33,6 +43,14 @@ class BucketReader {
   // Applies `increments` and reads `buckets` of `group` in one batch.
   Result<BucketRead> Read(const std::string& group, std::span<const Bucket> buckets,
                           std::vector<Increment> increments, Instant now) const;
+
+  // Read in two steps, for callers that send several batches together: Prepare, send
+  // pending.batch (if pending.needs_store), then Complete with the same group and buckets and the
+  // store's answer. Complete may read again on its own (after a reset elsewhere).
+  PendingRead Prepare(const std::string& group, std::span<const Bucket> buckets,
+                      std::vector<Increment> increments, Instant now) const;
+  Result<BucketRead> Complete(const std::string& group, std::span<const Bucket> buckets,
+                              PendingRead pending, Result<std::vector<uint64_t>> answer) const;
 
  private:
   // Flags the buckets that ended before the settle margin as immutable and looks them up.

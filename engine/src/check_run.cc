@@ -55,6 +55,7 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
       t_(t),
       now_(now),
       second_(ToUnix(t)),
+      step_(core.options.hot_path.bounds && t == now ? Step::kBounds : Step::kExactWithHit),
       tally_(policy.limits.size()) {
   spans_.reserve(policy.limits.size());
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
@@ -117,55 +118,75 @@ std::optional<Decision> CheckRun::AnswerBlocked() {
 }
 
 Decision CheckRun::Decide() {
-  const bool bounds = core_.options.hot_path.bounds && live();
-  Status read = bounds
-                    ? ReadBounds()
-                    : ReadExact(HitIncrements(+1), live() ? std::optional(second_) : std::nullopt);
-  if (!read.ok()) return Degraded(read.error(), decision_.cost);
-  if (!settled_) {
-    // The bounds did not settle it: the exact cover (the increments were sent already).
-    if (Status exact = ReadExact({}, std::optional(second_)); !exact.ok()) {
-      return Degraded(exact.error(), decision_.cost);
-    }
+  while (Batch* batch = NextBatch()) TakeAnswer(core_.store->Apply(*batch));
+  return Finish();
+}
+
+Batch* CheckRun::NextBatch() {
+  while (!failed_ && step_ != Step::kDone) {
+    if (!pending_) Prepare();
+    if (pending_->needs_store) return &pending_->batch;
+    TakeAnswer(std::vector<uint64_t>{});  // every bucket came from the cache
   }
+  return nullptr;
+}
+
+void CheckRun::Prepare() {
+  std::vector<Increment> increments;
+  if (step_ != Step::kExact) increments = HitIncrements(+1);
+  if (step_ == Step::kBounds) {
+    bounds_.clear();
+    reads_.clear();
+    for (const Span& span : spans_) {
+      bounds_.push_back(BoundFor(core_.keys.ladder(), span));
+      reads_.insert(reads_.end(), bounds_.back().buckets.begin(), bounds_.back().buckets.end());
+    }
+    SortUnique(reads_);
+  } else {
+    // With the hit, a live check's open second; after the bounds, the hit was sent already.
+    const std::optional<int64_t> open =
+        step_ == Step::kExact || live() ? std::optional(second_) : std::nullopt;
+    plan_ = core_.Plan(spans_, open, now_);
+    reads_ = plan_->reads;
+  }
+  pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_);
+}
+
+void CheckRun::TakeAnswer(Result<std::vector<uint64_t>> answer) {
+  Absorb(Reader().Complete(group_, reads_, std::move(*pending_), std::move(answer)));
+}
+
+void CheckRun::Absorb(Result<BucketRead> read) {
+  pending_.reset();
+  if (!read.ok()) {
+    failed_ = read.error();
+    return;
+  }
+  decision_.cost += read->cost;
+  if (step_ == Step::kBounds) {
+    bool all_fit = true, one_over = false;
+    for (size_t i = 0; i < spans_.size(); ++i) {
+      SetBounds(tally_, i, core_.keys.ladder(), bounds_[i], reads_, read->values, second_);
+      all_fit = all_fit && tally_.upper[i] <= policy_.limits[i].max_hits;
+      one_over = one_over || tally_.lower[i] > policy_.limits[i].max_hits;
+    }
+    settled_ = all_fit || one_over;
+    step_ = settled_ ? Step::kDone : Step::kExact;  // the exact cover; the hit was sent
+    return;
+  }
+  for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan_->Pieces(i, read->values));
+  settled_ = true;
+  step_ = Step::kDone;
+}
+
+Decision CheckRun::Finish() {
+  if (failed_) return Degraded(*failed_, decision_.cost);
   Judge();
   if (!decision_.allowed && core_.options.exact_retry_after) RefineRetry();
   if (!decision_.allowed && policy_.mode == CountingMode::kAdmitted) TakeBack();
   const std::optional<Seconds> earliest = FillRetryAfter();
   if (!decision_.allowed) RememberBlocked(earliest);
   return std::move(decision_);
-}
-
-Status CheckRun::ReadBounds() {
-  std::vector<Bound> bounds;
-  std::vector<Bucket> reads;
-  bounds.reserve(spans_.size());
-  for (const Span& span : spans_) {
-    bounds.push_back(BoundFor(core_.keys.ladder(), span));
-    reads.insert(reads.end(), bounds.back().buckets.begin(), bounds.back().buckets.end());
-  }
-  SortUnique(reads);
-  Result<BucketRead> read = Reader().Read(group_, reads, HitIncrements(+1), now_);
-  if (!read.ok()) return read.error();
-  decision_.cost += read->cost;
-  bool all_fit = true, one_over = false;
-  for (size_t i = 0; i < spans_.size(); ++i) {
-    SetBounds(tally_, i, core_.keys.ladder(), bounds[i], reads, read->values, second_);
-    all_fit = all_fit && tally_.upper[i] <= policy_.limits[i].max_hits;
-    one_over = one_over || tally_.lower[i] > policy_.limits[i].max_hits;
-  }
-  settled_ = all_fit || one_over;
-  return {};
-}
-
-Status CheckRun::ReadExact(std::vector<Increment> increments, std::optional<int64_t> open) {
-  const ReadPlan& plan = core_.Plan(spans_, open, now_);  // Read does not plan: the reference holds
-  Result<BucketRead> read = Reader().Read(group_, plan.reads, std::move(increments), now_);
-  if (!read.ok()) return read.error();
-  decision_.cost += read->cost;
-  for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan.Pieces(i, read->values));
-  settled_ = true;
-  return {};
 }
 
 void CheckRun::Judge() {

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <memory>
+#include <unordered_set>
 
 #include "check_run.h"
 #include "engine_core.h"
@@ -48,7 +50,7 @@ struct PlanCache {
   std::vector<Span> spans;
   std::optional<int64_t> open;
   CoverOptions cover;
-  ReadPlan plan;
+  std::shared_ptr<const ReadPlan> plan;
 };
 
 uint64_t NextEngineId() {
@@ -76,14 +78,14 @@ EngineCore::EngineCore(Store& s, const Clock& c, EngineOptions o, KeyCodec codec
   }
 }
 
-const ReadPlan& EngineCore::Plan(const std::vector<Span>& spans, std::optional<int64_t> open,
-                                 Instant now) const {
+std::shared_ptr<const ReadPlan> EngineCore::Plan(const std::vector<Span>& spans,
+                                                 std::optional<int64_t> open, Instant now) const {
   thread_local PlanCache cache;
   CoverOptions cover = options.cover;
   cover.changing_from = ToUnix(now) - settle_margin().count();
   if (cache.engine != id || cache.open != open ||
       cache.cover.changing_from != cover.changing_from || cache.spans != spans) {
-    cache.plan = PlanReads(options.ladder, spans, open, cover);
+    cache.plan = std::make_shared<const ReadPlan>(PlanReads(options.ladder, spans, open, cover));
     cache.engine = id;
     cache.spans = spans;
     cache.open = open;
@@ -170,30 +172,99 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   std::vector<Span> spans;
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
-  const ReadPlan& plan = core_->Plan(spans, open, now);  // Read does not plan: the reference holds
-  Result<internal::BucketRead> read = core_->Reader().Read(*group, plan.reads, {}, now);
+  const std::shared_ptr<const ReadPlan> plan = core_->Plan(spans, open, now);
+  Result<internal::BucketRead> read = core_->Reader().Read(*group, plan->reads, {}, now);
   if (!read.ok()) return read.error();
   Counts counts{t, {}, read->cost};
   for (size_t i = 0; i < windows.size(); ++i) {
-    counts.windows.push_back(WindowCount{windows[i], plan.Total(i, read->values)});
+    counts.windows.push_back(WindowCount{windows[i], plan->Total(i, read->values)});
   }
   return counts;
+}
+
+Result<std::string> Engine::ValidateCheck(const CheckRequest& check, Instant now) const {
+  Result<std::string> group = GroupKeyFor(check.event, check.feature);
+  if (!group.ok()) return group.error();
+  if (Status s = CheckHits(check.hits); !s.ok()) return s.error();
+  std::vector<Window> windows;
+  for (const Limit& limit : check.policy->limits) windows.push_back(limit.window);
+  if (Status s = CheckWindows(windows); !s.ok()) return s.error();
+  if (Status s = CheckInstant(check.at.value_or(now)); !s.ok()) return s.error();
+  return group;
 }
 
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t hits,
                                std::optional<Instant> at) const {
-  Result<std::string> group = GroupKeyFor(event, feature);
-  if (!group.ok()) return group.error();
-  if (Status s = CheckHits(hits); !s.ok()) return s.error();
-  std::vector<Window> windows;
-  for (const Limit& limit : policy.limits) windows.push_back(limit.window);
-  if (Status s = CheckWindows(windows); !s.ok()) return s.error();
   const Instant now = core_->clock->Now();
-  if (Status s = CheckInstant(at.value_or(now)); !s.ok()) return s.error();
+  Result<std::string> group = ValidateCheck(CheckRequest{event, feature, &policy, hits, at}, now);
+  if (!group.ok()) return group.error();
   internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now);
   if (std::optional<Decision> blocked = run.AnswerBlocked()) return std::move(*blocked);
   return run.Decide();
+}
+
+std::vector<Result<Decision>> Engine::CheckMany(std::span<const CheckRequest> checks) const {
+  const Instant now = core_->clock->Now();
+  std::vector<std::optional<Result<Decision>>> decisions(checks.size());
+  std::vector<std::string> groups(checks.size());
+  std::vector<size_t> waiting;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    Result<std::string> group = ValidateCheck(checks[i], now);
+    if (group.ok()) {
+      groups[i] = std::move(*group);
+      waiting.push_back(i);
+    } else {
+      decisions[i] = group.error();
+    }
+  }
+  // Rounds of distinct groups: a group's first waiting check in each, in order.
+  while (!waiting.empty()) {
+    std::vector<size_t> round, later;
+    std::unordered_set<std::string_view> taken;
+    for (size_t i : waiting) (taken.insert(groups[i]).second ? round : later).push_back(i);
+    CheckDistinct(checks, round, groups, now, decisions);
+    waiting = std::move(later);
+  }
+  std::vector<Result<Decision>> out;
+  out.reserve(checks.size());
+  for (std::optional<Result<Decision>>& d : decisions) out.push_back(std::move(*d));
+  return out;
+}
+
+void Engine::CheckDistinct(std::span<const CheckRequest> checks, std::span<const size_t> indices,
+                           std::vector<std::string>& groups, Instant now,
+                           std::vector<std::optional<Result<Decision>>>& decisions) const {
+  std::vector<std::unique_ptr<internal::CheckRun>> runs;  // of the checks still reading
+  std::vector<size_t> of;                                 // runs[k] decides checks[of[k]]
+  for (size_t i : indices) {
+    const CheckRequest& c = checks[i];
+    auto run = std::make_unique<internal::CheckRun>(*core_, std::move(groups[i]), *c.policy, c.hits,
+                                                    c.at.value_or(now), now);
+    if (std::optional<Decision> blocked = run->AnswerBlocked()) {
+      decisions[i] = std::move(*blocked);
+    } else {
+      runs.push_back(std::move(run));
+      of.push_back(i);
+    }
+  }
+  // Each step: every run's next batch, all sent together.
+  std::vector<Batch> batches;
+  std::vector<internal::CheckRun*> asking;
+  while (true) {
+    batches.clear();
+    asking.clear();
+    for (const auto& run : runs) {
+      if (Batch* batch = run->NextBatch()) {
+        batches.push_back(std::move(*batch));
+        asking.push_back(run.get());
+      }
+    }
+    if (batches.empty()) break;
+    std::vector<Result<std::vector<uint64_t>>> answers = core_->store->ApplyMany(batches);
+    for (size_t k = 0; k < asking.size(); ++k) asking[k]->TakeAnswer(std::move(answers[k]));
+  }
+  for (size_t k = 0; k < runs.size(); ++k) decisions[of[k]] = runs[k]->Finish();
 }
 
 Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_view feature,

@@ -21,10 +21,9 @@ struct EngineCore {
 
   // The plan for `spans`; reused from a per-thread cache when the same engine asks for the same
   // spans again (every check of one policy within one second). Buckets that may still change at
-  // `now` (within the settle margin) are never subtracted. The reference is valid until the
-  // calling thread plans again.
-  const ReadPlan& Plan(const std::vector<Span>& spans, std::optional<int64_t> open,
-                       Instant now) const;
+  // `now` (within the settle margin) are never subtracted.
+  std::shared_ptr<const ReadPlan> Plan(const std::vector<Span>& spans, std::optional<int64_t> open,
+                                       Instant now) const;
   // A reader with the immutable-bucket cache, or without it (`cached` false).
   BucketReader Reader(bool cached = true) const {
     return BucketReader(*store, keys, cached ? buckets.get() : nullptr, settle_margin());

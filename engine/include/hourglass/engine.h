@@ -140,6 +140,22 @@ class Engine {
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
                          uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
 
+  // One check of CheckMany: Check's arguments.
+  struct CheckRequest {
+    std::string_view event;
+    std::string_view feature;
+    const Policy* policy = nullptr;  // not null; must outlive the call
+    uint64_t hits = 1;
+    std::optional<Instant> at;
+  };
+  // Checks several requests at once. decisions[i] is exactly what Check would decide for
+  // checks[i] had the checks run one after another in order at one instant of the clock, but the
+  // checks share their round trips (Store::ApplyMany: one write and one read per memcached server
+  // for each step; most checks need one step, none more than two). Checks of one event+feature
+  // cannot share a step: the later ones wait for the earlier ones. Each decision's cost is its
+  // own check's, as if alone. Errors are per check, as Check's.
+  std::vector<Result<Decision>> CheckMany(std::span<const CheckRequest> checks) const;
+
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
   // only buckets that hold hits: a few round trips. Then bumps the feature's generation, which
@@ -168,6 +184,12 @@ class Engine {
   // The group key of event+feature; kInvalidArgument for an empty event.
   Result<std::string> GroupKeyFor(std::string_view event, std::string_view feature) const;
   Status CheckWindows(std::span<const Window> windows) const;
+  // Check's argument checks; the group key of the check.
+  Result<std::string> ValidateCheck(const CheckRequest& check, Instant now) const;
+  // CheckMany of checks[indices], whose groups are distinct, into decisions.
+  void CheckDistinct(std::span<const CheckRequest> checks, std::span<const size_t> indices,
+                     std::vector<std::string>& groups, Instant now,
+                     std::vector<std::optional<Result<Decision>>>& decisions) const;
 
   std::shared_ptr<const internal::EngineCore> core_;
 };
