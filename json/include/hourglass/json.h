@@ -25,6 +25,9 @@ std::string Dump(const nlohmann::json& j);
 // When a limit's "exact" is false, bounds settled the decision: the true count lies in
 // [count_min, count].
 nlohmann::json DecisionJson(const Decision& d);
+// Dump(DecisionJson(d)) appended to `out`, byte for byte, written directly (a service writes one
+// per request); with `shadow_denied`, also "shadow_denied":true in its place.
+void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out);
 // {"event","feature","at","windows":[{"window","count"}],"keys_read","round_trips"}
 nlohmann::json CountsJson(std::string_view event, std::string_view feature, const Counts& c);
 
