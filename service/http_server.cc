@@ -26,7 +26,7 @@ class Session;
 }  // namespace
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
-  Impl(HttpServerOptions o, HttpHandler h)
+  Impl(HttpServerOptions o, AsyncHttpHandler h)
       : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
 
   void Accept();
@@ -40,7 +40,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   HttpServerOptions options;
-  HttpHandler handler;
+  AsyncHttpHandler handler;
   net::io_context ioc;
   tcp::acceptor acceptor;
   uint16_t port = 0;  // as bound
@@ -134,19 +134,32 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec) return Close();  // closed, timed out or reset: nobody to answer
     HttpRequest request = parser_->release();
-    HttpResponse response = Answer(request);
-    response.version(request.version());
-    response.keep_alive(request.keep_alive() && response.keep_alive() && !server_->stopping);
-    Write(std::move(response));
-  }
-
-  HttpResponse Answer(const HttpRequest& request) {
+    const unsigned version = request.version();
+    const bool keep_alive = request.keep_alive();
+    // The response is built and written on this connection's strand; until then the server's
+    // work is kept alive.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    HttpResponder respond([self = shared_from_this(), version, keep_alive, answered,
+                           work =
+                               net::make_work_guard(server_->ioc)](HttpResponder::Builder build) {
+      if (answered->exchange(true)) return;  // a second answer is ignored
+      net::dispatch(
+          self->stream_.get_executor(), [self, version, keep_alive, build = std::move(build)] {
+            HttpResponse response;
+            try {
+              response = build();
+            } catch (const std::exception&) {
+              response = ErrorResponse(http::status::internal_server_error, "internal error");
+            }
+            response.version(version);
+            response.keep_alive(keep_alive && response.keep_alive() && !self->server_->stopping);
+            self->Write(std::move(response));
+          });
+    });
     try {
-      HttpResponse response = server_->handler(request);
-      response.keep_alive(true);
-      return response;
+      server_->handler(std::move(request), respond);
     } catch (const std::exception&) {
-      return ErrorResponse(http::status::internal_server_error, "internal error");
+      respond(ErrorResponse(http::status::internal_server_error, "internal error"));
     }
   }
 
@@ -192,8 +205,23 @@ void HttpServer::Impl::Accept() {
       });
 }
 
+void HttpResponder::operator()(HttpResponse response) const {
+  auto shared = std::make_shared<HttpResponse>(std::move(response));
+  send_([shared] { return std::move(*shared); });
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options,
                                                        HttpHandler handler) {
+  return Create(std::move(options),
+                [handler = std::move(handler)](HttpRequest request, HttpResponder respond) {
+                  HttpResponse response = handler(request);
+                  response.keep_alive(true);
+                  respond(std::move(response));
+                });
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options,
+                                                       AsyncHttpHandler handler) {
   if (options.threads < 1 || options.threads > 256) {
     return InvalidArgument(fmt::format("threads must be 1 to 256, not {}", options.threads));
   }

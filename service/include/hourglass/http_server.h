@@ -1,7 +1,8 @@
 // A small HTTP/1.1 server on Boost.Beast: keep-alive, bounded requests, timeouts, a connection
 // cap and a graceful drain. Each request is answered by one call of the handler, on one of the
-// server's threads; a handler may block (on the store), so `threads` bounds how many requests
-// are being answered at once.
+// server's threads. A plain handler returns the response, and may block (on the store), so
+// `threads` bounds how many requests are being answered at once; an asynchronous handler is given
+// the request and a responder to call once, from any thread, when the response is ready.
 //
 //   HttpServer server = *HttpServer::Create(options, [](const HttpRequest& r) { ... });
 //   std::thread t([&] { server.Run(); });  // until Stop() and every connection is closed
@@ -30,6 +31,23 @@ namespace hourglass {
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// Answers one request: call it exactly once, from any thread (later calls are ignored). Until
+// then the connection waits, and the server's Run() does not return.
+class HttpResponder {
+ public:
+  using Builder = std::function<HttpResponse()>;
+  explicit HttpResponder(std::function<void(Builder)> send) : send_(std::move(send)) {}
+
+  // Sends `response`.
+  void operator()(HttpResponse response) const;
+  // Builds the response on the connection's own thread, then sends it: for a caller whose
+  // thread has other work (a thread sending batches for many connections).
+  void Later(Builder build) const { send_(std::move(build)); }
+
+ private:
+  std::function<void(Builder)> send_;
+};
+using AsyncHttpHandler = std::function<void(HttpRequest, HttpResponder)>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";  // an address, IPv4 or IPv6 ("::1"), not a name
@@ -47,6 +65,8 @@ class HttpServer {
   // Binds and listens; kInvalidArgument for a bad address or option, kUnavailable when the port
   // cannot be bound.
   static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options, HttpHandler handler);
+  static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options,
+                                                    AsyncHttpHandler handler);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
