@@ -21,7 +21,8 @@ free_port() {
 mc=$(free_port)
 memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 -t 2 -m 1024 &
 pids+=($!)
-printf 'events:\n  url_shorten:\n    limits: [2/s, 5/m, 10/h, 100/d]\n' >"$tmp/policy.yaml"
+limits="${LIMITS:-2/s, 5/m, 10/h, 100/d}"
+printf 'events:\n  url_shorten:\n    limits: [%s]\n' "$limits" >"$tmp/policy.yaml"
 serve_port=$(free_port)
 "$build/cli/hourglass" serve --policy "$tmp/policy.yaml" --servers "127.0.0.1:$mc" \
   --listen "127.0.0.1:$serve_port" --threads "$threads" 2>"$tmp/serve.log" &
@@ -58,7 +59,7 @@ PY
   echo "\`bash bench/serve.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"
   echo "wrk, memcached, the service and the floor share the cores (loopback). ${seconds} s per run,"
   echo "runs alternate floor and service, ${rounds} rounds, ${threads} server threads each. Features: the client addresses of the"
-  echo "real log at random; policy 2/s, 5/m, 10/h, 100/d (non-2xx: the 429 denials)."
+  echo "real log at random; policy ${limits} (non-2xx: the 429 denials)."
   echo "CPU: the server process's user + system time per request."
   echo
   echo "| server | connections | requests/s | p50 µs | p99 µs | CPU µs/request | non-2xx | socket errors |"

@@ -139,13 +139,6 @@ Result<Query> ParseQuery(const boost::urls::url_view& url) {
   return q;
 }
 
-// The decision's JSON; for a shadow denial let through, "shadow_denied": true says so.
-json ShownJson(const Decision& d, bool shadow_denied) {
-  json j = DecisionJson(d);
-  if (shadow_denied) j["shadow_denied"] = true;
-  return j;
-}
-
 HttpResponse MethodNotAllowed(std::string_view allow) {
   HttpResponse res = ErrorResponse(http::status::method_not_allowed,
                                    fmt::format("method not allowed here: use {}", allow));
@@ -157,7 +150,13 @@ HttpResponse MethodNotAllowed(std::string_view allow) {
 
 DecisionApi::DecisionApi(const Engine& engine, std::shared_ptr<const PolicySource> policies,
                          DecisionApiOptions options)
-    : engine_(engine), options_(std::move(options)), policies_(std::move(policies)) {}
+    : engine_(engine),
+      options_(std::move(options)),
+      batcher_(engine, 256,
+               [metrics = options_.metrics](size_t checks) {
+                 if (metrics != nullptr) metrics->CountBatch(checks);
+               }),
+      policies_(std::move(policies)) {}
 
 void DecisionApi::SetPolicies(std::shared_ptr<const PolicySource> policies) {
   std::lock_guard lock(mu_);
@@ -187,17 +186,61 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
       boost::urls::parse_origin_form(request.target());
   if (!url) return ErrorResponse(http::status::bad_request, "malformed request target");
   HttpResponse response = Route(request, *url);
-  if (options_.metrics != nullptr) {
-    static const std::set<std::string, std::less<>> kEndpoints = {
-        "/v1/check",    "/v1/count", "/v1/inspect", "/v1/hit",
-        "/v1/counters", "/healthz",  "/readyz",     "/metrics"};
-    const std::string path = url->path();
-    const std::string endpoint = kEndpoints.contains(path)       ? path
-                                 : path.starts_with("/v1/auth/") ? "/v1/auth"
-                                                                 : "other";
-    options_.metrics->ObserveRequest(endpoint, std::chrono::steady_clock::now() - start);
-  }
+  ObserveRequest(url->path(), start);
   return response;
+}
+
+void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
+  const auto start = std::chrono::steady_clock::now();
+  boost::system::result<boost::urls::url_view> url =
+      boost::urls::parse_origin_form(request.target());
+  const std::string path = url ? std::string(url->path()) : "";
+  std::optional<std::string> auth;
+  if (path.starts_with("/v1/auth/") && path.size() > 9) auth = path.substr(9);
+  const bool check = (path == "/v1/check" && request.method() == http::verb::post) ||
+                     (auth && request.method() == http::verb::get);
+  if (!check) return respond(Handle(request));
+  auto pending = std::make_shared<PendingChecks>();
+  if (std::optional<HttpResponse> refused = PrepareChecks(request, auth, *pending)) {
+    ObserveRequest(path, start);
+    return respond(std::move(*refused));
+  }
+  if (pending->checks.size() == 1) {  // a client denied moments ago is answered at once
+    const OwnedCheck& c = pending->checks.front();
+    if (std::optional<Decision> d = engine_.CheckIfBlocked(c.event, c.feature, c.policy, c.hits)) {
+      std::vector<Result<Decision>> decided;
+      decided.push_back(std::move(*d));
+      HttpResponse response = Decided(*pending, pending->checks, std::move(decided));
+      ObserveRequest(path, start);
+      return respond(std::move(response));
+    }
+  }
+  CheckJob job{std::move(pending->checks), nullptr};
+  // The sending thread serves every connection: the response is built on the connection's own.
+  job.done = [this, pending, respond = std::move(respond), start, path](
+                 std::vector<OwnedCheck> checks, std::vector<Result<Decision>> decisions) {
+    auto decided =
+        std::make_shared<std::pair<std::vector<OwnedCheck>, std::vector<Result<Decision>>>>(
+            std::move(checks), std::move(decisions));
+    respond.Later([this, pending, decided, start, path] {
+      HttpResponse response = Decided(*pending, decided->first, std::move(decided->second));
+      ObserveRequest(path, start);
+      return response;
+    });
+  };
+  batcher_.Submit(std::move(job));
+}
+
+void DecisionApi::ObserveRequest(std::string_view path,
+                                 std::chrono::steady_clock::time_point start) const {
+  if (options_.metrics == nullptr) return;
+  static const std::set<std::string, std::less<>> kEndpoints = {
+      "/v1/check",    "/v1/count", "/v1/inspect", "/v1/hit",
+      "/v1/counters", "/healthz",  "/readyz",     "/metrics"};
+  const std::string endpoint = kEndpoints.contains(path)       ? std::string(path)
+                               : path.starts_with("/v1/auth/") ? "/v1/auth"
+                                                               : "other";
+  options_.metrics->ObserveRequest(endpoint, std::chrono::steady_clock::now() - start);
 }
 
 HttpResponse DecisionApi::Route(const HttpRequest& request,
@@ -207,7 +250,9 @@ HttpResponse DecisionApi::Route(const HttpRequest& request,
   const auto only = [&](http::verb allowed, std::string_view name, auto answer) -> HttpResponse {
     return method == allowed ? answer() : MethodNotAllowed(name);
   };
-  if (path == "/v1/check") return only(http::verb::post, "POST", [&] { return Check(request); });
+  if (path == "/v1/check") {
+    return only(http::verb::post, "POST", [&] { return Check(request, std::nullopt); });
+  }
   if (path == "/v1/count") return only(http::verb::get, "GET", [&] { return Count(url); });
   if (path == "/v1/inspect") {
     return only(http::verb::get, "GET", [&] { return InspectFeature(url); });
@@ -217,8 +262,8 @@ HttpResponse DecisionApi::Route(const HttpRequest& request,
     return only(http::verb::delete_, "DELETE", [&] { return Reset(request, url); });
   }
   if (path.starts_with("/v1/auth/") && path.size() > 9) {
-    const std::string event = path.substr(9);
-    return only(http::verb::get, "GET", [&] { return Auth(request, event); });
+    const std::optional<std::string> event = path.substr(9);
+    return only(http::verb::get, "GET", [&] { return Check(request, event); });
   }
   if (path == "/healthz") {
     return only(http::verb::get, "GET", [&] {
@@ -237,64 +282,98 @@ HttpResponse DecisionApi::Route(const HttpRequest& request,
   return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
 }
 
-Result<Decision> DecisionApi::Decide(const PolicySource& policies, std::string_view event,
-                                     std::string_view feature, const Policy& policy, uint64_t cost,
-                                     bool& shadow_denied) const {
-  Result<Decision> d = engine_.Check(event, feature, policy, cost);
-  if (!d.ok()) return d;
+bool DecisionApi::LetThrough(const PolicySource& policies, std::string_view event,
+                             Decision& d) const {
   const bool shadow = policies.IsShadow(event);
-  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, *d, shadow);
-  shadow_denied = shadow && !d->allowed;
-  if (shadow_denied) {  // let through: allowed, nothing to wait for
-    d->allowed = true;
-    d->retry_after = Seconds{0};
-  }
-  return d;
+  if (options_.metrics != nullptr) options_.metrics->CountDecision(event, d, shadow);
+  if (!shadow || d.allowed) return false;
+  d.allowed = true;  // let through: allowed, nothing to wait for
+  d.retry_after = Seconds{0};
+  return true;
 }
 
-HttpResponse DecisionApi::Check(const HttpRequest& request) const {
-  Result<std::vector<HitRequest>> checks = ParseChecks(request, options_.max_checks_per_request);
-  if (!checks.ok()) return ErrorResponse(checks.error());
-  const std::shared_ptr<const PolicySource> policies = Policies();
-  std::vector<Policy> resolved;
-  for (const HitRequest& c : *checks) {
-    Result<Policy> policy = policies->For(c.event, c.feature);
-    if (!policy.ok()) return ErrorResponse(policy.error());
-    resolved.push_back(std::move(*policy));
+std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& request,
+                                                       const std::optional<std::string>& auth_event,
+                                                       PendingChecks& pending) const {
+  std::vector<HitRequest> requested;
+  if (auth_event) {
+    const auto header = request.find(options_.feature_header);
+    if (header == request.end()) {
+      return ErrorResponse(http::status::bad_request,
+                           fmt::format("header {} is missing: the proxy must set it to the feature",
+                                       options_.feature_header));
+    }
+    requested.push_back(HitRequest{*auth_event, std::string(header->value()), 1});
+  } else {
+    Result<std::vector<HitRequest>> checks = ParseChecks(request, options_.max_checks_per_request);
+    if (!checks.ok()) return ErrorResponse(checks.error());
+    requested = std::move(*checks);
   }
-  // In order; the first denial ends it, and (admitted mode) the admitted ones are taken back.
+  pending.policies = Policies();
+  pending.auth = auth_event.has_value();
+  for (HitRequest& c : requested) {
+    Result<Policy> policy = pending.policies->For(c.event, c.feature);
+    if (!policy.ok()) return ErrorResponse(policy.error());
+    pending.checks.push_back(
+        OwnedCheck{std::move(c.event), std::move(c.feature), std::move(*policy), c.cost});
+  }
+  return std::nullopt;
+}
+
+HttpResponse DecisionApi::Check(const HttpRequest& request,
+                                const std::optional<std::string>& auth) const {
+  PendingChecks pending;
+  if (std::optional<HttpResponse> refused = PrepareChecks(request, auth, pending)) {
+    return std::move(*refused);
+  }
+  std::vector<Engine::CheckRequest> requests;
+  for (const OwnedCheck& c : pending.checks) {
+    requests.push_back(Engine::CheckRequest{c.event, c.feature, &c.policy, c.hits, std::nullopt});
+  }
+  return Decided(pending, pending.checks, engine_.CheckMany(requests));
+}
+
+HttpResponse DecisionApi::Decided(const PendingChecks& pending,
+                                  const std::vector<OwnedCheck>& checks,
+                                  std::vector<Result<Decision>> results) const {
   std::vector<Decision> decisions;
   std::vector<bool> shadow_denied;
   bool allowed = true;
-  for (size_t i = 0; i < checks->size() && allowed; ++i) {
-    const HitRequest& c = (*checks)[i];
-    bool shadowed = false;
-    Result<Decision> d = Decide(*policies, c.event, c.feature, resolved[i], c.cost, shadowed);
-    if (!d.ok()) return ErrorResponse(d.error());
-    shadow_denied.push_back(shadowed);
-    allowed = d->allowed;
-    decisions.push_back(std::move(*d));
+  size_t shown = 0;  // the first denial, else the first
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (!results[i].ok()) return ErrorResponse(results[i].error());
+    decisions.push_back(std::move(*results[i]));
+    shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions.back()));
+    if (allowed && !decisions.back().allowed) shown = i;
+    allowed = allowed && decisions.back().allowed;
   }
-  if (!allowed) {
-    for (size_t i = 0; i + 1 < decisions.size(); ++i) {
-      const HitRequest& c = (*checks)[i];
-      if (resolved[i].mode != CountingMode::kAdmitted || !decisions[i].recorded) continue;
-      decisions[i].recorded = !engine_.Unrecord(c.event, c.feature, c.cost, decisions[i].at).ok();
+  if (!allowed) {  // admitted mode: a denied list counts against none of its checks
+    for (size_t i = 0; i < checks.size(); ++i) {
+      const OwnedCheck& c = checks[i];
+      if (c.policy.mode != CountingMode::kAdmitted || !decisions[i].recorded) continue;
+      decisions[i].recorded = !engine_.Unrecord(c.event, c.feature, c.hits, decisions[i].at).ok();
     }
   }
-  const Decision& shown = allowed ? decisions.front() : decisions.back();
-  json body;
-  if (checks->size() == 1) {
-    body = ShownJson(shown, shadow_denied.front());
+  if (pending.auth) {
+    HttpResponse res{allowed ? http::status::no_content : http::status::forbidden, 11};
+    SetDecisionFields(res, decisions[shown]);
+    return res;
+  }
+  HttpResponse res{allowed ? http::status::ok : http::status::too_many_requests, 11};
+  res.set(http::field::content_type, "application/json");
+  std::string& body = res.body();
+  if (checks.size() == 1) {
+    AppendDecisionJson(decisions.front(), shadow_denied.front(), body);
   } else {
-    body = json{{"allowed", allowed}, {"checks", json::array()}};
+    body = allowed ? "{\"allowed\":true,\"checks\":[" : "{\"allowed\":false,\"checks\":[";
     for (size_t i = 0; i < decisions.size(); ++i) {
-      body["checks"].push_back(ShownJson(decisions[i], shadow_denied[i]));
+      if (i > 0) body += ',';
+      AppendDecisionJson(decisions[i], shadow_denied[i], body);
     }
+    body += "]}";
   }
-  HttpResponse res =
-      JsonResponse(allowed ? http::status::ok : http::status::too_many_requests, body);
-  SetDecisionFields(res, shown);
+  body += '\n';
+  SetDecisionFields(res, decisions[shown]);
   return res;
 }
 
@@ -359,25 +438,6 @@ HttpResponse DecisionApi::Reset(const HttpRequest& request,
   Result<Engine::ResetOutcome> reset = engine_.Reset(*q->event, *q->feature);
   if (!reset.ok()) return StoreErrorResponse(reset.error());
   return JsonResponse(http::status::ok, json{{"deleted", reset->deleted}});
-}
-
-HttpResponse DecisionApi::Auth(const HttpRequest& request, std::string_view event) const {
-  const auto header = request.find(options_.feature_header);
-  if (header == request.end()) {
-    return ErrorResponse(http::status::bad_request,
-                         fmt::format("header {} is missing: the proxy must set it to the feature",
-                                     options_.feature_header));
-  }
-  const std::string feature(header->value());
-  const std::shared_ptr<const PolicySource> policies = Policies();
-  Result<Policy> policy = policies->For(event, feature);
-  if (!policy.ok()) return ErrorResponse(policy.error());
-  bool shadowed = false;
-  Result<Decision> d = Decide(*policies, event, feature, *policy, 1, shadowed);
-  if (!d.ok()) return ErrorResponse(d.error());
-  HttpResponse res{d->allowed ? http::status::no_content : http::status::forbidden, 11};
-  SetDecisionFields(res, *d);
-  return res;
 }
 
 HttpResponse DecisionApi::Ready() const {

@@ -53,6 +53,16 @@ ServiceMetrics::ServiceMetrics()
                          .Help("Checks denied by the blocked-client cache without a read")
                          .Register(*registry_)
                          .Add({})),
+      batches_(BuildCounter()
+                   .Name("hourglass_check_batches_total")
+                   .Help("Batches of checks sent to the store together")
+                   .Register(*registry_)
+                   .Add({})),
+      batched_checks_(BuildCounter()
+                          .Name("hourglass_batched_checks_total")
+                          .Help("Checks sent to the store in batches")
+                          .Register(*registry_)
+                          .Add({})),
       reloads_(BuildCounter()
                    .Name("hourglass_policy_reloads_total")
                    .Help("Policy file reloads, by result")
@@ -83,6 +93,11 @@ void ServiceMetrics::ObserveRequest(std::string_view endpoint,
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
   latency_.Add({{"endpoint", std::string(endpoint)}}, kBuckets).Observe(elapsed.count());
+}
+
+void ServiceMetrics::CountBatch(size_t checks) {
+  batches_.Increment();
+  batched_checks_.Increment(static_cast<double>(checks));
 }
 
 void ServiceMetrics::CountReload(bool ok) {

@@ -110,7 +110,9 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   Runtime rt(g, SystemClock::Get(), EngineUse::kLongRunning);
   DecisionApi api(rt.engine(), policies, api_options);
   std::unique_ptr<HttpServer> server =
-      Unwrap(HttpServer::Create(http, [&api](const HttpRequest& r) { return api.Handle(r); }));
+      Unwrap(HttpServer::Create(http, [&api](HttpRequest r, HttpResponder respond) {
+        api.HandleAsync(std::move(r), std::move(respond));
+      }));
   Log(fmt::format("listening on {}:{} with {} threads; policy {}; store {}", http.host,
                   server->port(), a.threads, a.policy,
                   g.store == "memory" ? std::string("memory") : "memcached " + g.servers));

@@ -204,6 +204,16 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   return run.Decide();
 }
 
+std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::string_view feature,
+                                               const Policy& policy, uint64_t hits) const {
+  if (core_->blocked == nullptr) return std::nullopt;
+  const Instant now = core_->clock->Now();
+  Result<std::string> group = ValidateCheck(CheckRequest{event, feature, &policy, hits, {}}, now);
+  if (!group.ok()) return std::nullopt;
+  internal::CheckRun run(*core_, std::move(*group), policy, hits, now, now);
+  return run.AnswerBlocked();
+}
+
 std::vector<Result<Decision>> Engine::CheckMany(std::span<const CheckRequest> checks) const {
   const Instant now = core_->clock->Now();
   std::vector<std::optional<Result<Decision>>> decisions(checks.size());

@@ -140,6 +140,12 @@ class Engine {
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
                          uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
 
+  // Check's decision when it needs no store read: a client the blocked-client cache still knows
+  // to be denied (HotPathOptions::blocked_cache_entries). Otherwise nullopt, and nothing was done
+  // (bad arguments too): call Check or CheckMany. At the clock's current instant only.
+  std::optional<Decision> CheckIfBlocked(std::string_view event, std::string_view feature,
+                                         const Policy& policy, uint64_t hits = 1) const;
+
   // One check of CheckMany: Check's arguments.
   struct CheckRequest {
     std::string_view event;

@@ -15,15 +15,22 @@
 // (404 for an event the policy lacks) with {"error": "..."} naming the problem; a store failure
 // outside a check (whose policy decides) is 503.
 //
-// Thread-safety: Handle() may be called from many threads at once, and SetPolicies() from any.
+// HandleAsync() answers checks (/v1/check, /v1/auth) through a CheckBatcher: checks arriving
+// while others are at the store are sent together with the next batch; every other request is
+// answered at once, as Handle() does.
+//
+// Thread-safety: Handle() and HandleAsync() may be called from many threads at once, and
+// SetPolicies() from any.
 #pragma once
 
 #include <boost/url/url_view.hpp>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "hourglass/check_batcher.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
@@ -51,6 +58,8 @@ class DecisionApi {
               DecisionApiOptions options = {});
 
   HttpResponse Handle(const HttpRequest& request) const;
+  // `respond` is called once, on this thread or on the thread that sends the batch.
+  void HandleAsync(HttpRequest request, HttpResponder respond);
   void CountReload(bool ok) const;
   // Requests after this call use `policies`; those in flight finish with the old ones.
   void SetPolicies(std::shared_ptr<const PolicySource> policies);
@@ -58,23 +67,37 @@ class DecisionApi {
  private:
   std::shared_ptr<const PolicySource> Policies() const;
   HttpResponse Route(const HttpRequest& request, const boost::urls::url_view& url) const;
-  HttpResponse Check(const HttpRequest& request) const;
+  // A check request (/v1/check, or /v1/auth with `auth_event`) parsed, its policies resolved.
+  struct PendingChecks {
+    std::shared_ptr<const PolicySource> policies;
+    std::vector<OwnedCheck> checks;
+    bool auth = false;  // answered 204/403 without a body
+  };
+  // The checks of a request, or the response refusing it.
+  std::optional<HttpResponse> PrepareChecks(const HttpRequest& request,
+                                            const std::optional<std::string>& auth_event,
+                                            PendingChecks& pending) const;
+  // The response to decided checks: shadow events let through, metrics counted, and for a list
+  // with a denial (admitted mode) the admitted ones taken back.
+  HttpResponse Decided(const PendingChecks& pending, const std::vector<OwnedCheck>& checks,
+                       std::vector<Result<Decision>> decisions) const;
+  HttpResponse Check(const HttpRequest& request, const std::optional<std::string>& auth) const;
+  // Counts a request to `path` (its endpoint's, for the metrics) that started at `start`.
+  void ObserveRequest(std::string_view path, std::chrono::steady_clock::time_point start) const;
   HttpResponse Count(const boost::urls::url_view& url) const;
   HttpResponse InspectFeature(const boost::urls::url_view& url) const;
   HttpResponse Hit(const HttpRequest& request) const;
   HttpResponse Reset(const HttpRequest& request, const boost::urls::url_view& url) const;
-  HttpResponse Auth(const HttpRequest& request, std::string_view event) const;
   HttpResponse Ready() const;
-  // The engine's decision on one check, counted in the metrics. A shadow event's denial is let
-  // through and `shadow_denied` says so.
-  Result<Decision> Decide(const PolicySource& policies, std::string_view event,
-                          std::string_view feature, const Policy& policy, uint64_t cost,
-                          bool& shadow_denied) const;
+  // Counts a decision in the metrics; a shadow event's denial is let through and the result
+  // says so.
+  bool LetThrough(const PolicySource& policies, std::string_view event, Decision& d) const;
   HttpResponse StoreErrorResponse(const Error& e) const;
   std::optional<HttpResponse> RefuseAdmin(const HttpRequest& request) const;
 
   const Engine& engine_;
   DecisionApiOptions options_;
+  CheckBatcher batcher_;
   mutable std::mutex mu_;
   std::shared_ptr<const PolicySource> policies_;  // guarded by mu_
 };

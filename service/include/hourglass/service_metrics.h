@@ -6,6 +6,10 @@
 //   hourglass_request_duration_seconds{endpoint}  histogram
 //   hourglass_store_errors_total{server}      store failures, per memcached server
 //   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
+//                                             per check, as if each had gone alone
+//   hourglass_check_batches_total, hourglass_batched_checks_total
+//                                             checks sent to the store together (their ratio is
+//                                             the mean batch size)
 //   hourglass_policy_reloads_total{result}    result: ok, failed
 //
 // Labels come from bounded sets (the policy's events, the endpoints, the servers): never one per
@@ -36,6 +40,8 @@ class ServiceMetrics {
   void CountStoreError(const Error& error);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
+  // `checks` checks were sent to the store together.
+  void CountBatch(size_t checks);
   // The text exposition format.
   std::string Render() const;
 
@@ -48,6 +54,8 @@ class ServiceMetrics {
   prometheus::Counter& keys_read_;
   prometheus::Counter& round_trips_;
   prometheus::Counter& local_denials_;
+  prometheus::Counter& batches_;
+  prometheus::Counter& batched_checks_;
   prometheus::Family<prometheus::Counter>& reloads_;
 };
 

@@ -1,0 +1,79 @@
+// Gathers the checks that arrive while others are at the store and sends them together as one
+// Engine::CheckMany, so that concurrent requests bound for one memcached server share one write
+// and one read.
+//
+//   CheckBatcher batcher(engine);
+//   batcher.Submit(std::move(job));  // job.done(checks, decisions): once, on a submitter's thread
+//
+// No timer: a submitter that finds no batch at the store sends every job waiting (its own among
+// them) at once, on its own thread, so a lone request costs no hand-off. Jobs arriving meanwhile
+// wait; if any are waiting when that batch is back, the batcher's own thread sends them, batch
+// after batch, until none waits, and the submitter's thread returns to its own work (an I/O
+// thread must not stay away from its connections). Under load, batches grow with the number of
+// requests arriving during one round trip. Each decision is exactly what a lone Engine::Check
+// would decide for its check, in the order the jobs were submitted.
+//
+// Thread-safety: Submit may be called from many threads at once; `done` callbacks run on the
+// sending thread, one after another, and must not block (hand heavy work to another thread).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hourglass/engine.h"
+
+namespace hourglass {
+
+// One check of a job, owning its arguments.
+struct OwnedCheck {
+  std::string event;
+  std::string feature;
+  Policy policy;
+  uint64_t hits = 1;
+};
+
+struct CheckJob {
+  std::vector<OwnedCheck> checks;
+  // Called once with the checks and decisions[i] for checks[i].
+  std::function<void(std::vector<OwnedCheck>, std::vector<Result<Decision>>)> done;
+};
+
+class CheckBatcher {
+ public:
+  // `max_checks` bounds one CheckMany (a larger job is sent alone); `on_batch`, if set, is told
+  // each batch's number of checks before it is sent. `engine` must outlive this.
+  explicit CheckBatcher(const Engine& engine, size_t max_checks = 256,
+                        std::function<void(size_t)> on_batch = {});
+  // Waits for the jobs submitted so far to be done.
+  ~CheckBatcher();
+  CheckBatcher(const CheckBatcher&) = delete;
+  CheckBatcher& operator=(const CheckBatcher&) = delete;
+
+  void Submit(CheckJob job);
+
+ private:
+  // Takes the jobs to send next (at least one; up to max_checks_ checks). Holds mu_.
+  std::vector<CheckJob> TakeJobs();
+  void Send(std::vector<CheckJob>& jobs);
+  // The batcher's thread: sends while jobs wait, after a submitter handed them over.
+  void SendHandedOver();
+
+  const Engine& engine_;
+  const size_t max_checks_;
+  const std::function<void(size_t)> on_batch_;
+  mutable std::mutex mu_;
+  std::deque<CheckJob> waiting_;  // guarded by mu_
+  bool sending_ = false;          // a thread is sending and will send what waits; guarded by mu_
+  bool handed_over_ = false;      // the batcher's thread is to send; guarded by mu_
+  bool stopping_ = false;         // guarded by mu_
+  std::condition_variable wake_;  // handed_over_ or stopping_ was set
+  std::thread thread_;
+};
+
+}  // namespace hourglass

@@ -1,0 +1,117 @@
+// CheckBatcher with real threads and a real memcached: every job is answered once, in full;
+// concurrent jobs share batches; a feature shared by all never admits more than its limit.
+#include "hourglass/check_batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "hourglass/memcached_store.h"
+#include "memcached_server.h"
+
+namespace hourglass {
+namespace {
+
+class CheckBatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.running()) << server_.error();
+    MemcachedOptions options;
+    options.servers = {server_.address()};
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(*store);
+    EngineOptions engine_options;
+    engine_options.hot_path = HotPathOptions::LongRunning(1024);
+    engine_ = std::make_unique<Engine>(
+        *Engine::Create(*store_, SystemClock::Get(), std::move(engine_options)));
+  }
+
+  testing::MemcachedServer server_;
+  std::unique_ptr<MemcachedStore> store_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(CheckBatcherTest, ConcurrentJobsShareBatchesAndEachIsAnsweredOnceInFull) {
+  std::atomic<size_t> batches{0}, batched{0};
+  const Policy shared_limit{*ParseLimits("30/h")};
+  const Policy roomy{*ParseLimits("1000/h")};
+  constexpr int kThreads = 8, kJobs = 60;
+  std::atomic<int> answered{0}, admitted_shared{0}, wrong{0};
+  {
+    CheckBatcher batcher(*engine_, 64, [&](size_t checks) {
+      ++batches;
+      batched += checks;
+    });
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int j = 0; j < kJobs; ++j) {
+          CheckJob job;
+          job.checks.push_back({"e", "shared", shared_limit, 1});
+          job.checks.push_back({"e", "own" + std::to_string(t * kJobs + j), roomy, 1});
+          job.done = [&](std::vector<OwnedCheck> checks, std::vector<Result<Decision>> decisions) {
+            ++answered;
+            if (checks.size() != 2 || decisions.size() != 2 || !decisions[0].ok() ||
+                !decisions[1].ok() || !decisions[1]->allowed) {
+              ++wrong;
+              return;
+            }
+            if (decisions[0]->allowed) ++admitted_shared;
+          };
+          batcher.Submit(std::move(job));
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }  // the batcher's end waits for what was handed over
+  EXPECT_EQ(answered.load(), kThreads * kJobs);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(admitted_shared.load(), 30);
+  EXPECT_EQ(batched.load(), static_cast<size_t>(2 * kThreads * kJobs));
+  EXPECT_LT(batches.load(), static_cast<size_t>(kThreads * kJobs))
+      << "some jobs arrived while a batch was at the store and went together";
+}
+
+TEST_F(CheckBatcherTest, ALoneJobIsSentAtOnceOnTheSubmittingThread) {
+  CheckBatcher batcher(*engine_);
+  const Policy policy{*ParseLimits("5/m")};
+  std::thread::id answered_on;
+  CheckJob job{{{"e", "lone", policy, 1}}, nullptr};
+  job.done = [&](std::vector<OwnedCheck>, std::vector<Result<Decision>> decisions) {
+    answered_on = std::this_thread::get_id();
+    ASSERT_EQ(decisions.size(), 1u);
+    EXPECT_TRUE(decisions[0].ok() && decisions[0]->allowed);
+  };
+  batcher.Submit(std::move(job));
+  EXPECT_EQ(answered_on, std::this_thread::get_id()) << "answered before Submit returned";
+}
+
+TEST_F(CheckBatcherTest, AJobLargerThanTheBatchBoundGoesAloneAndBadChecksAreErrorsOfTheirOwn) {
+  std::vector<size_t> sizes;
+  std::mutex mu;
+  CheckBatcher batcher(*engine_, 4, [&](size_t checks) {
+    std::lock_guard lock(mu);
+    sizes.push_back(checks);
+  });
+  const Policy policy{*ParseLimits("5/m")};
+  CheckJob job;
+  for (int i = 0; i < 6; ++i) job.checks.push_back({"e", "big" + std::to_string(i), policy, 1});
+  job.checks.push_back({"", "no event", policy, 1});
+  std::vector<Result<Decision>> got;
+  job.done = [&](std::vector<OwnedCheck>, std::vector<Result<Decision>> decisions) {
+    got = std::move(decisions);
+  };
+  batcher.Submit(std::move(job));
+  ASSERT_EQ(got.size(), 7u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(got[i].ok() && got[i]->allowed) << i;
+  ASSERT_FALSE(got[6].ok());
+  EXPECT_EQ(got[6].error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sizes, (std::vector<size_t>{7}));
+}
+
+}  // namespace
+}  // namespace hourglass
