@@ -1,5 +1,6 @@
 #include "hourglass/json.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,7 +58,7 @@ void AppendString(std::string_view text, std::string& out) {
 
 void AppendSeconds(const std::optional<Seconds>& s, std::string& out) {
   if (s) {
-    fmt::format_to(std::back_inserter(out), "{}", s->count());
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), s->count());
   } else {
     out += "null";
   }
@@ -68,29 +69,30 @@ void AppendSeconds(const std::optional<Seconds>& s, std::string& out) {
 void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out) {
   // nlohmann::json objects keep their keys sorted: so are these.
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{\"allowed\":{},\"blocked_hits\":{},\"cache_hits\":{},\"degraded\":{},",
-                 d.allowed, d.cost.blocked_hits, d.cost.cache_hits, d.degraded);
+  fmt::format_to(
+      it, FMT_COMPILE("{{\"allowed\":{},\"blocked_hits\":{},\"cache_hits\":{},\"degraded\":{},"),
+      d.allowed, d.cost.blocked_hits, d.cost.cache_hits, d.degraded);
   if (d.store_error) {
     out += "\"error\":";
     AppendString(d.store_error->ToString(), out);
     out += ',';
   }
-  fmt::format_to(it, "\"keys_read\":{},\"keys_written\":{},\"limits\":[", d.cost.keys_read,
-                 d.cost.keys_written);
+  fmt::format_to(it, FMT_COMPILE("\"keys_read\":{},\"keys_written\":{},\"limits\":["),
+                 d.cost.keys_read, d.cost.keys_written);
   for (size_t i = 0; i < d.limits.size(); ++i) {
     const LimitOutcome& o = d.limits[i];
     fmt::format_to(it,
-                   "{}{{\"count\":{},\"count_min\":{},\"exact\":{},\"limit\":{},"
-                   "\"remaining\":{},\"retry_after\":",
+                   FMT_COMPILE("{}{{\"count\":{},\"count_min\":{},\"exact\":{},\"limit\":{},"
+                               "\"remaining\":{},\"retry_after\":"),
                    i == 0 ? "" : ",", o.count, o.count_min, o.exact, o.limit.max_hits, o.remaining);
     AppendSeconds(o.retry_after, out);
     out += ",\"spec\":";
     AppendString(o.limit.ToString(), out);
-    fmt::format_to(it, ",\"window\":{}}}", o.limit.window.length().count());
+    fmt::format_to(it, FMT_COMPILE(",\"window\":{}}}"), o.limit.window.length().count());
   }
-  fmt::format_to(it, "],\"recorded\":{},\"retry_after\":", d.recorded);
+  fmt::format_to(it, FMT_COMPILE("],\"recorded\":{},\"retry_after\":"), d.recorded);
   AppendSeconds(d.retry_after, out);
-  fmt::format_to(it, ",\"round_trips\":{}", d.cost.round_trips);
+  fmt::format_to(it, FMT_COMPILE(",\"round_trips\":{}"), d.cost.round_trips);
   if (shadow_denied) out += ",\"shadow_denied\":true";
   out += '}';
 }

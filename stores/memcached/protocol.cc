@@ -1,5 +1,6 @@
 #include "protocol.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -76,10 +77,11 @@ void BuildRequest(const Batch& batch, Instant now, std::string& out) {
   for (const Increment& inc : batch.increments) {
     if (inc.delta > 0) {
       const int64_t ttl = inc.ttl.count();
-      fmt::format_to(std::back_inserter(out), "ma {} N{} J{} D{} q\r\n", inc.key,
+      fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} N{} J{} D{} q\r\n"), inc.key,
                      ttl > kMaxRelativeTtl ? ToUnix(now) + ttl : ttl, inc.delta, inc.delta);
     } else {
-      fmt::format_to(std::back_inserter(out), "ma {} MD D{} q\r\n", inc.key, -inc.delta);
+      fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} MD D{} q\r\n"), inc.key,
+                     -inc.delta);
     }
   }
   if (batch.reads.empty()) {
