@@ -450,6 +450,38 @@ TEST_F(CliTest, ReplayTheRealApacheLog) {
   EXPECT_EQ(e["cache_hits"], 0);
 }
 
+// Hits of one second are checked in batches (one CheckMany each); every decision, byte for byte,
+// is the one a check at a time gives, into real memcached.
+TEST_F(CliTest, ReplayInBatchesDecidesAsOneAtATime) {
+  const std::string log =
+      std::string(HOURGLASS_SOURCE_DIR) + "/../shared/data/apache_access_2015.log";
+  const std::vector<std::string> replay = {"replay",   log,      "--format",   "apache",
+                                           "--policy", Policy(), "--decisions"};
+  std::vector<std::string> batched = {"--namespace", "batched"}, alone = {"--namespace", "alone"};
+  batched.insert(batched.end(), replay.begin(), replay.end());
+  alone.insert(alone.end(), replay.begin(), replay.end());
+  alone.insert(alone.end(), {"--batch", "1"});
+  ProcessResult a = Run(batched), b = Run(alone);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto decisions = [](const std::string& out) {
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  // Costs too: each decision's is its own check's, as if alone.
+  const std::vector<std::string> x = decisions(a.out), y = decisions(b.out);
+  ASSERT_EQ(x.size(), 10000u);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << "hit " << i + 1;
+  std::vector<std::string> summary = {"--namespace", "summary", "--json",   "replay", log,
+                                      "--format",    "apache",  "--policy", Policy()};
+  ProcessResult s = Run(summary);
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(Json(s)["batches"], 4362) << "one per second the log has hits in";
+}
+
 TEST_F(CliTest, PolicyValidate) {
   ProcessResult r = RunBare({"policy", "validate", Policy()});
   EXPECT_EQ(r.code, 0) << r.err;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <span>
 #include <unordered_map>
 
 #include "../commands.h"
@@ -22,6 +23,7 @@ struct ReplayArgs {
   std::string file, format = "hits", event = "request";
   bool decisions = false;
   int top = 10;
+  int batch = 256;  // hits of one second checked together (Engine::CheckMany)
 };
 
 struct PerFeature {
@@ -67,6 +69,7 @@ class ReplayTally {
   uint64_t KeysAt(double q);
 
   uint64_t admitted = 0, denied = 0, unconfirmed = 0;
+  uint64_t batches = 0;  // Engine::CheckMany calls
   Cost total;
   double seconds = 0;
 
@@ -111,26 +114,52 @@ void PrintDecision(const Decision& d, const TraceHit& hit, int64_t index) {
   Print(Dump(j) + "\n");
 }
 
-// Replays every hit: recorded when there are no limits, checked otherwise.
-void ReplayHits(const ReplayArgs& a, const Trace& trace, const PolicySource& source,
-                ManualClock& clock, const Engine& engine, ReplayTally& tally) {
-  int64_t index = 0;  // hits are numbered in replay order; the file line is reported beside it
-  for (const TraceHit& hit : trace.hits) {
-    ++index;
-    clock.Set(FromUnix(hit.at));
-    PerFeature& f = tally.Feature(hit);
-    if (source.empty()) {
-      tally.Recorded(f, Unwrap(engine.Record(hit.event, hit.feature, hit.cost)));
-      continue;
-    }
-    const Policy policy = Unwrap(source.For(hit.event, hit.feature));
-    const Decision d = Unwrap(engine.Check(hit.event, hit.feature, policy, hit.cost));
+// Checks hits[first, last), all of one second, as one batch: exactly as one by one.
+void CheckBatch(const ReplayArgs& a, std::span<const TraceHit> hits, int64_t first_index,
+                const PolicySource& source, const Engine& engine, ReplayTally& tally) {
+  std::vector<Policy> policies;
+  policies.reserve(hits.size());
+  for (const TraceHit& hit : hits) policies.push_back(Unwrap(source.For(hit.event, hit.feature)));
+  std::vector<Engine::CheckRequest> checks;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    checks.push_back(
+        Engine::CheckRequest{hits[i].event, hits[i].feature, &policies[i], hits[i].cost, {}});
+  }
+  std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
+  ++tally.batches;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const int64_t index = first_index + static_cast<int64_t>(i);
+    const Decision d = Unwrap(std::move(decisions[i]));
     if (d.degraded) {
       Fail(kUnavailable, fmt::format("store unreachable at hit {} of {}: {}", index, a.file,
                                      d.store_error->message()));
     }
-    tally.Checked(f, d);
-    if (a.decisions) PrintDecision(d, hit, index);
+    tally.Checked(tally.Feature(hits[i]), d);
+    if (a.decisions) PrintDecision(d, hits[i], index);
+  }
+}
+
+// Replays every hit: recorded when there are no limits, checked otherwise. Checks of one second
+// go in batches of up to a.batch: their decisions are those of checks one by one, in order.
+void ReplayHits(const ReplayArgs& a, const Trace& trace, const PolicySource& source,
+                ManualClock& clock, const Engine& engine, ReplayTally& tally) {
+  const std::vector<TraceHit>& hits = trace.hits;
+  for (size_t i = 0; i < hits.size();) {
+    clock.Set(FromUnix(hits[i].at));
+    if (source.empty()) {
+      tally.Recorded(tally.Feature(hits[i]),
+                     Unwrap(engine.Record(hits[i].event, hits[i].feature, hits[i].cost)));
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;  // hits are numbered from 1 in replay order
+    while (end < hits.size() && hits[end].at == hits[i].at &&
+           end - i < static_cast<size_t>(a.batch)) {
+      ++end;
+    }
+    CheckBatch(a, std::span(hits).subspan(i, end - i), static_cast<int64_t>(i) + 1, source, engine,
+               tally);
+    i = end;
   }
 }
 
@@ -156,6 +185,7 @@ nlohmann::json SummaryJson(const ReplayArgs& a, const Trace& trace, bool checked
                             {"keys_read", tally.total.keys_read},
                             {"keys_written", tally.total.keys_written},
                             {"round_trips", tally.total.round_trips},
+                            {"batches", tally.batches},
                             {"cache_hits", tally.total.cache_hits},
                             {"blocked_hits", tally.total.blocked_hits},
                             {"keys_read_p50", tally.KeysAt(0.5)},
@@ -261,6 +291,11 @@ Command AddReplayCommand(CLI::App& app, const Globals& g) {
   AddPolicyArgs(sub, args->policy);
   sub->add_flag("--decisions", args->decisions, "one JSON line per hit on stdout");
   sub->add_option("--top", args->top, "how many top offenders to list")->capture_default_str();
+  sub->add_option("--batch", args->batch,
+                  "check up to N hits of one second together, sharing round trips "
+                  "(decisions are those of one by one; 1: one at a time)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   sub->footer(
       "Without limits every hit is recorded; with --limit or --policy each is checked.\n"
       "Examples:\n"
