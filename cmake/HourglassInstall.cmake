@@ -2,8 +2,10 @@
 # and a CMake package, so that a consumer writes
 #   find_package(hourglass REQUIRED)                      # hourglass::engine and the stores
 #   find_package(hourglass REQUIRED COMPONENTS policy json)  # also the policy and JSON libraries
-# The engine and stores need fmt, OpenSSL and libmemcached; only the components need yaml-cpp and
-# nlohmann-json; nothing installed needs CLI11.
+#   find_package(hourglass REQUIRED COMPONENTS service)      # the HTTP decision service
+# The engine and stores need fmt, OpenSSL and libmemcached; only the components need yaml-cpp,
+# nlohmann-json, and for the service Boost (headers) and prometheus-cpp; nothing installed needs
+# CLI11.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -30,7 +32,9 @@ install(DIRECTORY
 if(HOURGLASS_BUILD_CLI)
   hourglass_install_set(Policy hourglass_policy)
   hourglass_install_set(Json hourglass_json)
+  hourglass_install_set(Service hourglass_service)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/policy/include/ ${PROJECT_SOURCE_DIR}/json/include/
+    ${PROJECT_SOURCE_DIR}/service/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(TARGETS hourglass RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

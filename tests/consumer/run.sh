@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build tree into a scratch prefix, then builds and runs, against it, tests/consumer
-# (the engine and stores only) and tests/consumer/components (policy and json too).
+# (the engine and stores only), tests/consumer/components (policy and json too) and
+# tests/consumer/service (the decision service as a library).
 #   run.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build="$1"
@@ -17,3 +18,6 @@ cmake --build "$work/build" >/dev/null
 cmake -S "$here/components" -B "$work/components" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/components" >/dev/null
 "$work/components/components_consumer" "$here/../../policies/example.yaml"
+cmake -S "$here/service" -B "$work/service" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/service" >/dev/null
+"$work/service/service_consumer"
