@@ -199,9 +199,8 @@ TEST(CheckMany, DistinctFeaturesShareOneStoreCallPerStep) {
   for (int i = 0; i < 50; ++i) features.push_back("f" + std::to_string(i));
   std::vector<Engine::CheckRequest> checks;
   for (const std::string& f : features) checks.push_back(CheckOf("e", f, policy));
-  for (const std::string& f : {features[0], features[0], features[0]}) {
-    checks.push_back(
-        CheckOf("e", f, policy));  // a 2nd, 3rd and 4th of f0 wait for the earlier ones
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the 2nd, 3rd and 4th of f0 wait their turn
+    checks.push_back(CheckOf("e", features[0], policy));
   }
   std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
   EXPECT_EQ(store.apply_manys.load(), 4) << "one call, then one per repeat of f0";
