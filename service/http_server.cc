@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <mutex>
@@ -30,6 +32,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
 
   void Accept();
+  // Over the connection cap: a 503 with Retry-After, then the connection closes.
+  void Refuse(tcp::socket socket);
   void Register(Session* s, std::weak_ptr<Session> w) {
     std::lock_guard lock(mu);
     sessions.emplace(s, std::move(w));
@@ -43,7 +47,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   AsyncHttpHandler handler;
   net::io_context ioc;
   tcp::acceptor acceptor;
-  uint16_t port = 0;  // as bound
+  net::steady_timer accept_retry{ioc};  // after an accept error (e.g. out of descriptors)
+  uint16_t port = 0;                    // as bound
   std::atomic<size_t> open{0};
   std::atomic<bool> stopping{false};
   std::mutex mu;
@@ -65,6 +70,13 @@ bool IsMalformed(beast::error_code ec) {
   return ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
          ec != http::error::end_of_stream && ec != http::error::partial_message;
 }
+
+// A request being answered: until it is, the server's Run() does not return.
+struct PendingAnswer {
+  explicit PendingAnswer(net::io_context& ioc) : work(ioc.get_executor()) {}
+  std::atomic<bool> answered{false};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;  // reset once
+};
 
 // One connection: wait for a request (idle timeout), read it whole (request timeout), answer,
 // and again while the client keeps it alive. Runs on its own strand.
@@ -138,11 +150,10 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = request.keep_alive();
     // The response is built and written on this connection's strand; until then the server's
     // work is kept alive.
-    auto answered = std::make_shared<std::atomic<bool>>(false);
-    HttpResponder respond([self = shared_from_this(), version, keep_alive, answered,
-                           work =
-                               net::make_work_guard(server_->ioc)](HttpResponder::Builder build) {
-      if (answered->exchange(true)) return;  // a second answer is ignored
+    auto pending = std::make_shared<PendingAnswer>(server_->ioc);
+    HttpResponder respond([self = shared_from_this(), version, keep_alive,
+                           pending](HttpResponder::Builder build) {
+      if (pending->answered.exchange(true)) return;  // a second answer is ignored
       net::dispatch(
           self->stream_.get_executor(), [self, version, keep_alive, build = std::move(build)] {
             HttpResponse response;
@@ -155,6 +166,7 @@ class Session : public std::enable_shared_from_this<Session> {
             response.keep_alive(keep_alive && response.keep_alive() && !self->server_->stopping);
             self->Write(std::move(response));
           });
+      pending->work.reset();  // the answer dispatched is work of its own
     });
     try {
       server_->handler(std::move(request), respond);
@@ -193,16 +205,34 @@ void HttpServer::Impl::Accept() {
   acceptor.async_accept(
       net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
         if (!self->acceptor.is_open()) return;
-        if (!ec) {
-          if (self->open >= self->options.max_connections) {
-            beast::error_code ignored;
-            socket.close(ignored);  // over the cap: the client sees the connection closed at once
-          } else {
-            std::make_shared<Session>(std::move(socket), self)->Start();
-          }
+        if (ec) {  // out of descriptors, say: try again shortly rather than spin
+          self->accept_retry.expires_after(std::chrono::milliseconds{50});
+          self->accept_retry.async_wait([self](beast::error_code) { self->Accept(); });
+          return;
+        }
+        if (self->open >= self->options.max_connections) {
+          self->Refuse(std::move(socket));
+        } else {
+          std::make_shared<Session>(std::move(socket), self)->Start();
         }
         self->Accept();
       });
+}
+
+void HttpServer::Impl::Refuse(tcp::socket socket) {
+  static const std::string kBusy = [] {
+    const std::string body = "{\"error\":\"too many connections: try again\"}\n";
+    return fmt::format(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
+        body.size(), body);
+  }();
+  auto refused = std::make_shared<tcp::socket>(std::move(socket));
+  net::async_write(*refused, net::buffer(kBusy), [refused](beast::error_code, size_t) {
+    beast::error_code ignored;
+    refused->shutdown(tcp::socket::shutdown_send, ignored);
+    refused->close(ignored);
+  });
 }
 
 void HttpResponder::operator()(HttpResponse response) const {
@@ -268,6 +298,7 @@ void HttpServer::Stop() {
     impl->stopping = true;
     beast::error_code ignored;
     impl->acceptor.close(ignored);
+    impl->accept_retry.cancel();
     std::vector<std::shared_ptr<Session>> sessions;
     {
       std::lock_guard lock(impl->mu);

@@ -11,7 +11,7 @@
 // A slow or hostile client cannot hold the server: an idle keep-alive connection is closed after
 // idle_timeout, a request must arrive whole within request_timeout once its first byte has, a
 // header over max_header_bytes is answered 431 and a body over max_body_bytes 413, and
-// connections beyond max_connections are closed at once.
+// connections beyond max_connections are answered 503 (Retry-After: 1) and closed at once.
 //
 // Thread-safety: Stop() and port() may be called from any thread; the handler is called from many
 // threads at once.

@@ -1,0 +1,221 @@
+// HttpServer with real sockets: a slow or idle client is cut off and never holds the others, the
+// connection cap answers 503, asynchronous handlers answer from other threads, and Stop() waits
+// for an answer still on its way.
+#include "hourglass/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+namespace hourglass {
+namespace {
+
+namespace http = boost::beast::http;
+using std::chrono::milliseconds;
+
+// A blocking loopback client on raw sockets: what a slow or hostile client can do.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawClient() { close(fd_); }
+  bool connected() const { return connected_; }
+  // False once the server has closed the connection.
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Everything until the server closes the connection, or until `wait` passes (then closed()
+  // is false).
+  std::string ReadUntilClosed(milliseconds wait = milliseconds{5000}) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    closed_ = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      got.append(buffer, static_cast<size_t>(n));
+    }
+    return got;
+  }
+  // One request and its answer on a keep-alive connection (the answer's bytes as they come).
+  std::string Exchange(const std::string& request, milliseconds wait = milliseconds{5000}) {
+    if (!Send(request)) return "";
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (std::chrono::steady_clock::now() < deadline &&
+           got.find("\r\n\r\n") == std::string::npos) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      got.append(buffer, static_cast<size_t>(n));
+    }
+    return got;
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+};
+
+const std::string kGet = "GET /x HTTP/1.1\r\nHost: t\r\n\r\n";
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(HttpServerOptions options, AsyncHttpHandler handler) {
+    options.port = 0;
+    Result<std::unique_ptr<HttpServer>> server =
+        HttpServer::Create(std::move(options), std::move(handler));
+    ASSERT_TRUE(server.ok()) << server.error().ToString();
+    server_ = std::move(*server);
+    runner_ = std::thread([this] { server_->Run(); });
+  }
+  void Start(HttpServerOptions options) {
+    Start(std::move(options), [](HttpRequest, HttpResponder respond) {
+      HttpResponse res{http::status::ok, 11};
+      res.body() = "ok";
+      respond(std::move(res));
+    });
+  }
+  void TearDown() override {
+    if (server_ == nullptr) return;
+    server_->Stop();
+    runner_.join();
+  }
+  uint16_t port() const { return server_->port(); }
+
+  std::unique_ptr<HttpServer> server_;
+  std::thread runner_;
+};
+
+TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
+  HttpServerOptions options;
+  options.idle_timeout = milliseconds{300};
+  Start(options);
+  RawClient client(port());
+  ASSERT_TRUE(client.connected());
+  EXPECT_NE(client.Exchange(kGet).find("200 OK"), std::string::npos);
+  client.ReadUntilClosed();
+  EXPECT_TRUE(client.closed()) << "the keep-alive connection stayed open past the idle timeout";
+}
+
+TEST_F(HttpServerTest, ADrippingRequestIsCutOffAndHoldsNobodyElse) {
+  HttpServerOptions options;
+  options.threads = 1;
+  options.request_timeout = milliseconds{500};
+  Start(options);
+  RawClient slow(port());
+  ASSERT_TRUE(slow.connected());
+  // A header that never ends, one byte at a time.
+  std::atomic<bool> cut_off{false};
+  std::thread drip([&] {
+    slow.Send("GET /x HTTP/1.1\r\nHost: t\r\nX-Slow: ");
+    for (int i = 0; i < 100 && !cut_off; ++i) {
+      if (!slow.Send("a")) cut_off = true;
+      std::this_thread::sleep_for(milliseconds{50});
+    }
+  });
+  // Meanwhile another client is answered, on the server's only thread.
+  RawClient other(port());
+  EXPECT_NE(other.Exchange(kGet).find("200 OK"), std::string::npos);
+  slow.ReadUntilClosed();
+  EXPECT_TRUE(slow.closed()) << "a request dripping for 5 s was not cut off";
+  cut_off = true;
+  drip.join();
+}
+
+TEST_F(HttpServerTest, ConnectionsOverTheCapAreAnswered503AndClosed) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  Start(options);
+  auto first = std::make_unique<RawClient>(port());
+  RawClient second(port());
+  ASSERT_NE(first->Exchange(kGet).find("200 OK"), std::string::npos);
+  ASSERT_NE(second.Exchange(kGet).find("200 OK"), std::string::npos);
+  RawClient third(port());
+  const std::string refused = third.ReadUntilClosed();
+  EXPECT_TRUE(third.closed());
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  // Room again once one leaves.
+  first.reset();
+  for (int i = 0; i < 100 && server_->connections() >= 2; ++i) {
+    std::this_thread::sleep_for(milliseconds{20});
+  }
+  RawClient fourth(port());
+  EXPECT_NE(fourth.Exchange(kGet).find("200 OK"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, AsyncAnswersComeFromOtherThreadsAndStopWaitsForThem) {
+  std::promise<HttpResponder> pending;
+  std::atomic<int> calls{0};
+  Start(HttpServerOptions{}, [&](HttpRequest request, HttpResponder respond) {
+    if (++calls == 1) return pending.set_value(std::move(respond));  // answered later
+    HttpResponse res{http::status::ok, 11};
+    res.body() = std::string(request.target());
+    respond(std::move(res));
+  });
+  RawClient waiting(port());
+  ASSERT_TRUE(waiting.Send(kGet));
+  HttpResponder later = pending.get_future().get();
+  // Another connection is answered while the first waits.
+  RawClient other(port());
+  EXPECT_NE(other.Exchange(kGet).find("200 OK"), std::string::npos);
+  server_->Stop();  // the waiting request is still answered, then the server stops
+  std::thread answer([&] {
+    std::this_thread::sleep_for(milliseconds{200});
+    later.Later([] {
+      HttpResponse res{http::status::accepted, 11};
+      res.body() = "built on the connection's thread";
+      return res;
+    });
+    later(HttpResponse{http::status::internal_server_error, 11});  // a second answer is ignored
+  });
+  const std::string got = waiting.ReadUntilClosed();
+  answer.join();
+  runner_.join();
+  server_.reset();
+  EXPECT_EQ(got.rfind("HTTP/1.1 202 Accepted\r\n", 0), 0u) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  EXPECT_NE(got.find("built on the connection's thread"), std::string::npos) << got;
+  EXPECT_EQ(got.find("500"), std::string::npos) << got;
+}
+
+TEST_F(HttpServerTest, AHandlerThatThrowsIsAnswered500AndTheServerGoesOn) {
+  std::atomic<int> calls{0};
+  Start(HttpServerOptions{}, [&](HttpRequest, HttpResponder respond) {
+    if (++calls == 1) throw std::runtime_error("boom");
+    respond(HttpResponse{http::status::ok, 11});
+  });
+  RawClient client(port());
+  EXPECT_EQ(client.Exchange(kGet).rfind("HTTP/1.1 500", 0), 0u);
+  RawClient again(port());
+  EXPECT_EQ(again.Exchange(kGet).rfind("HTTP/1.1 200", 0), 0u);
+}
+
+}  // namespace
+}  // namespace hourglass
