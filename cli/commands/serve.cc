@@ -22,8 +22,9 @@ namespace {
 struct ServeArgs {
   std::string policy;
   std::string listen = "127.0.0.1:8080";
-  // One per core: handlers block on the store, but more threads than cores cost more in hand-offs
-  // between them than they gain (bench/results/serve.md).
+  // One per core: checks wait for the store on the batcher's thread, other requests (counts,
+  // resets) on these; more threads than cores cost more in hand-offs than they gain
+  // (bench/results/serve.md).
   int threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
   size_t max_connections = 1024;
   std::string feature_header = "X-Real-IP";
@@ -134,7 +135,8 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       ->required();
   sub->add_option("--listen", args->listen, "HOST:PORT to listen on ([::1]:PORT for IPv6)")
       ->capture_default_str();
-  sub->add_option("--threads", args->threads, "requests answered at once (1 to 256)")
+  sub->add_option("--threads", args->threads,
+                  "I/O threads (1 to 256); checks arriving together share memcached round trips")
       ->capture_default_str();
   sub->add_option("--max-connections", args->max_connections,
                   "connections beyond this are closed at once")
