@@ -71,11 +71,29 @@ bool IsMalformed(beast::error_code ec) {
          ec != http::error::end_of_stream && ec != http::error::partial_message;
 }
 
-// A request being answered: until it is, the server's Run() does not return.
-struct PendingAnswer {
-  explicit PendingAnswer(net::io_context& ioc) : work(ioc.get_executor()) {}
-  std::atomic<bool> answered{false};
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;  // reset once
+class Session;
+
+// A request being answered: until it is, the server's Run() does not return. Once answered it
+// holds nothing of the server, so a responder kept after answering (even past the server's life)
+// is harmless.
+class PendingAnswer {
+ public:
+  PendingAnswer(net::io_context& ioc, std::shared_ptr<Session> session)
+      : session_(std::move(session)), work_(ioc.get_executor()) {}
+
+  // The connection to answer, for the first caller only (null afterwards). The caller must
+  // dispatch its answer before calling Answered().
+  std::shared_ptr<Session> Take() {
+    if (answered_.exchange(true)) return nullptr;
+    return std::move(session_);
+  }
+  // Releases the server's work: the answer dispatched is work of its own.
+  void Answered() { work_.reset(); }
+
+ private:
+  std::atomic<bool> answered_{false};
+  std::shared_ptr<Session> session_;  // written only by the one caller Take() lets through
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
 };
 
 // One connection: wait for a request (idle timeout), read it whole (request timeout), answer,
@@ -150,10 +168,10 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = request.keep_alive();
     // The response is built and written on this connection's strand; until then the server's
     // work is kept alive.
-    auto pending = std::make_shared<PendingAnswer>(server_->ioc);
-    HttpResponder respond([self = shared_from_this(), version, keep_alive,
-                           pending](HttpResponder::Builder build) {
-      if (pending->answered.exchange(true)) return;  // a second answer is ignored
+    auto pending = std::make_shared<PendingAnswer>(server_->ioc, shared_from_this());
+    HttpResponder respond([version, keep_alive, pending](HttpResponder::Builder build) {
+      std::shared_ptr<Session> self = pending->Take();
+      if (!self) return;  // a second answer is ignored
       net::dispatch(
           self->stream_.get_executor(), [self, version, keep_alive, build = std::move(build)] {
             HttpResponse response;
@@ -166,7 +184,7 @@ class Session : public std::enable_shared_from_this<Session> {
             response.keep_alive(keep_alive && response.keep_alive() && !self->server_->stopping);
             self->Write(std::move(response));
           });
-      pending->work.reset();  // the answer dispatched is work of its own
+      pending->Answered();
     });
     try {
       server_->handler(std::move(request), respond);
