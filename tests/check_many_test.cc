@@ -1,6 +1,6 @@
 // Engine::CheckMany, the batch check: on random traces its decisions are exactly those of lone
-// checks run one after another (in-memory store, and real memcached servers), its checks share
-// one store call per step, and concurrent batches on one feature never admit over the limit.
+// checks and peeks run one after another (in-memory store, and real memcached servers), its checks
+// share one store call per step, and concurrent batches on one feature never admit over the limit.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -114,13 +114,15 @@ class BatchAgainstLone {
         c.hits = rng() % 8 == 0 ? 2 : 1;
         if (rng() % 10 == 0) c.at = clock_.Now() - Seconds{rng() % 3600};  // a past instant
         if (rng() % 50 == 0) c.event = "";                                 // refused
+        c.record = rng() % 6 != 0;                                         // a peek
         checks.push_back(c);
       }
       std::vector<Result<Decision>> batched = batched_.CheckMany(checks);
       ASSERT_EQ(batched.size(), checks.size());
       for (size_t i = 0; i < checks.size(); ++i) {
         const Engine::CheckRequest& c = checks[i];
-        Result<Decision> lone = lone_.Check(c.event, c.feature, *c.policy, c.hits, c.at);
+        Result<Decision> lone = c.record ? lone_.Check(c.event, c.feature, *c.policy, c.hits, c.at)
+                                         : lone_.Peek(c.event, c.feature, *c.policy, c.hits, c.at);
         ExpectSameDecision(batched[i], lone,
                            "seed " + std::to_string(seed) + " round " + std::to_string(r) +
                                " check " + std::to_string(i));

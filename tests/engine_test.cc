@@ -248,6 +248,47 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
   }
 }
 
+// A peek decides as the perfect limiter would for the hit, reads exact counts without it, and
+// records nothing: the checks between the peeks still agree with a log that never saw them.
+TEST_P(EngineTest, PeekDecidesAsAPerfectLimiterAndRecordsNothing) {
+  const Engine engine = MakeEngine();
+  for (CountingMode mode : {CountingMode::kAdmitted, CountingMode::kAttempts}) {
+    const Policy policy = MakePolicy("2/s, 5/m, 10/h, 100/d", mode);
+    const std::string feature = std::string("peeked-") + std::string(CountingModeName(mode));
+    std::mt19937_64 rng(mode == CountingMode::kAdmitted ? 3 : 4);
+    SlidingLog counted;
+    int64_t t = kStart;
+    int denied_peeks = 0;
+    for (int i = 0; i < 1500; ++i) {
+      t += NextGap(rng);
+      clock_->Set(FromUnix(t));
+      const uint64_t peek_cost = 1 + rng() % 3;
+      Result<Decision> peek = engine.Peek("url_shorten", feature, policy, peek_cost);
+      ASSERT_TRUE(peek.ok()) << peek.error().ToString();
+      ASSERT_EQ(peek->allowed, FitsAt(counted, policy, t, peek_cost))
+          << "peek " << i << " at " << t;
+      ASSERT_FALSE(peek->recorded);
+      ASSERT_EQ(peek->cost.keys_written, 0u);
+      ASSERT_LE(peek->cost.round_trips, peek->allowed ? 1u : 4u);  // a denial pins its retry
+      ASSERT_NO_FATAL_FAILURE(ExpectCountsMatch(*peek, counted, t));
+      for (const LimitOutcome& o : peek->limits) ASSERT_TRUE(o.exact);
+      if (!peek->allowed && peek_cost > 2) {
+        ASSERT_FALSE(peek->retry_after.has_value()) << "3 hits never fit under 2/s";
+      } else if (!peek->allowed) {
+        ++denied_peeks;
+        ASSERT_NO_FATAL_FAILURE(ExpectRetryAfterExact(*peek, counted, policy, t, peek_cost));
+      }
+      const uint64_t cost = 1;
+      const bool expect = FitsAt(counted, policy, t, cost);
+      Result<Decision> d = engine.Check("url_shorten", feature, policy, cost);
+      ASSERT_TRUE(d.ok());
+      ASSERT_EQ(d->allowed, expect) << "check " << i << " at " << t;
+      if (expect || mode == CountingMode::kAttempts) counted.Add(t, cost);
+    }
+    EXPECT_GT(denied_peeks, 100) << CountingModeName(mode);
+  }
+}
+
 TEST_P(EngineTest, AttemptsModeKeepsABruteForcerLockedOut) {
   const Engine engine = MakeEngine();
   const Policy attempts = MakePolicy("3/m", CountingMode::kAttempts);

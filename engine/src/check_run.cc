@@ -47,22 +47,25 @@ void AddAttempt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
 }  // namespace
 
 CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& policy, uint64_t hits,
-                   Instant t, Instant now)
+                   Instant t, Instant now, bool record)
     : core_(core),
       group_(std::move(group)),
       policy_(policy),
       hits_(hits),
+      record_(record),
       t_(t),
       now_(now),
       second_(ToUnix(t)),
-      step_(core.options.hot_path.bounds && t == now ? Step::kBounds : Step::kExactWithHit),
+      step_(!record                                    ? Step::kExact
+            : core.options.hot_path.bounds && t == now ? Step::kBounds
+                                                       : Step::kExactWithHit),
       tally_(policy.limits.size()) {
   spans_.reserve(policy.limits.size());
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
   decision_.limits.reserve(policy.limits.size());
-  decision_.recorded = true;
+  decision_.recorded = record;
   decision_.at = t;
-  core_.ForgetCachedIfSettled(group_, second_, now_);
+  if (record) core_.ForgetCachedIfSettled(group_, second_, now_);
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
@@ -80,7 +83,7 @@ Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
 }
 
 std::optional<Decision> CheckRun::AnswerBlocked() {
-  if (core_.blocked == nullptr || !live()) return std::nullopt;
+  if (core_.blocked == nullptr || !live() || !record_) return std::nullopt;
   blocked_key_ = BlockedKey(group_, policy_);
   std::optional<BlockedCache::Entry> blocked = core_.blocked->Get(blocked_key_, t_, hits_);
   if (!blocked) return std::nullopt;
@@ -183,30 +186,32 @@ Decision CheckRun::Finish() {
   if (failed_) return Degraded(*failed_, decision_.cost);
   Judge();
   if (!decision_.allowed && core_.options.exact_retry_after) RefineRetry();
-  if (!decision_.allowed && policy_.mode == CountingMode::kAdmitted) TakeBack();
+  if (!decision_.allowed && record_ && policy_.mode == CountingMode::kAdmitted) TakeBack();
   const std::optional<Seconds> earliest = FillRetryAfter();
-  if (!decision_.allowed) RememberBlocked(earliest);
+  if (!decision_.allowed && record_) RememberBlocked(earliest);
   return std::move(decision_);
 }
 
 void CheckRun::Judge() {
-  // Every window contains t and the reads followed the increments: counts include this hit.
-  // With bounds, "exceeded" is certain only from the lower bound; an allowed decision had every
-  // upper bound within its limit.
+  // Every window contains t and the reads followed the increments: counts include this hit
+  // (a peek's do not: it is added to judge). With bounds, "exceeded" is certain only from the
+  // lower bound; an allowed decision had every upper bound within its limit.
   bool fits = true;
+  const uint64_t unread = record_ ? 0 : hits_;
   for (size_t i = 0; i < spans_.size(); ++i) {
     const uint64_t max = policy_.limits[i].max_hits;
     const uint64_t upper = tally_.upper[i], lower = tally_.lower[i];
-    decision_.limits.push_back(LimitOutcome{policy_.limits[i], upper, 0, lower > max || upper > max,
-                                            Seconds{0}, lower == upper, lower});
-    fits = fits && upper <= max;
+    const bool over = SatAdd(lower, unread) > max || SatAdd(upper, unread) > max;
+    decision_.limits.push_back(
+        LimitOutcome{policy_.limits[i], upper, 0, over, Seconds{0}, lower == upper, lower});
+    fits = fits && SatAdd(upper, unread) <= max;
   }
   decision_.allowed = fits;
 }
 
 void CheckRun::RefineRetry() {
   // Reads go before the take-back, so they include this hit; it is discounted as pending.
-  const uint64_t pending = policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
+  const uint64_t pending = record_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
   RetryRefiner refiner(core_, Reader(), group_, now_);
   Result<Cost> spent = refiner.Refine(policy_.limits, second_, hits_, pending, tally_.upper_pieces);
   if (spent.ok()) {  // otherwise keep the coarser retry: it is never early

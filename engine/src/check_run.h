@@ -28,12 +28,14 @@ namespace hourglass::internal {
 
 class CheckRun {
  public:
-  // `t` is the instant checked, `now` the clock's; `core` must outlive the run.
+  // `t` is the instant checked, `now` the clock's; `core` must outlive the run. With `record`
+  // false the run decides as it would with it, but writes nothing (a peek): the exact cover is
+  // read without the hit, which is added to the counts only to judge.
   CheckRun(const EngineCore& core, std::string group, const Policy& policy, uint64_t hits,
-           Instant t, Instant now);
+           Instant t, Instant now, bool record = true);
 
   // The answer for a client denied moments ago, if it is certainly still denied; in attempts
-  // mode its hit is still sent (fire-and-forget).
+  // mode its hit is still sent (fire-and-forget). Never for a peek.
   std::optional<Decision> AnswerBlocked();
   Decision Decide();
 
@@ -76,6 +78,7 @@ class CheckRun {
   const std::string group_;
   const Policy& policy_;
   const uint64_t hits_;
+  const bool record_;
   const Instant t_, now_;
   const int64_t second_;  // t_ as Unix seconds
   std::vector<Span> spans_;

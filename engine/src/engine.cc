@@ -204,6 +204,16 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   return run.Decide();
 }
 
+Result<Decision> Engine::Peek(std::string_view event, std::string_view feature,
+                              const Policy& policy, uint64_t hits,
+                              std::optional<Instant> at) const {
+  const Instant now = core_->clock->Now();
+  Result<std::string> group = ValidateCheck(CheckRequest{event, feature, &policy, hits, at}, now);
+  if (!group.ok()) return group.error();
+  return internal::CheckRun(*core_, std::move(*group), policy, hits, at.value_or(now), now, false)
+      .Decide();
+}
+
 std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::string_view feature,
                                                const Policy& policy, uint64_t hits) const {
   if (core_->blocked == nullptr) return std::nullopt;
@@ -250,7 +260,7 @@ void Engine::CheckDistinct(std::span<const CheckRequest> checks, std::span<const
   for (size_t i : indices) {
     const CheckRequest& c = checks[i];
     auto run = std::make_unique<internal::CheckRun>(*core_, std::move(groups[i]), *c.policy, c.hits,
-                                                    c.at.value_or(now), now);
+                                                    c.at.value_or(now), now, c.record);
     if (std::optional<Decision> blocked = run->AnswerBlocked()) {
       decisions[i] = std::move(*blocked);
     } else {

@@ -140,6 +140,14 @@ class Engine {
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
                          uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
 
+  // What Check would decide for a request worth `hits`, recording nothing (a dry run: "would it
+  // fit?"). The counts are those read, without this request; `remaining` is how many hits still
+  // fit. One round trip (the exact cover), and on a denial those that pin its retry time as
+  // Check's; never answered by nor stored in the blocked-client cache. A store failure gives a
+  // degraded decision per the policy's FailureMode.
+  Result<Decision> Peek(std::string_view event, std::string_view feature, const Policy& policy,
+                        uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
+
   // Check's decision when it needs no store read: a client the blocked-client cache still knows
   // to be denied (HotPathOptions::blocked_cache_entries). Otherwise nullopt, and nothing was done
   // (bad arguments too): call Check or CheckMany. At the clock's current instant only.
@@ -153,13 +161,14 @@ class Engine {
     const Policy* policy = nullptr;  // not null; must outlive the call
     uint64_t hits = 1;
     std::optional<Instant> at;
+    bool record = true;  // false: Peek's decision instead of Check's
   };
-  // Checks several requests at once. decisions[i] is exactly what Check would decide for
-  // checks[i] had the checks run one after another in order at one instant of the clock, but the
-  // checks share their round trips (Store::ApplyMany: one write and one read per memcached server
-  // for each step; most checks need one step, none more than two). Checks of one event+feature
-  // cannot share a step: the later ones wait for the earlier ones. Each decision's cost is its
-  // own check's, as if alone. Errors are per check, as Check's.
+  // Checks several requests at once. decisions[i] is exactly what Check (Peek, for a check not
+  // recorded) would decide for checks[i] had the checks run one after another in order at one
+  // instant of the clock, but the checks share their round trips (Store::ApplyMany: one write and
+  // one read per memcached server for each step; most checks need one step, none more than two).
+  // Checks of one event+feature cannot share a step: the later ones wait for the earlier ones. Each
+  // decision's cost is its own check's, as if alone. Errors are per check, as Check's.
   std::vector<Result<Decision>> CheckMany(std::span<const CheckRequest> checks) const;
 
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
