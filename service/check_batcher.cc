@@ -68,7 +68,8 @@ void CheckBatcher::Send(std::vector<CheckJob>& jobs) {
   std::vector<Engine::CheckRequest> checks;
   for (const CheckJob& job : jobs) {
     for (const OwnedCheck& c : job.checks) {
-      checks.push_back(Engine::CheckRequest{c.event, c.feature, &c.policy, c.hits, std::nullopt});
+      checks.push_back(
+          Engine::CheckRequest{c.event, c.feature, &c.policy, c.hits, std::nullopt, c.record});
     }
   }
   if (on_batch_) on_batch_(checks.size());

@@ -2,6 +2,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace hourglass {
@@ -66,18 +67,52 @@ ServiceMetrics::ServiceMetrics()
       reloads_(BuildCounter()
                    .Name("hourglass_policy_reloads_total")
                    .Help("Policy file reloads, by result")
-                   .Register(*registry_)) {}
+                   .Register(*registry_)),
+      ratelimit_hits_(BuildCounter()
+                          .Name("hourglass_ratelimit_hits_total")
+                          .Help("Envoy rate limit service hits, by domain, descriptor and result")
+                          .Register(*registry_)),
+      ratelimit_near_(BuildCounter()
+                          .Name("hourglass_ratelimit_near_limit_total")
+                          .Help("Envoy rate limit service hits admitted at 80% or more of the "
+                                "limit, by domain and descriptor")
+                          .Register(*registry_)) {}
+
+namespace {
+
+// Whether an outcome's count is at 80% or more of its limit.
+bool NearLimit(const LimitOutcome& o) {
+  return static_cast<double>(o.count) >= 0.8 * static_cast<double>(o.limit.max_hits);
+}
+
+}  // namespace
 
 void ServiceMetrics::CountDecision(std::string_view event, const Decision& d, bool shadow) {
   std::string result = d.allowed ? "allowed" : shadow ? "shadow_denied" : "denied";
   if (d.degraded) result = "degraded_" + result;
   checks_.Add({{"event", std::string(event)}, {"result", result}}).Increment();
-  for (const LimitOutcome& o : d.limits) {
-    if (static_cast<double>(o.count) >= 0.8 * static_cast<double>(o.limit.max_hits)) {
-      near_limit_.Add({{"event", std::string(event)}}).Increment();
-      break;
-    }
+  if (std::any_of(d.limits.begin(), d.limits.end(), NearLimit)) {
+    near_limit_.Add({{"event", std::string(event)}}).Increment();
   }
+  CountWork(d);
+}
+
+void ServiceMetrics::CountRateLimit(std::string_view domain, std::string_view descriptor,
+                                    uint64_t hits, const Decision& d, bool shadow) {
+  std::string result = d.allowed ? "within_limit" : shadow ? "shadow_mode" : "over_limit";
+  if (d.degraded) result = "degraded_" + result;
+  const prometheus::Labels labels = {{"domain", std::string(domain)},
+                                     {"descriptor", std::string(descriptor)}};
+  prometheus::Labels with_result = labels;
+  with_result.emplace("result", result);
+  ratelimit_hits_.Add(with_result).Increment(static_cast<double>(hits));
+  if (d.allowed && std::any_of(d.limits.begin(), d.limits.end(), NearLimit)) {
+    ratelimit_near_.Add(labels).Increment(static_cast<double>(hits));
+  }
+  CountWork(d);
+}
+
+void ServiceMetrics::CountWork(const Decision& d) {
   if (d.degraded && d.store_error) CountStoreError(*d.store_error);
   keys_read_.Increment(static_cast<double>(d.cost.keys_read));
   round_trips_.Increment(static_cast<double>(d.cost.round_trips));

@@ -36,6 +36,7 @@ struct OwnedCheck {
   std::string feature;
   Policy policy;
   uint64_t hits = 1;
+  bool record = true;  // false: a peek (Engine::Peek), nothing counted
 };
 
 struct CheckJob {

@@ -11,6 +11,12 @@
 //                                             checks sent to the store together (their ratio is
 //                                             the mean batch size)
 //   hourglass_policy_reloads_total{result}    result: ok, failed
+//   hourglass_ratelimit_hits_total{domain,descriptor,result}
+//                                             Envoy rate limit service hits (hits_addend summed):
+//                                             result within_limit, over_limit, shadow_mode, or
+//                                             degraded_within_limit / degraded_over_limit
+//   hourglass_ratelimit_near_limit_total{domain,descriptor}
+//                                             hits admitted at 80% or more of the limit
 //
 // Labels come from bounded sets (the policy's events, the endpoints, the servers): never one per
 // feature. Events the policy lacks are answered 404 before anything is counted.
@@ -40,6 +46,11 @@ class ServiceMetrics {
   void CountStoreError(const Error& error);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
+  // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
+  // descriptor (never a counted value), `hits` the hits it asked to count (0 for a check only),
+  // `shadow` whether its denial was let through.
+  void CountRateLimit(std::string_view domain, std::string_view descriptor, uint64_t hits,
+                      const Decision& decision, bool shadow);
   // `checks` checks were sent to the store together.
   void CountBatch(size_t checks);
   // The text exposition format.
@@ -57,6 +68,10 @@ class ServiceMetrics {
   prometheus::Counter& batches_;
   prometheus::Counter& batched_checks_;
   prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Family<prometheus::Counter>& ratelimit_hits_;
+  prometheus::Family<prometheus::Counter>& ratelimit_near_;
+  // The store work of a decision, into keys_read_, round_trips_, local_denials_, store_errors_.
+  void CountWork(const Decision& decision);
 };
 
 }  // namespace hourglass
