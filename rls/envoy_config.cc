@@ -128,7 +128,9 @@ Result<EnvoyUnit> ParseUnit(const std::string& name, const YAML::Node& node) {
       fmt::format("invalid rate limit unit \"{}\": use SECOND, MINUTE, HOUR, DAY or WEEK", *text));
 }
 
-Seconds UnitLength(EnvoyUnit unit) {
+}  // namespace
+
+Seconds EnvoyUnitLength(EnvoyUnit unit) {
   switch (unit) {
     case EnvoyUnit::kSecond:
       return Seconds{1};
@@ -145,6 +147,8 @@ Seconds UnitLength(EnvoyUnit unit) {
   }
   return Seconds{0};
 }
+
+namespace {
 
 Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node& node) {
   if (Status s = CheckFields(
@@ -203,7 +207,7 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
     fixed = *w == "fixed";
   }
   if (!r.unlimited) {
-    const Seconds length = UnitLength(r.unit);
+    const Seconds length = EnvoyUnitLength(r.unit);
     Result<Window> window = fixed ? Window::Fixed(length) : Window::Sliding(length);
     if (!window.ok()) return window.error();
     r.limit = Limit{*window, r.requests_per_unit};
@@ -283,15 +287,17 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
   return {};
 }
 
-// The request's entries as one string, injectively: distinct entry lists, distinct features.
+void AppendEntry(std::string& feature, const std::string& key, const std::string& value) {
+  fmt::format_to(std::back_inserter(feature), "{}:{}{}:{}", key.size(), key, value.size(), value);
+}
+
+// The request's entries as one feature; a shared wildcard's value is its pattern.
 std::string FeatureOf(std::span<const EnvoyEntry> entries,
                       std::span<const EnvoyConfig::Node* const> chain) {
   std::string feature;
   for (size_t i = 0; i < entries.size(); ++i) {
-    const std::string& value =
-        chain[i]->share_threshold ? *chain[i]->value : entries[i].value;  // the shared pattern
-    fmt::format_to(std::back_inserter(feature), "{}:{}{}:{}", entries[i].key.size(), entries[i].key,
-                   value.size(), value);
+    const bool shared = i < chain.size() && chain[i]->share_threshold;
+    AppendEntry(feature, entries[i].key, shared ? *chain[i]->value : entries[i].value);
   }
   return feature;
 }
@@ -305,6 +311,8 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::string EnvoyFeature(std::span<const EnvoyEntry> entries) { return FeatureOf(entries, {}); }
 
 EnvoyConfig::EnvoyConfig() = default;
 EnvoyConfig::EnvoyConfig(EnvoyConfig&&) noexcept = default;

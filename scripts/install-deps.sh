@@ -10,6 +10,7 @@ packages=(
   libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.81-dev prometheus-cpp-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nginx-light curl python3 python3-flask python3-requests
 )
 if [[ "${1:-}" == "bench" ]]; then

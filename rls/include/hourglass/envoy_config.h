@@ -44,6 +44,9 @@ namespace hourglass {
 // The rate limit response's units, with the wire protocol's numbers.
 enum class EnvoyUnit { kUnknown = 0, kSecond = 1, kMinute = 2, kHour = 3, kDay = 4, kWeek = 7 };
 
+// The unit's length: 1 s to 7 days; 0 for kUnknown.
+Seconds EnvoyUnitLength(EnvoyUnit unit);
+
 struct EnvoyRateLimit {
   EnvoyUnit unit = EnvoyUnit::kUnknown;
   uint32_t requests_per_unit = 0;
@@ -58,6 +61,9 @@ struct EnvoyEntry {
   std::string key;
   std::string value;
 };
+
+// A request's entries as one feature, injectively: distinct entry lists, distinct features.
+std::string EnvoyFeature(std::span<const EnvoyEntry> entries);
 
 struct EnvoyMatch {
   const EnvoyRateLimit* rate_limit = nullptr;  // into the config, which must outlive the match
@@ -87,6 +93,7 @@ class EnvoyConfig {
   std::optional<EnvoyMatch> Match(std::string_view domain,
                                   std::span<const EnvoyEntry> entries) const;
   std::vector<std::string> domains() const;
+  bool HasDomain(std::string_view domain) const { return domains_.contains(domain); }
 
   struct Node;
 

@@ -1,0 +1,211 @@
+#include "hourglass/envoy_request.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "hourglass/ratelimit_headers.h"
+
+namespace hourglass {
+namespace {
+
+using DescriptorStatus = RateLimitResponse::DescriptorStatus;
+using RateLimitDescriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+
+// The override's unit: the wire numbers of SECOND to DAY, and 7 (WEEK, which the response's unit
+// enum has and the override's lacks).
+Result<EnvoyUnit> OverrideUnit(int wire, size_t descriptor) {
+  switch (wire) {
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 7:
+      return static_cast<EnvoyUnit>(wire);
+    default:
+      break;
+  }
+  const std::string name = wire == 5 ? "MONTH" : wire == 6 ? "YEAR" : fmt::format("{}", wire);
+  return InvalidArgument(fmt::format(
+      "descriptor {}: limit override unit {} is not supported: use SECOND, MINUTE, HOUR, DAY or "
+      "WEEK",
+      descriptor, name));
+}
+
+std::vector<EnvoyEntry> EntriesOf(const RateLimitDescriptor& d) {
+  std::vector<EnvoyEntry> entries;
+  entries.reserve(static_cast<size_t>(d.entries_size()));
+  for (const auto& e : d.entries()) entries.push_back(EnvoyEntry{e.key(), e.value()});
+  return entries;
+}
+
+// Hits a descriptor counts: its own hits_addend when set (0 included), else the request's
+// (0 means 1).
+uint64_t HitsOf(const RateLimitDescriptor& d, const RateLimitRequest& request) {
+  if (d.has_hits_addend()) return d.hits_addend().value();
+  return request.hits_addend() == 0 ? 1 : request.hits_addend();
+}
+
+uint32_t Clamp32(uint64_t n) {
+  return static_cast<uint32_t>(std::min<uint64_t>(n, std::numeric_limits<uint32_t>::max()));
+}
+
+// When the next hit of the descriptor fits, never too early: a denial's retry time; for a fixed
+// window, the window's end; for a sliding window with room left, now; with none, the window's
+// length (the hits in it, this one included, have left by then).
+Seconds UntilReset(const Decision& d, bool over_limit) {
+  if (d.limits.empty()) return d.retry_after.value_or(Seconds{0});  // degraded
+  const LimitOutcome& o = d.limits.front();
+  if (const std::optional<Instant> next = o.limit.window.NextStart(d.at)) {
+    return std::chrono::ceil<Seconds>(*next - d.at);
+  }
+  if (over_limit || !d.allowed) return d.retry_after.value_or(o.limit.window.length());
+  return o.remaining > 0 ? Seconds{0} : o.limit.window.length();
+}
+
+void AddHeader(RateLimitResponse& response, std::string key, std::string value) {
+  envoy::config::core::v3::HeaderValue* h = response.add_response_headers_to_add();
+  h->set_key(std::move(key));
+  h->set_value(std::move(value));
+}
+
+}  // namespace
+
+Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLimitRequest& request,
+                                        const EnvoyOptions& options) {
+  if (request.domain().empty()) return InvalidArgument("rate limit domain must not be empty");
+  if (request.descriptors().empty()) {
+    return InvalidArgument("rate limit descriptor list must not be empty");
+  }
+  if (static_cast<size_t>(request.descriptors_size()) > options.max_descriptors) {
+    return InvalidArgument(fmt::format("{} descriptors in one request: at most {}",
+                                       request.descriptors_size(), options.max_descriptors));
+  }
+  EnvoyRequest r;
+  r.domain_ = request.domain();
+  r.options_ = options;
+  std::vector<OwnedCheck> candidates;  // per slot with a limit, before `replaces`
+  std::set<std::string, std::less<>> replaced;
+  for (const RateLimitDescriptor& d : request.descriptors()) {
+    const size_t i = r.slots_.size();
+    Slot& slot = r.slots_.emplace_back();
+    slot.hits = HitsOf(d, request);
+    const std::vector<EnvoyEntry> entries = EntriesOf(d);
+    std::optional<Limit> limit;
+    OwnedCheck check;
+    if (d.has_limit() && config.HasDomain(r.domain_)) {
+      Result<EnvoyUnit> unit = OverrideUnit(d.limit().unit(), i);
+      if (!unit.ok()) return unit.error();
+      slot.unit = *unit;
+      slot.requests_per_unit = d.limit().requests_per_unit();
+      slot.metric = "override";
+      limit = Limit{*Window::Sliding(EnvoyUnitLength(*unit)), slot.requests_per_unit};
+      check.event = r.domain_ + "\x1foverride";  // apart from every configured descriptor
+      check.feature = EnvoyFeature(entries);
+    } else if (std::optional<EnvoyMatch> m = config.Match(r.domain_, entries)) {
+      const EnvoyRateLimit& rl = *m->rate_limit;
+      slot.unlimited = rl.unlimited;
+      slot.shadow = m->shadow_mode;
+      slot.unit = rl.unit;
+      slot.requests_per_unit = rl.requests_per_unit;
+      slot.name = rl.name;
+      slot.metric = m->event;
+      replaced.insert(rl.replaces.begin(), rl.replaces.end());
+      limit = rl.limit;
+      check.event = std::move(m->event);
+      check.feature = std::move(m->feature);
+    }
+    if (!limit) continue;  // no limit, or unlimited: OK without a check
+    check.policy = Policy{{*limit}, options.mode, options.on_store_failure};
+    check.hits = slot.hits == 0 ? 1 : slot.hits;  // 0: would one hit fit?
+    check.record = slot.hits != 0;
+    slot.check = candidates.size();
+    candidates.push_back(std::move(check));
+  }
+  for (Slot& slot : r.slots_) {
+    if (!slot.check) continue;
+    if (!slot.name.empty() && replaced.contains(slot.name)) {
+      slot = Slot{};  // replaced by another descriptor's limit: as if it had none
+      continue;
+    }
+    const size_t k = *slot.check;
+    slot.check = r.checks_.size();
+    r.checks_.push_back(std::move(candidates[k]));
+  }
+  return r;
+}
+
+DescriptorStatus EnvoyRequest::StatusOf(const Slot& s, const Decision& d, bool& over_limit) const {
+  DescriptorStatus status;
+  over_limit = !d.allowed && !s.shadow;
+  status.set_code(over_limit ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+  RateLimitResponse::RateLimit* limit = status.mutable_current_limit();
+  limit->set_requests_per_unit(s.requests_per_unit);
+  limit->set_unit(static_cast<RateLimitResponse::RateLimit::Unit>(s.unit));
+  limit->set_name(s.name);
+  if (!d.limits.empty()) status.set_limit_remaining(Clamp32(d.limits.front().remaining));
+  status.mutable_duration_until_reset()->set_seconds(UntilReset(d, over_limit).count());
+  return status;
+}
+
+Result<RateLimitResponse> EnvoyRequest::Answer(const Engine& engine,
+                                               const std::vector<Result<Decision>>& decisions,
+                                               ServiceMetrics* metrics) const {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const std::optional<size_t> k = slots_[i].check;
+    if (k && !decisions[*k].ok()) {
+      return InvalidArgument(fmt::format("descriptor {}: {}", i, decisions[*k].error().message()));
+    }
+  }
+  RateLimitResponse response;
+  bool denied = false;
+  Decision headers;  // every checked limit, for the RateLimit fields
+  headers.allowed = true;
+  for (const Slot& s : slots_) {
+    DescriptorStatus* status = response.add_statuses();
+    if (!s.check) {
+      status->set_code(RateLimitResponse::OK);
+      if (s.unlimited) status->set_limit_remaining(std::numeric_limits<uint32_t>::max());
+      continue;
+    }
+    const Decision& d = *decisions[*s.check];
+    bool over = false;
+    *status = StatusOf(s, d, over);
+    denied = denied || over;
+    if (metrics != nullptr) metrics->CountRateLimit(domain_, s.metric, s.hits, d, s.shadow);
+    if (!s.shadow) {
+      headers.limits.insert(headers.limits.end(), d.limits.begin(), d.limits.end());
+      headers.allowed = headers.allowed && d.allowed;
+    }
+  }
+  response.set_overall_code(denied ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+  if (denied && options_.mode == CountingMode::kAdmitted) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const std::optional<size_t> k = slots_[i].check;
+      if (!k || !decisions[*k]->recorded || !decisions[*k]->allowed) continue;
+      const OwnedCheck& c = checks_[*k];
+      if (!engine.Unrecord(c.event, c.feature, c.hits, decisions[*k]->at).ok()) continue;
+      DescriptorStatus* status = response.mutable_statuses(static_cast<int>(i));
+      status->set_limit_remaining(Clamp32(std::min<uint64_t>(
+          uint64_t{status->limit_remaining()} + c.hits, slots_[i].requests_per_unit)));
+    }
+  }
+  if (options_.response_headers && !headers.limits.empty()) {
+    headers.retry_after = Seconds{0};
+    for (const LimitOutcome& o : headers.limits) {
+      if (!o.exceeded) continue;
+      headers.retry_after = o.retry_after && headers.retry_after
+                                ? std::optional(std::max(*o.retry_after, *headers.retry_after))
+                                : std::nullopt;
+    }
+    const RateLimitFields fields = RateLimitFieldsFor(headers);
+    AddHeader(response, "RateLimit-Policy", fields.policy);
+    AddHeader(response, "RateLimit", fields.current);
+    if (fields.retry_after) AddHeader(response, "Retry-After", *fields.retry_after);
+  }
+  return response;
+}
+
+}  // namespace hourglass

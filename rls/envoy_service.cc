@@ -1,0 +1,142 @@
+#include "hourglass/envoy_service.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <nlohmann/json.hpp>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+
+namespace hourglass {
+namespace {
+
+namespace http = boost::beast::http;
+
+// A Request larger than this is refused by gRPC (RESOURCE_EXHAUSTED) before it is read.
+constexpr int kMaxRequestBytes = 1 << 20;
+
+HttpResponse JsonResponse(http::status status, std::string body) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse JsonError(http::status status, const std::string& message) {
+  return JsonResponse(status, nlohmann::json{{"error", message}}.dump());
+}
+
+HttpResponse JsonAnswer(const Result<RateLimitResponse>& answer) {
+  if (!answer.ok()) return JsonError(http::status::bad_request, answer.error().message());
+  std::string body;
+  if (!google::protobuf::util::MessageToJsonString(*answer, &body).ok()) {
+    return JsonError(http::status::internal_server_error, "the response cannot be written as JSON");
+  }
+  return JsonResponse(answer->overall_code() == RateLimitResponse::OVER_LIMIT
+                          ? http::status::too_many_requests
+                          : http::status::ok,
+                      std::move(body));
+}
+
+}  // namespace
+
+// The gRPC face: each call waits for its batch without holding a thread.
+class EnvoyService::Grpc final
+    : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
+ public:
+  explicit Grpc(EnvoyService& service) : service_(service) {}
+
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
+                                            const RateLimitRequest* request,
+                                            RateLimitResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    service_.ShouldRateLimit(*request, [reactor, response](Result<RateLimitResponse> answer) {
+      if (!answer.ok()) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, answer.error().message()));
+        return;
+      }
+      *response = std::move(*answer);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+ private:
+  EnvoyService& service_;
+};
+
+EnvoyService::EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
+                           EnvoyOptions options, ServiceMetrics* metrics)
+    : engine_(engine),
+      options_(options),
+      metrics_(metrics),
+      batcher_(engine, 256,
+               [metrics](size_t n) {
+                 if (metrics != nullptr) metrics->CountBatch(n);
+               }),
+      grpc_(std::make_unique<Grpc>(*this)),
+      config_(std::move(config)) {}
+
+EnvoyService::~EnvoyService() = default;
+
+std::shared_ptr<const EnvoyConfig> EnvoyService::Config() const {
+  std::lock_guard lock(mu_);
+  return config_;
+}
+
+void EnvoyService::SetConfig(std::shared_ptr<const EnvoyConfig> config) {
+  std::lock_guard lock(mu_);
+  config_ = std::move(config);
+}
+
+void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
+                                   std::function<void(Result<RateLimitResponse>)> done) {
+  Result<EnvoyRequest> made = EnvoyRequest::Make(*Config(), request, options_);
+  if (!made.ok()) return done(made.error());
+  if (made->checks().empty()) return done(made->Answer(engine_, {}, metrics_));
+  auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
+  CheckJob job;
+  job.checks = plan->checks();
+  job.done = [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
+                                                  std::vector<Result<Decision>> decisions) {
+    done(plan->Answer(engine_, decisions, metrics_));
+  };
+  batcher_.Submit(std::move(job));
+}
+
+void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond) {
+  if (request.method() != http::verb::post) {
+    HttpResponse res = JsonError(http::status::method_not_allowed, "/json takes POST");
+    res.set(http::field::allow, "POST");
+    return respond(std::move(res));
+  }
+  RateLimitRequest parsed;
+  google::protobuf::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(request.body(), &parsed, strict);
+  if (!status.ok()) {
+    return respond(JsonError(http::status::bad_request,
+                             "the body is not a RateLimitRequest in JSON: " + status.ToString()));
+  }
+  ShouldRateLimit(parsed, [respond](Result<RateLimitResponse> answer) {
+    respond.Later([answer = std::move(answer)] { return JsonAnswer(answer); });
+  });
+}
+
+Result<std::unique_ptr<grpc::Server>> EnvoyService::Listen(const std::string& host, uint16_t port,
+                                                           int* bound) {
+  const std::string address = host.find(':') == std::string::npos
+                                  ? fmt::format("{}:{}", host, port)
+                                  : fmt::format("[{}]:{}", host, port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), bound);
+  builder.RegisterService(grpc_.get());
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *bound == 0) {
+    return Error(ErrorCode::kUnavailable, fmt::format("cannot listen for gRPC on {}", address));
+  }
+  return server;
+}
+
+}  // namespace hourglass

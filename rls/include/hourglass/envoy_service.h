@@ -1,0 +1,64 @@
+// Envoy's rate limit service on the engine: ShouldRateLimit over gRPC
+// (envoy.service.ratelimit.v3.RateLimitService) and the same request as JSON (POST /json, the
+// protobuf JSON mapping; 200 OK, 429 OVER_LIMIT, 400 for a bad request).
+//
+//   EnvoyService rls(engine, config, options, &metrics);
+//   Result<std::unique_ptr<grpc::Server>> server = rls.Listen("127.0.0.1", 8081, &port);
+//   http handler: if (request.target() == "/json") rls.HandleJson(std::move(request), respond);
+//
+// Checks go through a CheckBatcher: requests arriving while others are at the store share its
+// round trips. A bad request is INVALID_ARGUMENT (gRPC) or 400 (JSON) naming the problem.
+//
+// Thread-safety: every method may be called from many threads at once.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "hourglass/check_batcher.h"
+#include "hourglass/envoy_config.h"
+#include "hourglass/envoy_request.h"
+#include "hourglass/http_server.h"
+#include "hourglass/service_metrics.h"
+
+namespace hourglass {
+
+class EnvoyService {
+ public:
+  // `engine` and `metrics` (may be null) must outlive this.
+  EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
+               EnvoyOptions options, ServiceMetrics* metrics);
+  ~EnvoyService();
+  EnvoyService(const EnvoyService&) = delete;
+  EnvoyService& operator=(const EnvoyService&) = delete;
+
+  // Decides `request`; `done` is called once, on this thread or the one that sends the batch,
+  // and must not block.
+  void ShouldRateLimit(const RateLimitRequest& request,
+                       std::function<void(Result<RateLimitResponse>)> done);
+  // POST /json.
+  void HandleJson(const HttpRequest& request, HttpResponder respond);
+  // A gRPC server for ShouldRateLimit on host:port (port 0: a free one, stored in *bound);
+  // kUnavailable when it cannot listen. Shut it down before this service goes.
+  Result<std::unique_ptr<grpc::Server>> Listen(const std::string& host, uint16_t port, int* bound);
+  // Requests after this call use `config`.
+  void SetConfig(std::shared_ptr<const EnvoyConfig> config);
+
+ private:
+  class Grpc;
+  std::shared_ptr<const EnvoyConfig> Config() const;
+
+  const Engine& engine_;
+  const EnvoyOptions options_;
+  ServiceMetrics* const metrics_;
+  CheckBatcher batcher_;
+  std::unique_ptr<Grpc> grpc_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const EnvoyConfig> config_;  // guarded by mu_
+};
+
+}  // namespace hourglass
