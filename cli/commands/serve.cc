@@ -13,6 +13,7 @@
 #include "../commands.h"
 #include "../runtime.h"
 #include "hourglass/decision_api.h"
+#include "hourglass/envoy_service.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
 
@@ -30,16 +31,22 @@ struct ServeArgs {
   std::string feature_header = "X-Real-IP";
   std::string admin_token_file;
   bool no_admin = false;
+  // Envoy's rate limit service: off without configuration files.
+  std::vector<std::string> envoy_config;
+  std::string grpc_listen = "127.0.0.1:8081";
+  std::string envoy_counting = "admitted";
+  std::string envoy_failure_mode = "open";
+  bool envoy_headers = false;
 };
 
 void Log(const std::string& line) { std::fprintf(stderr, "hourglass serve: %s\n", line.c_str()); }
 
-// "HOST:PORT" or "[IPV6]:PORT" into the server's options.
-void ParseListen(const std::string& text, HttpServerOptions& options) {
+// "HOST:PORT" or "[IPV6]:PORT" of option `flag` into the server's options.
+void ParseListen(const std::string& flag, const std::string& text, HttpServerOptions& options) {
   const size_t colon = text.rfind(':');
   const auto bad = [&] {
     Fail(kUsage,
-         fmt::format("--listen {}: use HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080", text));
+         fmt::format("{} {}: use HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080", flag, text));
   };
   if (colon == std::string::npos || colon == 0) bad();
   std::string host = text.substr(0, colon);
@@ -67,9 +74,34 @@ std::optional<std::string> ReadToken(const std::string& path) {
   return token;
 }
 
-// Waits for SIGHUP (reload the policy file), SIGTERM or SIGINT (drain and stop).
+Result<PolicySource> LoadPolicy(const ServeArgs& a) {
+  if (a.policy.empty()) return PolicySource();  // Envoy's service alone: no limits of its own
+  return PolicySource::FromFile(a.policy);
+}
+
+// Reloads the policy file and the Envoy configuration; a bad one keeps both in force.
+void Reload(const ServeArgs& a, DecisionApi& api, EnvoyService* envoy) {
+  Result<PolicySource> policy = LoadPolicy(a);
+  std::optional<Result<EnvoyConfig>> config;
+  if (envoy != nullptr) config.emplace(EnvoyConfig::Load(a.envoy_config));
+  const Error* failed = !policy.ok()              ? &policy.error()
+                        : config && !config->ok() ? &config->error()
+                                                  : nullptr;
+  if (failed != nullptr) {
+    Log("reload failed, keeping the configuration in force: " + failed->message());
+    api.CountReload(false);
+    return;
+  }
+  api.SetPolicies(std::make_shared<const PolicySource>(std::move(*policy)));
+  if (config) envoy->SetConfig(std::make_shared<const EnvoyConfig>(std::move(**config)));
+  api.CountReload(true);
+  Log("reloaded " + (a.policy.empty() ? std::string() : a.policy + " ") +
+      fmt::format("{}", fmt::join(a.envoy_config, " ")));
+}
+
+// Waits for SIGHUP (reload), SIGTERM or SIGINT (drain and stop).
 void HandleSignals(const sigset_t& signals, const ServeArgs& a, DecisionApi& api,
-                   HttpServer& server) {
+                   EnvoyService* envoy, HttpServer& server) {
   for (;;) {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) continue;
@@ -78,22 +110,30 @@ void HandleSignals(const sigset_t& signals, const ServeArgs& a, DecisionApi& api
       server.Stop();
       return;
     }
-    Result<PolicySource> reloaded = PolicySource::FromFile(a.policy);
-    if (!reloaded.ok()) {
-      Log("reload failed, keeping the policy in force: " + reloaded.error().message());
-      api.CountReload(false);
-      continue;
-    }
-    api.SetPolicies(std::make_shared<const PolicySource>(std::move(*reloaded)));
-    api.CountReload(true);
-    Log("reloaded " + a.policy);
+    Reload(a, api, envoy);
   }
 }
 
+EnvoyOptions EnvoyOptionsOf(const ServeArgs& a) {
+  EnvoyOptions o;
+  o.mode = Unwrap(ParseCountingMode(a.envoy_counting));
+  o.on_store_failure = Unwrap(ParseFailureMode(a.envoy_failure_mode));
+  o.response_headers = a.envoy_headers;
+  return o;
+}
+
 int RunServe(const Globals& g, const ServeArgs& a) {
-  auto policies = std::make_shared<const PolicySource>(Unwrap(PolicySource::FromFile(a.policy)));
-  HttpServerOptions http;
-  ParseListen(a.listen, http);
+  if (a.policy.empty() && a.envoy_config.empty()) {
+    Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
+  }
+  auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a)));
+  std::shared_ptr<const EnvoyConfig> envoy_config;
+  if (!a.envoy_config.empty()) {
+    envoy_config = std::make_shared<const EnvoyConfig>(Unwrap(EnvoyConfig::Load(a.envoy_config)));
+  }
+  HttpServerOptions http, grpc;
+  ParseListen("--listen", a.listen, http);
+  ParseListen("--grpc-listen", a.grpc_listen, grpc);
   http.threads = a.threads;
   http.max_connections = a.max_connections;
   DecisionApiOptions api_options;
@@ -110,16 +150,28 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   api_options.metrics = &metrics;
   Runtime rt(g, SystemClock::Get(), EngineUse::kLongRunning);
   DecisionApi api(rt.engine(), policies, api_options);
-  std::unique_ptr<HttpServer> server =
-      Unwrap(HttpServer::Create(http, [&api](HttpRequest r, HttpResponder respond) {
+  std::unique_ptr<EnvoyService> envoy;
+  std::unique_ptr<grpc::Server> grpc_server;
+  if (envoy_config) {
+    envoy = std::make_unique<EnvoyService>(rt.engine(), envoy_config, EnvoyOptionsOf(a), &metrics);
+    int bound = 0;
+    grpc_server = Unwrap(envoy->Listen(grpc.host, grpc.port, &bound));
+    Log(fmt::format("gRPC rate limit service listening on {}:{}; domains {}", grpc.host, bound,
+                    fmt::join(envoy_config->domains(), ", ")));
+  }
+  std::unique_ptr<HttpServer> server = Unwrap(
+      HttpServer::Create(http, [&api, envoy = envoy.get()](HttpRequest r, HttpResponder respond) {
+        if (envoy != nullptr && r.target() == "/json") return envoy->HandleJson(r, respond);
         api.HandleAsync(std::move(r), std::move(respond));
       }));
   Log(fmt::format("listening on {}:{} with {} threads; policy {}; store {}", http.host,
-                  server->port(), a.threads, a.policy,
+                  server->port(), a.threads, a.policy.empty() ? "(none)" : a.policy,
                   g.store == "memory" ? std::string("memory") : "memcached " + g.servers));
-  std::thread signal_thread([&] { HandleSignals(signals, a, api, *server); });
+  std::thread signal_thread([&] { HandleSignals(signals, a, api, envoy.get(), *server); });
   server->Run();
   signal_thread.join();
+  if (grpc_server)
+    grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds{5});
   const uint64_t refused = rt.Flush();  // settle fire-and-forget writes before leaving
   Log(refused == 0 ? std::string("stopped")
                    : fmt::format("stopped; the store refused {} fire-and-forget writes", refused));
@@ -131,8 +183,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
 Command AddServeCommand(CLI::App& app, const Globals& g) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve checks over HTTP (JSON API, nginx auth)");
-  sub->add_option("--policy", args->policy, "YAML policy file (required); SIGHUP reloads it")
-      ->required();
+  sub->add_option("--policy", args->policy,
+                  "YAML policy file for the /v1 API (or --envoy-config); SIGHUP reloads it");
   sub->add_option("--listen", args->listen, "HOST:PORT to listen on ([::1]:PORT for IPv6)")
       ->capture_default_str();
   sub->add_option("--threads", args->threads,
@@ -147,6 +199,22 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   sub->add_option("--admin-token-file", args->admin_token_file,
                   "POST /v1/hit and DELETE /v1/counters need this bearer token (first line)");
   sub->add_flag("--no-admin", args->no_admin, "turn POST /v1/hit and DELETE /v1/counters off");
+  sub->add_option("--envoy-config", args->envoy_config,
+                  "envoyproxy/ratelimit YAML files or folders: serve Envoy's rate limit service "
+                  "(gRPC, and POST /json); SIGHUP reloads them")
+      ->check(CLI::ExistingPath);
+  sub->add_option("--grpc-listen", args->grpc_listen,
+                  "HOST:PORT of the gRPC rate limit service (with --envoy-config)")
+      ->capture_default_str();
+  sub->add_option("--envoy-counting", args->envoy_counting,
+                  "admitted: a denied request counts against none of its descriptors; attempts: "
+                  "every request counts")
+      ->capture_default_str();
+  sub->add_option("--envoy-failure-mode", args->envoy_failure_mode,
+                  "store unreachable: open answers OK, closed OVER_LIMIT")
+      ->capture_default_str();
+  sub->add_flag("--envoy-response-headers", args->envoy_headers,
+                "add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses");
   sub->footer(
       "Endpoints:\n"
       "  POST /v1/check {\"event\":E,\"feature\":F,\"cost\":1}   200 allowed, 429 denied\n"
@@ -155,9 +223,15 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  POST /v1/hit {\"event\":E,\"feature\":F}   DELETE /v1/counters?event=E&feature=F\n"
       "  GET  /v1/auth/EVENT (nginx auth_request; feature from --feature-header): 204 or 403\n"
       "  GET  /healthz, /readyz (503 while the store cannot be reached), /metrics (Prometheus)\n"
-      "SIGHUP reloads the policy file (a bad file keeps the old one); SIGTERM drains and exits 0.\n"
+      "  POST /json (with --envoy-config): a RateLimitRequest in JSON: 200 OK, 429 OVER_LIMIT\n"
+      "gRPC (with --envoy-config, on --grpc-listen):\n"
+      "  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; each unit is an exact\n"
+      "  sliding window (`window: fixed` in a rate_limit: the reference's fixed windows)\n"
+      "SIGHUP reloads the policy and Envoy files (a bad file keeps the old ones); SIGTERM drains\n"
+      "and exits 0.\n"
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"
+      "  hourglass serve --envoy-config ratelimit/config/ --grpc-listen 0.0.0.0:8081\n"
       "  curl -si localhost:8080/v1/check -d "
       "'{\"event\":\"signup\",\"feature\":\"ann@example.com\"}'");
   return {sub, [&g, args] { return RunServe(g, *args); }};
