@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
+#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
@@ -70,6 +73,7 @@ EnvoyService::EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConf
     : engine_(engine),
       options_(options),
       metrics_(metrics),
+      answering_(std::max(1u, std::thread::hardware_concurrency())),
       batcher_(engine, 256,
                [metrics](size_t n) {
                  if (metrics != nullptr) metrics->CountBatch(n);
@@ -77,7 +81,9 @@ EnvoyService::EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConf
       grpc_(std::make_unique<Grpc>(*this)),
       config_(std::move(config)) {}
 
-EnvoyService::~EnvoyService() = default;
+// Every request was answered by then (the callers' servers are shut down first): the pool has
+// nothing left to run.
+EnvoyService::~EnvoyService() { answering_.join(); }
 
 std::shared_ptr<const EnvoyConfig> EnvoyService::Config() const {
   std::lock_guard lock(mu_);
@@ -93,13 +99,30 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
                                    std::function<void(Result<RateLimitResponse>)> done) {
   Result<EnvoyRequest> made = EnvoyRequest::Make(*Config(), request, options_);
   if (!made.ok()) return done(made.error());
-  if (made->checks().empty()) return done(made->Answer(engine_, {}, metrics_));
   auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
+  // Checks of clients denied moments ago are decided here without the store; the rest are sent.
+  auto decisions = std::make_shared<std::vector<Result<Decision>>>();
+  std::vector<size_t> sent;
   CheckJob job;
-  job.checks = plan->checks();
-  job.done = [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
-                                                  std::vector<Result<Decision>> decisions) {
-    done(plan->Answer(engine_, decisions, metrics_));
+  for (size_t i = 0; i < plan->checks().size(); ++i) {
+    const OwnedCheck& c = plan->checks()[i];
+    std::optional<Decision> local;
+    if (c.record) local = engine_.CheckIfBlocked(c.event, c.feature, c.policy, c.hits);
+    decisions->push_back(local ? Result<Decision>(std::move(*local)) : InvalidArgument("unsent"));
+    if (!local) {
+      sent.push_back(i);
+      job.checks.push_back(c);
+    }
+  }
+  if (job.checks.empty()) return done(plan->Answer(engine_, *decisions, metrics_));
+  job.done = [this, plan, decisions, sent = std::move(sent), done = std::move(done)](
+                 std::vector<OwnedCheck>, std::vector<Result<Decision>> answered) {
+    for (size_t k = 0; k < sent.size(); ++k) (*decisions)[sent[k]] = std::move(answered[k]);
+    // The answer (and a denied request's take-backs) off the sending thread, which serves
+    // every request's batches.
+    boost::asio::post(answering_, [this, plan, decisions, done] {
+      done(plan->Answer(engine_, *decisions, metrics_));
+    });
   };
   batcher_.Submit(std::move(job));
 }

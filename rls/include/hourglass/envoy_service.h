@@ -14,6 +14,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,8 +37,8 @@ class EnvoyService {
   EnvoyService(const EnvoyService&) = delete;
   EnvoyService& operator=(const EnvoyService&) = delete;
 
-  // Decides `request`; `done` is called once, on this thread or the one that sends the batch,
-  // and must not block.
+  // Decides `request`; `done` is called once, on this thread or on one of the service's
+  // answering threads (one per core), and must not block.
   void ShouldRateLimit(const RateLimitRequest& request,
                        std::function<void(Result<RateLimitResponse>)> done);
   // POST /json.
@@ -55,6 +56,7 @@ class EnvoyService {
   const Engine& engine_;
   const EnvoyOptions options_;
   ServiceMetrics* const metrics_;
+  boost::asio::thread_pool answering_;  // builds answers; declared before the batcher it serves
   CheckBatcher batcher_;
   std::unique_ptr<Grpc> grpc_;
   mutable std::mutex mu_;
