@@ -55,6 +55,12 @@ std::unique_ptr<Limiter> MakeHourglass(const std::string& name, Store& store, Ma
                                        const std::vector<Limit>& limits,
                                        std::function<uint64_t()> stored_keys,
                                        const EngineOptions& options);
+// The engine behind Envoy's ShouldRateLimit (EnvoyService), asked over a gRPC channel on
+// loopback; the policy as one descriptor per limit (each window a second, minute, hour or day).
+// Keys read and stored are not seen through the protocol (reported as 0).
+std::unique_ptr<Limiter> MakeEnvoyGrpc(const std::string& name, Store& store, ManualClock& clock,
+                                       const std::vector<Limit>& limits,
+                                       const EngineOptions& options);
 // The engine's configurations: every check reads its exact cover (no hot path), or the hot
 // path (bounds, immutable-bucket cache, blocked-client cache).
 EngineOptions ExactCoverOptions();
