@@ -194,15 +194,36 @@ class EnvoyRlsTest : public ::testing::Test {
         {"example2.yaml", kExample2}, {"example3.yaml", kExample3}, {"example5.yaml", kExample5},
         {"example6.yaml", kExample6}, {"example7.yml", kExample7},  {"windows.yaml", kWindows}};
     for (const auto& [name, text] : files) Write("config/" + name, text);
+    // The reference's examples again, every limit a fixed window (hourglass's extension key).
+    std::filesystem::create_directories(dir_ + "/fixed");
+    for (const auto& [name, text] : files) {
+      if (name != "windows.yaml") Write("fixed/" + name, Fixed(text));
+    }
+  }
+
+  // `yaml` with `window: fixed` after every `unit:` line, at its indentation.
+  static std::string Fixed(const std::string& yaml) {
+    std::stringstream in(yaml);
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+      out += line + "\n";
+      const size_t indent = line.find_first_not_of(' ');
+      if (indent != std::string::npos && line.compare(indent, 5, "unit:") == 0) {
+        out += std::string(indent, ' ') + "window: fixed\n";
+      }
+    }
+    return out;
   }
 
   void Write(const std::string& name, const std::string& text) const {
     std::ofstream(dir_ + "/" + name) << text;
   }
 
-  std::unique_ptr<ServeProcess> Serve(std::vector<std::string> extra = {}) {
+  // `hourglass serve` on the files of `config` (under the test's folder).
+  std::unique_ptr<ServeProcess> Serve(std::vector<std::string> extra = {},
+                                      const std::string& config = "config") {
     grpc_port_ = testing::FreeLoopbackPort();
-    std::vector<std::string> args = {"--envoy-config", dir_ + "/config",
+    std::vector<std::string> args = {"--envoy-config", dir_ + "/" + config,
                                      "--grpc-listen",  "127.0.0.1:" + std::to_string(grpc_port_),
                                      "--servers",      memcached_.address(),
                                      "--timeout-ms",   "300"};
@@ -217,9 +238,10 @@ class EnvoyRlsTest : public ::testing::Test {
   int grpc_port_ = 0;
 };
 
-TEST_F(EnvoyRlsTest, TheReferenceExamplesDecideAsItsReadmeSays) {
-  auto serve = Serve();
-  RlsClient client(grpc_port_);
+// The outcomes the reference's README describes for its examples (all within one window).
+// `fixed`: every limit is a fixed window, whose reset is the window's end, never now.
+void ExpectTheReadmeOutcomes(int grpc_port, int http_port, bool fixed) {
+  RlsClient client(grpc_port);
   // Example 2: 5 marketing messages a day to a number, 100 messages a day to it in all; a
   // request with both descriptors is denied when either is.
   const auto both = Request("messaging", {{{"message_type", "marketing"}, {"to_number", "2061"}},
@@ -232,6 +254,8 @@ TEST_F(EnvoyRlsTest, TheReferenceExamplesDecideAsItsReadmeSays) {
   EXPECT_EQ(denied.statuses(1).code(), rls::RateLimitResponse::OK);
   EXPECT_EQ(denied.statuses(1).current_limit().requests_per_unit(), 100u);
   EXPECT_EQ(denied.statuses(1).limit_remaining(), 95u) << "the denied request counted nowhere";
+  EXPECT_EQ(denied.statuses(1).duration_until_reset().seconds() > 0, fixed)
+      << "a day window with room: a sliding one has room now, a fixed one resets at its end";
   EXPECT_EQ(client.Overall(
                 Request("messaging", {{{"message_type", "marketing"}, {"to_number", "2062"}}})),
             rls::RateLimitResponse::OK)
@@ -249,7 +273,7 @@ TEST_F(EnvoyRlsTest, TheReferenceExamplesDecideAsItsReadmeSays) {
   // Example 6: user-a in shadow mode is never limited but counted as shadow; user-b 20/s.
   const auto user_a = Request("example6", {{{"service", "auth"}, {"user", "user-a"}}});
   for (int i = 0; i < 25; ++i) EXPECT_EQ(client.Overall(user_a), rls::RateLimitResponse::OK);
-  HttpClient http(serve->port());
+  HttpClient http(http_port);
   const std::string metrics = http.Get("/metrics").body;
   EXPECT_GE(Sample(metrics,
                    "hourglass_ratelimit_hits_total{descriptor=\"example6.service.user_user-a\","
@@ -269,6 +293,21 @@ TEST_F(EnvoyRlsTest, TheReferenceExamplesDecideAsItsReadmeSays) {
   rls::RateLimitResponse unknown = client.Ask(Request("nobody", {{{"a", "b"}}}));
   EXPECT_EQ(unknown.overall_code(), rls::RateLimitResponse::OK);
   EXPECT_EQ(unknown.statuses_size(), 1);
+}
+
+// The examples loaded unchanged decide as described, with sliding windows and, every limit made
+// a fixed window, identically within one window.
+TEST_F(EnvoyRlsTest, TheReferenceExamplesDecideAsItsReadmeSays) {
+  {
+    SCOPED_TRACE("sliding windows");
+    auto serve = Serve();
+    ExpectTheReadmeOutcomes(grpc_port_, serve->port(), false);
+  }
+  {
+    SCOPED_TRACE("fixed windows");
+    auto serve = Serve({"--namespace", "fixed"}, "fixed");
+    ExpectTheReadmeOutcomes(grpc_port_, serve->port(), true);
+  }
 }
 
 TEST_F(EnvoyRlsTest, EveryFieldOfTheResponse) {
