@@ -115,14 +115,20 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
     }
   }
   if (job.checks.empty()) return done(plan->Answer(engine_, *decisions, metrics_));
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
   job.done = [this, plan, decisions, sent = std::move(sent), done = std::move(done)](
                  std::vector<OwnedCheck>, std::vector<Result<Decision>> answered) {
     for (size_t k = 0; k < sent.size(); ++k) (*decisions)[sent[k]] = std::move(answered[k]);
-    // The answer (and a denied request's take-backs) off the sending thread, which serves
-    // every request's batches.
-    boost::asio::post(answering_, [this, plan, decisions, done] {
-      done(plan->Answer(engine_, *decisions, metrics_));
-    });
+    auto answer = [this, plan, decisions, done] {
+      Result<RateLimitResponse> response = plan->Answer(engine_, *decisions, metrics_);
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      done(std::move(response));
+    };
+    // Alone, the request is answered here at once. Otherwise the answer (and a denied
+    // request's take-backs) is built off the sending thread, which serves every request's
+    // batches.
+    if (in_flight_.load(std::memory_order_relaxed) == 1) return answer();
+    boost::asio::post(answering_, std::move(answer));
   };
   batcher_.Submit(std::move(job));
 }

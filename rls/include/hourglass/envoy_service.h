@@ -14,6 +14,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
@@ -37,8 +38,9 @@ class EnvoyService {
   EnvoyService(const EnvoyService&) = delete;
   EnvoyService& operator=(const EnvoyService&) = delete;
 
-  // Decides `request`; `done` is called once, on this thread or on one of the service's
-  // answering threads (one per core), and must not block.
+  // Decides `request`; `done` is called once and must not block: on this thread, on the thread
+  // that sent its checks to the store when no other request was in flight, or else on one of
+  // the service's answering threads (one per core).
   void ShouldRateLimit(const RateLimitRequest& request,
                        std::function<void(Result<RateLimitResponse>)> done);
   // POST /json.
@@ -56,6 +58,7 @@ class EnvoyService {
   const Engine& engine_;
   const EnvoyOptions options_;
   ServiceMetrics* const metrics_;
+  std::atomic<int> in_flight_{0};       // requests sent to the store and not yet answered
   boost::asio::thread_pool answering_;  // builds answers; declared before the batcher it serves
   CheckBatcher batcher_;
   std::unique_ptr<Grpc> grpc_;
