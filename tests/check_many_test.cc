@@ -227,26 +227,39 @@ TEST(CheckMany, ConcurrentBatchesOnOneFeatureNeverOverAdmit) {
     engine_options.name_space = mode == CountingMode::kAdmitted ? "adm" : "att";
     Engine engine = *Engine::Create(**store, SystemClock::Get(), engine_options);
     const Policy policy{*ParseLimits("25/h"), mode};
-    std::atomic<int> admitted{0};
+    std::atomic<int> admitted_shared{0};
+    std::atomic<int> admitted_other{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&] {
         for (int round = 0; round < 5; ++round) {
           std::vector<Engine::CheckRequest> checks(10, CheckOf("e", "shared", policy));
           checks.push_back(CheckOf("e", "other", policy));
-          for (const Result<Decision>& d : engine.CheckMany(checks)) {
-            if (d.ok() && d->allowed) ++admitted;
+          const std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
+          for (size_t i = 0; i < decisions.size(); ++i) {
+            if (!decisions[i].ok() || !decisions[i]->allowed) continue;
+            ++(i + 1 < decisions.size() ? admitted_shared : admitted_other);
           }
         }
       });
     }
     for (std::thread& t : threads) t.join();
-    // 200 checks of "shared" and 20 of "other", each feature limited to 25 an hour.
-    EXPECT_EQ(admitted.load(), 25 + 20) << CountingModeName(mode);
+    // Blocked clients' attempts are sent without waiting for their answers; settle them before
+    // reading on another connection.
+    EXPECT_EQ((*store)->Flush(), 0u);
+    // 200 checks of "shared" and 20 of "other", each feature limited to 25 an hour. A concurrent
+    // check may be denied spuriously (its reading includes other checks' increments that are
+    // taken back later), so "shared" admits at most 25, never more.
+    const std::string_view mode_name = CountingModeName(mode);
+    EXPECT_LE(admitted_shared.load(), 25) << mode_name;
+    EXPECT_GT(admitted_shared.load(), 0) << mode_name;
+    EXPECT_EQ(admitted_other.load(), 20) << mode_name;
     const Window hour = *Window::Sliding(Seconds{3600});
     Result<Counts> shared = engine.Count("e", "shared", {&hour, 1});
     ASSERT_TRUE(shared.ok());
-    EXPECT_EQ(shared->windows[0].count, mode == CountingMode::kAdmitted ? 25u : 200u);
+    // Admitted mode counts exactly the admitted hits; attempts mode loses none.
+    const uint64_t want = mode == CountingMode::kAdmitted ? admitted_shared.load() : 200u;
+    EXPECT_EQ(shared->windows[0].count, want) << mode_name;
   }
 }
 

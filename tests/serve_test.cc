@@ -438,7 +438,13 @@ TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {
     EXPECT_LE(admitted.load(), 10) << event;
     EXPECT_GE(admitted.load(), 1) << event;
     HttpClient client(a->port());
-    const uint64_t stored = CountOf(client, event, "hot", "1m");
+    uint64_t stored = CountOf(client, event, "hot", "1m");
+    // Blocked clients' attempts are sent without waiting for memcached's answer, on other
+    // connections than this read: the count converges to every attempt.
+    for (int i = 0; event == "attempts_ev" && stored != 200 && i < 200; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+      stored = CountOf(client, event, "hot", "1m");
+    }
     if (event == "attempts_ev") {
       EXPECT_EQ(stored, 200u);
     } else {
