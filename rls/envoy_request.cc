@@ -186,7 +186,10 @@ Result<RateLimitResponse> EnvoyRequest::Answer(const Engine& engine,
       const std::optional<size_t> k = slots_[i].check;
       if (!k || !decisions[*k]->recorded || !decisions[*k]->allowed) continue;
       const OwnedCheck& c = checks_[*k];
-      if (!engine.Unrecord(c.event, c.feature, c.hits, decisions[*k]->at).ok()) continue;
+      if (!engine.Unrecord(c.event, c.feature, c.hits, decisions[*k]->at).ok()) {
+        if (metrics != nullptr) metrics->CountFailedTakeBack();
+        continue;
+      }
       DescriptorStatus* status = response.mutable_statuses(static_cast<int>(i));
       status->set_limit_remaining(Clamp32(std::min<uint64_t>(
           uint64_t{status->limit_remaining()} + c.hits, slots_[i].requests_per_unit)));

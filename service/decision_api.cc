@@ -352,6 +352,9 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
       const OwnedCheck& c = checks[i];
       if (c.policy.mode != CountingMode::kAdmitted || !decisions[i].recorded) continue;
       decisions[i].recorded = !engine_.Unrecord(c.event, c.feature, c.hits, decisions[i].at).ok();
+      if (decisions[i].recorded && options_.metrics != nullptr) {
+        options_.metrics->CountFailedTakeBack();
+      }
     }
   }
   if (pending.auth) {

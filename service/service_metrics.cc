@@ -54,6 +54,12 @@ ServiceMetrics::ServiceMetrics()
                          .Help("Checks denied by the blocked-client cache without a read")
                          .Register(*registry_)
                          .Add({})),
+      failed_take_backs_(BuildCounter()
+                             .Name("hourglass_failed_take_backs_total")
+                             .Help("Denied checks whose increments could not be taken back; "
+                                   "they stay counted until their windows pass")
+                             .Register(*registry_)
+                             .Add({})),
       batches_(BuildCounter()
                    .Name("hourglass_check_batches_total")
                    .Help("Batches of checks sent to the store together")
@@ -117,7 +123,10 @@ void ServiceMetrics::CountWork(const Decision& d) {
   keys_read_.Increment(static_cast<double>(d.cost.keys_read));
   round_trips_.Increment(static_cast<double>(d.cost.round_trips));
   local_denials_.Increment(static_cast<double>(d.cost.blocked_hits));
+  failed_take_backs_.Increment(static_cast<double>(d.cost.failed_take_backs));
 }
+
+void ServiceMetrics::CountFailedTakeBack() { failed_take_backs_.Increment(); }
 
 void ServiceMetrics::CountStoreError(const Error& error) {
   store_errors_.Add({{"server", ServerOf(error)}}).Increment();

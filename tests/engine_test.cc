@@ -573,6 +573,13 @@ TEST_P(EngineTest, FailedTakeBackIsReportedAsRecorded) {
   EXPECT_FALSE(d->allowed);
   EXPECT_TRUE(d->recorded) << "the increments could not be taken back";
   EXPECT_EQ(d->limits[0].count, 2u);
+  EXPECT_EQ(d->cost.failed_take_backs, 1u);
+  failing.FailWritesOnly(false);
+  d = engine.Check("e", "f", policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_FALSE(d->recorded);
+  EXPECT_EQ(d->cost.failed_take_backs, 0u);
 }
 
 TEST_P(EngineTest, ReadBucketsReturnsRawBucketValues) {

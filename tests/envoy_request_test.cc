@@ -12,6 +12,7 @@
 
 #include "failing_store.h"
 #include "hourglass/memory_store.h"
+#include "hourglass/service_metrics.h"
 
 namespace hourglass {
 namespace {
@@ -93,7 +94,7 @@ class EnvoyRequestTest : public ::testing::Test {
     for (const OwnedCheck& c : r->checks()) {
       checks.push_back({c.event, c.feature, &c.policy, c.hits, std::nullopt, c.record});
     }
-    return r->Answer(engine_, engine_.CheckMany(checks), nullptr);
+    return r->Answer(engine_, engine_.CheckMany(checks), &metrics_);
   }
   RateLimitResponse Answered(const RateLimitRequest& request) {
     Result<RateLimitResponse> response = Ask(request);
@@ -116,7 +117,14 @@ class EnvoyRequestTest : public ::testing::Test {
   Engine engine_;
   EnvoyConfig config_;
   EnvoyOptions options_;
+  ServiceMetrics metrics_;
 };
+
+// The value of an unlabelled series in the text exposition format, or -1 when it is absent.
+double SampleOf(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
 
 std::map<std::string, std::string> HeadersOf(const RateLimitResponse& response) {
   std::map<std::string, std::string> headers;
@@ -203,6 +211,20 @@ TEST_F(EnvoyRequestTest, ADeniedRequestCountsNowhereInAdmittedModeAndEverywhereI
   options_.mode = CountingMode::kAttempts;
   EXPECT_EQ(Overall(both), kOverLimit);
   EXPECT_EQ(Remaining({{"account", "a"}}), 11u) << "attempts count the allowed descriptor";
+}
+
+// Take-backs that cannot be sent (the denied descriptor's own, the others' of the request) leave
+// their hits counted: the response says so and the metrics count each.
+TEST_F(EnvoyRequestTest, FailedTakeBacksStayCountedAndAreCounted) {
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Overall(RequestOf({{{"client", "c"}}})), kOk);
+  EXPECT_EQ(SampleOf(metrics_.Render(), "hourglass_failed_take_backs_total"), 0);
+  store_.FailWritesOnly(true);
+  const RateLimitResponse denied = Answered(RequestOf({{{"account", "a"}}, {{"client", "c"}}}));
+  store_.FailWritesOnly(false);
+  EXPECT_EQ(denied.overall_code(), kOverLimit);
+  EXPECT_EQ(denied.statuses(0).limit_remaining(), 11u) << "not taken back, and reported so";
+  EXPECT_EQ(Remaining({{"account", "a"}}), 11u);
+  EXPECT_EQ(SampleOf(metrics_.Render(), "hourglass_failed_take_backs_total"), 2);
 }
 
 TEST_F(EnvoyRequestTest, ADenialNamesTheSecondTheFirstHitLeaves) {

@@ -224,6 +224,7 @@ void CheckRun::TakeBack() {
   Batch undo{group_, HitIncrements(-1), {}};
   decision_.cost.keys_written += undo.increments.size();
   decision_.recorded = !core_.store->Apply(undo).ok();
+  decision_.cost.failed_take_backs += decision_.recorded ? 1 : 0;
   if (decision_.recorded) return;
   for (size_t i = 0; i < spans_.size(); ++i) {
     LimitOutcome& o = decision_.limits[i];

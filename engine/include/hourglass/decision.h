@@ -21,12 +21,16 @@ struct Cost {
   uint64_t round_trips = 0;   // waits for the store
   uint64_t cache_hits = 0;    // bucket values served by the immutable-bucket cache
   uint64_t blocked_hits = 0;  // checks answered by the blocked-client cache (no read)
+  // Take-backs of a denied check's increments that failed to send: those hits stay counted (the
+  // decision says `recorded`), so the windows read high until they expire.
+  uint64_t failed_take_backs = 0;
   Cost& operator+=(const Cost& o) {
     keys_written += o.keys_written;
     keys_read += o.keys_read;
     round_trips += o.round_trips;
     cache_hits += o.cache_hits;
     blocked_hits += o.blocked_hits;
+    failed_take_backs += o.failed_take_backs;
     return *this;
   }
   bool operator==(const Cost&) const = default;

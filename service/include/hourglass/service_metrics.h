@@ -7,6 +7,9 @@
 //   hourglass_store_errors_total{server}      store failures, per memcached server
 //   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
 //                                             per check, as if each had gone alone
+//   hourglass_failed_take_backs_total     denied checks (admitted mode) whose increments could
+//                                             not be taken back: they stay counted until their
+//                                             windows pass, so later checks read high
 //   hourglass_check_batches_total, hourglass_batched_checks_total
 //                                             checks sent to the store together (their ratio is
 //                                             the mean batch size)
@@ -44,6 +47,9 @@ class ServiceMetrics {
   // `shadow`: the event is in shadow mode, a denial counts as shadow_denied (it was allowed).
   void CountDecision(std::string_view event, const Decision& decision, bool shadow = false);
   void CountStoreError(const Error& error);
+  // A denied check's increments that could not be taken back (outside the engine's own checks,
+  // whose failed take-backs CountDecision and CountRateLimit learn from their cost).
+  void CountFailedTakeBack();
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
   // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
@@ -65,12 +71,14 @@ class ServiceMetrics {
   prometheus::Counter& keys_read_;
   prometheus::Counter& round_trips_;
   prometheus::Counter& local_denials_;
+  prometheus::Counter& failed_take_backs_;
   prometheus::Counter& batches_;
   prometheus::Counter& batched_checks_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
-  // The store work of a decision, into keys_read_, round_trips_, local_denials_, store_errors_.
+  // The store work of a decision, into keys_read_, round_trips_, local_denials_,
+  // failed_take_backs_, store_errors_.
   void CountWork(const Decision& decision);
 };
 
