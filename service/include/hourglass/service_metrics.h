@@ -7,9 +7,9 @@
 //   hourglass_store_errors_total{server}      store failures, per memcached server
 //   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
 //                                             per check, as if each had gone alone
-//   hourglass_failed_take_backs_total     denied checks (admitted mode) whose increments could
-//                                             not be taken back: they stay counted until their
-//                                             windows pass, so later checks read high
+//   hourglass_failed_take_backs_total         denied checks (admitted mode) whose increments
+//                                             could not be taken back: they stay counted until
+//                                             their windows pass, so later checks read high
 //   hourglass_check_batches_total, hourglass_batched_checks_total
 //                                             checks sent to the store together (their ratio is
 //                                             the mean batch size)
