@@ -275,6 +275,9 @@ HttpResponse DecisionApi::Route(const HttpRequest& request,
     return only(http::verb::get, "GET", [&] {
       HttpResponse res{http::status::ok, 11};
       res.set(http::field::content_type, "text/plain; version=0.0.4");
+      if (options_.store != nullptr) {
+        options_.metrics->SyncUnconfirmedFailures(options_.store->unconfirmed_failures());
+      }
       res.body() = options_.metrics->Render();
       return res;
     });

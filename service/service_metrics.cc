@@ -60,6 +60,12 @@ ServiceMetrics::ServiceMetrics()
                                    "they stay counted until their windows pass")
                              .Register(*registry_)
                              .Add({})),
+      unconfirmed_failures_(BuildCounter()
+                                .Name("hourglass_store_unconfirmed_failures_total")
+                                .Help("Fire-and-forget writes (blocked clients' attempts, "
+                                      "take-backs) the store refused, as learnt so far")
+                                .Register(*registry_)
+                                .Add({})),
       batches_(BuildCounter()
                    .Name("hourglass_check_batches_total")
                    .Help("Batches of checks sent to the store together")
@@ -127,6 +133,13 @@ void ServiceMetrics::CountWork(const Decision& d) {
 }
 
 void ServiceMetrics::CountFailedTakeBack() { failed_take_backs_.Increment(); }
+
+void ServiceMetrics::SyncUnconfirmedFailures(uint64_t total) {
+  uint64_t seen = unconfirmed_seen_.load(std::memory_order_relaxed);
+  while (total > seen && !unconfirmed_seen_.compare_exchange_weak(seen, total)) {
+  }
+  if (total > seen) unconfirmed_failures_.Increment(static_cast<double>(total - seen));
+}
 
 void ServiceMetrics::CountStoreError(const Error& error) {
   store_errors_.Add({{"server", ServerOf(error)}}).Increment();

@@ -413,6 +413,36 @@ TEST_F(ServeTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {
 }
 
 // 200 checks of one feature at once, over 16 connections spread on two servers sharing one
+// A blocked client's attempts are sent without waiting for memcached's answer; one memcached
+// refuses is counted at /metrics once the connection that sent it is used again.
+TEST_F(ServeTest, MetricsCountFireAndForgetWritesTheStoreRefused) {
+  auto serve = Serve("events:\n  login:\n    limits: [1/m]\n    mode: attempts\n");
+  HttpClient client(serve->port());
+  const int64_t now = time(nullptr);
+  // A non-numeric value in the per-second buckets mallory's attempts go to from now + 3 on.
+  for (int64_t t : {now + 3, now + 4}) {
+    const std::string key = "hg:login:mallory:1:" + std::to_string(t);
+    ASSERT_EQ(memcached_.Raw("set " + key + " 0 600 1\r\nx\r\n"), "STORED\r\n");
+  }
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("login", "mallory")).status, 200);
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("login", "mallory")).status, 429);
+  const std::string metrics = "hourglass_store_unconfirmed_failures_total";
+  EXPECT_EQ(Sample(client.Get("/metrics").body, metrics), 0);
+  ASSERT_LT(time(nullptr), now + 3) << "the checks above must miss the poisoned seconds";
+  while (time(nullptr) < now + 3) std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  HttpReply blocked = client.Post("/v1/check", CheckBody("login", "mallory"));
+  EXPECT_EQ(blocked.status, 429);
+  EXPECT_EQ(json::parse(blocked.body)["blocked_hits"], 1) << "answered locally: " << blocked.body;
+  ASSERT_LT(time(nullptr), now + 5);
+  // Other clients' checks use the pooled connections and read what was left unread on them.
+  double refused = 0;
+  for (int i = 0; i < 100 && refused < 1; ++i) {
+    EXPECT_EQ(client.Post("/v1/check", CheckBody("login", "user" + std::to_string(i))).status, 200);
+    refused = Sample(client.Get("/metrics").body, metrics);
+  }
+  EXPECT_EQ(refused, 1);
+}
+
 // memcached: admitted mode admits at most the limit; attempts mode counts every one.
 TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {
   const std::string yaml =

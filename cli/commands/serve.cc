@@ -149,6 +149,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   ServiceMetrics metrics;
   api_options.metrics = &metrics;
   Runtime rt(g, SystemClock::Get(), EngineUse::kLongRunning);
+  api_options.store = &rt.store();
   DecisionApi api(rt.engine(), policies, api_options);
   std::unique_ptr<EnvoyService> envoy;
   std::unique_ptr<grpc::Server> grpc_server;

@@ -70,6 +70,11 @@ class Store {
   // apply every batch before returning have nothing to wait for.
   virtual uint64_t Flush() { return 0; }
 
+  // How many fire-and-forget writes the store has refused so far, as learnt without waiting (a
+  // refusal is learnt when its connection is next used; Flush learns them all). 0 for stores
+  // that apply every batch before returning. Thread-safe.
+  virtual uint64_t unconfirmed_failures() const { return 0; }
+
   // "memory" or "memcached 127.0.0.1:11211", for messages.
   virtual std::string Describe() const = 0;
 };

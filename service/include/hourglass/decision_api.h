@@ -48,6 +48,9 @@ struct DecisionApiOptions {
   size_t max_checks_per_request = 16;
   // Counted into and served at GET /metrics when set; must outlive the API.
   ServiceMetrics* metrics = nullptr;
+  // The engine's store, when set (it must outlive the API): its unconfirmed failures are
+  // brought into `metrics` at each GET /metrics.
+  const Store* store = nullptr;
   // "Now" for /v1/inspect's timelines: the engine's clock.
   const Clock* clock = &SystemClock::Get();
 };

@@ -10,6 +10,9 @@
 //   hourglass_failed_take_backs_total         denied checks (admitted mode) whose increments
 //                                             could not be taken back: they stay counted until
 //                                             their windows pass, so later checks read high
+//   hourglass_store_unconfirmed_failures_total
+//                                             fire-and-forget writes (blocked clients' attempts,
+//                                             take-backs) the store refused, as learnt so far
 //   hourglass_check_batches_total, hourglass_batched_checks_total
 //                                             checks sent to the store together (their ratio is
 //                                             the mean batch size)
@@ -31,6 +34,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -50,6 +54,9 @@ class ServiceMetrics {
   // A denied check's increments that could not be taken back (outside the engine's own checks,
   // whose failed take-backs CountDecision and CountRateLimit learn from their cost).
   void CountFailedTakeBack();
+  // The store's running count of refused fire-and-forget writes (Store::unconfirmed_failures):
+  // the counter rises to it; a lower value than seen before changes nothing.
+  void SyncUnconfirmedFailures(uint64_t total);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
   // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
@@ -72,6 +79,8 @@ class ServiceMetrics {
   prometheus::Counter& round_trips_;
   prometheus::Counter& local_denials_;
   prometheus::Counter& failed_take_backs_;
+  prometheus::Counter& unconfirmed_failures_;
+  std::atomic<uint64_t> unconfirmed_seen_{0};
   prometheus::Counter& batches_;
   prometheus::Counter& batched_checks_;
   prometheus::Family<prometheus::Counter>& reloads_;

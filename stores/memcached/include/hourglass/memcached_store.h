@@ -77,7 +77,7 @@ class MemcachedStore final : public Store {
 
   // Failures of fire-and-forget increments (batches without reads), learnt after their callers
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.
-  uint64_t unconfirmed_failures() const;
+  uint64_t unconfirmed_failures() const override;
 
   // The server ("host:port") that holds `group`'s keys.
   Result<std::string> ServerFor(const std::string& group);
