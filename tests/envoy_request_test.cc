@@ -13,6 +13,7 @@
 #include "failing_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/service_metrics.h"
+#include "prometheus_sample.h"
 
 namespace hourglass {
 namespace {
@@ -59,6 +60,7 @@ descriptors:
 )";
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
+using testing::Sample;
 constexpr auto kOk = RateLimitResponse::OK;
 constexpr auto kOverLimit = RateLimitResponse::OVER_LIMIT;
 
@@ -119,12 +121,6 @@ class EnvoyRequestTest : public ::testing::Test {
   EnvoyOptions options_;
   ServiceMetrics metrics_;
 };
-
-// The value of an unlabelled series in the text exposition format, or -1 when it is absent.
-double SampleOf(const std::string& text, const std::string& series) {
-  const size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
 
 std::map<std::string, std::string> HeadersOf(const RateLimitResponse& response) {
   std::map<std::string, std::string> headers;
@@ -217,14 +213,14 @@ TEST_F(EnvoyRequestTest, ADeniedRequestCountsNowhereInAdmittedModeAndEverywhereI
 // their hits counted: the response says so and the metrics count each.
 TEST_F(EnvoyRequestTest, FailedTakeBacksStayCountedAndAreCounted) {
   for (int i = 0; i < 5; ++i) ASSERT_EQ(Overall(RequestOf({{{"client", "c"}}})), kOk);
-  EXPECT_EQ(SampleOf(metrics_.Render(), "hourglass_failed_take_backs_total"), 0);
+  EXPECT_EQ(Sample(metrics_.Render(), "hourglass_failed_take_backs_total"), 0);
   store_.FailWritesOnly(true);
   const RateLimitResponse denied = Answered(RequestOf({{{"account", "a"}}, {{"client", "c"}}}));
   store_.FailWritesOnly(false);
   EXPECT_EQ(denied.overall_code(), kOverLimit);
   EXPECT_EQ(denied.statuses(0).limit_remaining(), 11u) << "not taken back, and reported so";
   EXPECT_EQ(Remaining({{"account", "a"}}), 11u);
-  EXPECT_EQ(SampleOf(metrics_.Render(), "hourglass_failed_take_backs_total"), 2);
+  EXPECT_EQ(Sample(metrics_.Render(), "hourglass_failed_take_backs_total"), 2);
 }
 
 TEST_F(EnvoyRequestTest, ADenialNamesTheSecondTheFirstHitLeaves) {

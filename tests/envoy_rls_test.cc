@@ -16,6 +16,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "memcached_server.h"
+#include "prometheus_sample.h"
 #include "run_process.h"
 #include "serve_process.h"
 
@@ -28,6 +29,7 @@ using nlohmann::json;
 using Code = rls::RateLimitResponse::Code;
 using Unit = rls::RateLimitResponse::RateLimit::Unit;
 using testing::HttpClient;
+using testing::Sample;
 using testing::ServeProcess;
 
 // The reference's README examples, byte for byte, one file each.
@@ -171,16 +173,6 @@ class RlsClient {
  private:
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
-
-// The value of the sample `series` in a Prometheus text exposition, or -1.
-double Sample(const std::string& text, const std::string& series) {
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 class EnvoyRlsTest : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "memcached_server.h"
+#include "prometheus_sample.h"
 #include "serve_process.h"
 
 namespace hourglass {
@@ -24,6 +25,7 @@ namespace {
 using nlohmann::json;
 using testing::HttpClient;
 using testing::HttpReply;
+using testing::Sample;
 using testing::ServeProcess;
 
 // A structured-field list of items with integer parameters: "name";q=5;w=60, ...
@@ -69,16 +71,6 @@ std::string Encode(const std::string& raw) {  // percent-encodes every byte but 
     }
   }
   return out;
-}
-
-// The value of the sample `name{labels}` in a Prometheus text exposition, or -1.
-double Sample(const std::string& text, const std::string& series) {
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
 }
 
 class ServeTest : public ::testing::Test {
