@@ -404,9 +404,8 @@ TEST_F(ServeTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {
   EXPECT_EQ(CountOf(client, "trial", "x", "1m"), 1u);  // admitted mode: the denials took back
 }
 
-// 200 checks of one feature at once, over 16 connections spread on two servers sharing one
-// A blocked client's attempts are sent without waiting for memcached's answer; one memcached
-// refuses is counted at /metrics once the connection that sent it is used again.
+// A blocked client's attempts are sent without waiting for memcached's answer; an attempt
+// memcached refuses is counted at /metrics once the connection that sent it is used again.
 TEST_F(ServeTest, MetricsCountFireAndForgetWritesTheStoreRefused) {
   auto serve = Serve("events:\n  login:\n    limits: [1/m]\n    mode: attempts\n");
   HttpClient client(serve->port());
@@ -435,6 +434,7 @@ TEST_F(ServeTest, MetricsCountFireAndForgetWritesTheStoreRefused) {
   EXPECT_EQ(refused, 1);
 }
 
+// 200 checks of one feature at once, over 16 connections spread on two servers sharing one
 // memcached: admitted mode admits at most the limit; attempts mode counts every one.
 TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {
   const std::string yaml =
