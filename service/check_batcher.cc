@@ -67,10 +67,7 @@ std::vector<CheckJob> CheckBatcher::TakeJobs() {
 void CheckBatcher::Send(std::vector<CheckJob>& jobs) {
   std::vector<Engine::CheckRequest> checks;
   for (const CheckJob& job : jobs) {
-    for (const OwnedCheck& c : job.checks) {
-      checks.push_back(
-          Engine::CheckRequest{c.event, c.feature, &c.policy, c.hits, std::nullopt, c.record});
-    }
+    for (const OwnedCheck& c : job.checks) checks.push_back(c.Request());
   }
   if (on_batch_) on_batch_(checks.size());
   std::vector<Result<Decision>> decisions = engine_.CheckMany(checks);

@@ -330,9 +330,7 @@ HttpResponse DecisionApi::Check(const HttpRequest& request,
     return std::move(*refused);
   }
   std::vector<Engine::CheckRequest> requests;
-  for (const OwnedCheck& c : pending.checks) {
-    requests.push_back(Engine::CheckRequest{c.event, c.feature, &c.policy, c.hits, std::nullopt});
-  }
+  for (const OwnedCheck& c : pending.checks) requests.push_back(c.Request());
   return Decided(pending, pending.checks, engine_.CheckMany(requests));
 }
 

@@ -93,9 +93,7 @@ class EnvoyRequestTest : public ::testing::Test {
     Result<EnvoyRequest> r = EnvoyRequest::Make(config_, request, options_);
     if (!r.ok()) return r.error();
     std::vector<Engine::CheckRequest> checks;
-    for (const OwnedCheck& c : r->checks()) {
-      checks.push_back({c.event, c.feature, &c.policy, c.hits, std::nullopt, c.record});
-    }
+    for (const OwnedCheck& c : r->checks()) checks.push_back(c.Request());
     return r->Answer(engine_, engine_.CheckMany(checks), &metrics_);
   }
   RateLimitResponse Answered(const RateLimitRequest& request) {

@@ -37,6 +37,12 @@ struct OwnedCheck {
   Policy policy;
   uint64_t hits = 1;
   bool record = true;  // false: a peek (Engine::Peek), nothing counted
+
+  // This check as Engine::CheckMany takes it, at the engine's now; it points into this object,
+  // so it is valid while this object lives unmoved.
+  Engine::CheckRequest Request() const {
+    return Engine::CheckRequest{event, feature, &policy, hits, std::nullopt, record};
+  }
 };
 
 struct CheckJob {
