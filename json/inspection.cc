@@ -40,10 +40,7 @@ Result<Inspection> Inspect(const Engine& engine, std::string_view event, std::st
     timeline.values.assign(first, first + static_cast<long>(timeline.buckets.size()));
     offset += timeline.buckets.size();
   }
-  std::vector<Window> windows;
-  for (int64_t seconds : {1, 60, 3600, 86400})
-    windows.push_back(*Window::Sliding(Seconds{seconds}));
-  Result<Counts> counts = engine.Count(event, feature, windows, at);
+  Result<Counts> counts = engine.Count(event, feature, engine.DefaultWindows(), at);
   if (!counts.ok()) return counts.error();
   inspection.counts = std::move(*counts);
   inspection.keys_read = read->cost.keys_read + inspection.counts.cost.keys_read;

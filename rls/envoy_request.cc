@@ -121,6 +121,8 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
     check.policy = Policy{{*limit}, options.mode, options.on_store_failure};
     check.hits = slot.hits == 0 ? 1 : slot.hits;  // 0: would one hit fit?
     check.record = slot.hits != 0;
+    check.binding = !slot.shadow;
+    check.label = fmt::format("descriptor {}", i);
     slot.check = candidates.size();
     candidates.push_back(std::move(check));
   }
@@ -150,15 +152,10 @@ DescriptorStatus EnvoyRequest::StatusOf(const Slot& s, const Decision& d, bool& 
   return status;
 }
 
-Result<RateLimitResponse> EnvoyRequest::Answer(const Engine& engine,
-                                               const std::vector<Result<Decision>>& decisions,
+Result<RateLimitResponse> EnvoyRequest::Answer(const Result<Engine::RequestDecision>& decided,
                                                ServiceMetrics* metrics) const {
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const std::optional<size_t> k = slots_[i].check;
-    if (k && !decisions[*k].ok()) {
-      return InvalidArgument(fmt::format("descriptor {}: {}", i, decisions[*k].error().message()));
-    }
-  }
+  if (!decided.ok()) return decided.error();
+  const std::vector<Decision>& decisions = decided->decisions;
   RateLimitResponse response;
   bool denied = false;
   Decision headers;  // every checked limit, for the RateLimit fields
@@ -170,7 +167,7 @@ Result<RateLimitResponse> EnvoyRequest::Answer(const Engine& engine,
       if (s.unlimited) status->set_limit_remaining(std::numeric_limits<uint32_t>::max());
       continue;
     }
-    const Decision& d = *decisions[*s.check];
+    const Decision& d = decisions[*s.check];
     bool over = false;
     *status = StatusOf(s, d, over);
     denied = denied || over;
@@ -181,20 +178,6 @@ Result<RateLimitResponse> EnvoyRequest::Answer(const Engine& engine,
     }
   }
   response.set_overall_code(denied ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
-  if (denied && options_.mode == CountingMode::kAdmitted) {
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      const std::optional<size_t> k = slots_[i].check;
-      if (!k || !decisions[*k]->recorded || !decisions[*k]->allowed) continue;
-      const OwnedCheck& c = checks_[*k];
-      if (!engine.Unrecord(c.event, c.feature, c.hits, decisions[*k]->at).ok()) {
-        if (metrics != nullptr) metrics->CountFailedTakeBack();
-        continue;
-      }
-      DescriptorStatus* status = response.mutable_statuses(static_cast<int>(i));
-      status->set_limit_remaining(Clamp32(std::min<uint64_t>(
-          uint64_t{status->limit_remaining()} + c.hits, slots_[i].requests_per_unit)));
-    }
-  }
   if (options_.response_headers && !headers.limits.empty()) {
     headers.retry_after = Seconds{0};
     for (const LimitOutcome& o : headers.limits) {

@@ -100,33 +100,24 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
   Result<EnvoyRequest> made = EnvoyRequest::Make(*Config(), request, options_);
   if (!made.ok()) return done(made.error());
   auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
-  // Checks of clients denied moments ago are decided here without the store; the rest are sent.
-  auto decisions = std::make_shared<std::vector<Result<Decision>>>();
-  std::vector<size_t> sent;
-  CheckJob job;
-  for (size_t i = 0; i < plan->checks().size(); ++i) {
-    const OwnedCheck& c = plan->checks()[i];
-    std::optional<Decision> local;
-    if (c.record) local = engine_.CheckIfBlocked(c.event, c.feature, c.policy, c.hits);
-    decisions->push_back(local ? Result<Decision>(std::move(*local)) : InvalidArgument("unsent"));
-    if (!local) {
-      sent.push_back(i);
-      job.checks.push_back(c);
-    }
+  // A request every check of which is a client denied moments ago is decided without the store.
+  if (std::optional<Engine::RequestDecision> local =
+          engine_.CheckAllIfBlocked(RequestsOf(plan->checks()))) {
+    return done(plan->Answer(std::move(*local), metrics_));
   }
-  if (job.checks.empty()) return done(plan->Answer(engine_, *decisions, metrics_));
+  if (plan->checks().empty()) return done(plan->Answer(Engine::RequestDecision{true, {}}, metrics_));
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  job.done = [this, plan, decisions, sent = std::move(sent), done = std::move(done)](
-                 std::vector<OwnedCheck>, std::vector<Result<Decision>> answered) {
-    for (size_t k = 0; k < sent.size(); ++k) (*decisions)[sent[k]] = std::move(answered[k]);
-    auto answer = [this, plan, decisions, done] {
-      Result<RateLimitResponse> response = plan->Answer(engine_, *decisions, metrics_);
+  CheckJob job{plan->checks(), nullptr};
+  job.done = [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
+                                                  Result<Engine::RequestDecision> decided) {
+    auto shared = std::make_shared<Result<Engine::RequestDecision>>(std::move(decided));
+    auto answer = [this, plan, shared, done] {
+      Result<RateLimitResponse> response = plan->Answer(*shared, metrics_);
       in_flight_.fetch_sub(1, std::memory_order_relaxed);
       done(std::move(response));
     };
-    // Alone, the request is answered here at once. Otherwise the answer (and a denied
-    // request's take-backs) is built off the sending thread, which serves every request's
-    // batches.
+    // Alone, the request is answered here at once. Otherwise the answer is built off the sending
+    // thread, which serves every request's batches.
     if (in_flight_.load(std::memory_order_relaxed) == 1) return answer();
     boost::asio::post(answering_, std::move(answer));
   };

@@ -2,6 +2,13 @@
 
 namespace hourglass {
 
+std::vector<Engine::CheckRequest> RequestsOf(const std::vector<OwnedCheck>& checks) {
+  std::vector<Engine::CheckRequest> requests;
+  requests.reserve(checks.size());
+  for (const OwnedCheck& c : checks) requests.push_back(c.Request());
+  return requests;
+}
+
 CheckBatcher::CheckBatcher(const Engine& engine, size_t max_checks,
                            std::function<void(size_t)> on_batch)
     : engine_(engine),
@@ -65,19 +72,19 @@ std::vector<CheckJob> CheckBatcher::TakeJobs() {
 }
 
 void CheckBatcher::Send(std::vector<CheckJob>& jobs) {
-  std::vector<Engine::CheckRequest> checks;
+  std::vector<std::vector<Engine::CheckRequest>> requests;
+  requests.reserve(jobs.size());
+  size_t checks = 0;
   for (const CheckJob& job : jobs) {
-    for (const OwnedCheck& c : job.checks) checks.push_back(c.Request());
+    requests.push_back(RequestsOf(job.checks));
+    checks += job.checks.size();
   }
-  if (on_batch_) on_batch_(checks.size());
-  std::vector<Result<Decision>> decisions = engine_.CheckMany(checks);
-  size_t next = 0;
-  for (CheckJob& job : jobs) {
-    std::vector<Result<Decision>> own;
-    own.reserve(job.checks.size());
-    for (size_t i = 0; i < job.checks.size(); ++i) own.push_back(std::move(decisions[next++]));
+  std::vector<std::span<const Engine::CheckRequest>> spans(requests.begin(), requests.end());
+  if (on_batch_) on_batch_(checks);
+  std::vector<Result<Engine::RequestDecision>> decided = engine_.CheckAllMany(spans);
+  for (size_t k = 0; k < jobs.size(); ++k) {
     try {
-      job.done(std::move(job.checks), std::move(own));
+      jobs[k].done(std::move(jobs[k].checks), std::move(decided[k]));
     } catch (...) {  // one callback's failure must not stop the others or the batcher
     }
   }

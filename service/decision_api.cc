@@ -57,9 +57,22 @@ struct HitRequest {
   uint64_t cost = 1;
 };
 
-// One {"event","feature","cost"} object; `where` names it in errors ("checks[2]: ...").
+// A key of the request, quoted for an error message (at most 64 bytes of it).
+std::string Quoted(std::string_view key) {
+  constexpr size_t kShown = 64;
+  const std::string shown(key.substr(0, kShown));
+  return Dump(json(shown)) + (key.size() > kShown ? "..." : "");
+}
+
+// One {"event","feature","cost"} object; `where` names it in errors ("checks[2]: ").
 Result<HitRequest> ParseHit(const json& j, const std::string& where) {
   if (!j.is_object()) return InvalidArgument(where + "expected a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "event" && key != "feature" && key != "cost") {
+      return InvalidArgument(fmt::format("{}unknown field {}: a check has event, feature, cost",
+                                         where, Quoted(key)));
+    }
+  }
   HitRequest hit;
   const auto event = j.find("event");
   if (event == j.end() || !event->is_string() || event->get_ref<const std::string&>().empty()) {
@@ -82,12 +95,29 @@ Result<HitRequest> ParseHit(const json& j, const std::string& where) {
   return hit;
 }
 
+// The body as JSON; a key given twice in one object is refused, not guessed at.
 Result<json> ParseBody(const HttpRequest& request) {
-  json body = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  std::vector<std::set<std::string, std::less<>>> open;  // the keys of each open object
+  std::optional<std::string> duplicate;
+  const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open.emplace_back();
+    if (event == json::parse_event_t::object_end && !open.empty()) open.pop_back();
+    if (event == json::parse_event_t::key && !open.empty() && !duplicate &&
+        !open.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  json body = json::parse(request.body(), note_keys, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
     return InvalidArgument(
         "the request body is not valid JSON (UTF-8, with \\u escapes for any "
         "other bytes)");
+  }
+  if (duplicate) {
+    return InvalidArgument(
+        fmt::format("field {} is given twice in one object: give each field once",
+                    Quoted(*duplicate)));
   }
   return body;
 }
@@ -102,6 +132,12 @@ Result<std::vector<HitRequest>> ParseChecks(const HttpRequest& request, size_t m
     if (!one.ok()) return one.error();
     checks.push_back(std::move(*one));
     return checks;
+  }
+  for (const auto& [key, value] : body->items()) {
+    if (key == "checks") continue;
+    return InvalidArgument(fmt::format(
+        "a body with \"checks\" takes no other field (found {}): put every check in the list",
+        Quoted(key)));
   }
   if (!list->is_array() || list->empty() || list->size() > max) {
     return InvalidArgument(fmt::format("\"checks\" must be a list of 1 to {} checks", max));
@@ -205,25 +241,21 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
     ObserveRequest(path, start);
     return respond(std::move(*refused));
   }
-  if (pending->checks.size() == 1) {  // a client denied moments ago is answered at once
-    const OwnedCheck& c = pending->checks.front();
-    if (std::optional<Decision> d = engine_.CheckIfBlocked(c.event, c.feature, c.policy, c.hits)) {
-      std::vector<Result<Decision>> decided;
-      decided.push_back(std::move(*d));
-      HttpResponse response = Decided(*pending, pending->checks, std::move(decided));
-      ObserveRequest(path, start);
-      return respond(std::move(response));
-    }
+  // Clients denied moments ago are answered at once.
+  if (std::optional<Engine::RequestDecision> d =
+          engine_.CheckAllIfBlocked(RequestsOf(pending->checks))) {
+    HttpResponse response = Decided(*pending, pending->checks, std::move(*d));
+    ObserveRequest(path, start);
+    return respond(std::move(response));
   }
   CheckJob job{std::move(pending->checks), nullptr};
   // The sending thread serves every connection: the response is built on the connection's own.
   job.done = [this, pending, respond = std::move(respond), start, path](
-                 std::vector<OwnedCheck> checks, std::vector<Result<Decision>> decisions) {
-    auto decided =
-        std::make_shared<std::pair<std::vector<OwnedCheck>, std::vector<Result<Decision>>>>(
-            std::move(checks), std::move(decisions));
-    respond.Later([this, pending, decided, start, path] {
-      HttpResponse response = Decided(*pending, decided->first, std::move(decided->second));
+                 std::vector<OwnedCheck> checks, Result<Engine::RequestDecision> decided) {
+    auto shared = std::make_shared<std::pair<std::vector<OwnedCheck>, Result<Engine::RequestDecision>>>(
+        std::move(checks), std::move(decided));
+    respond.Later([this, pending, shared, start, path] {
+      HttpResponse response = Decided(*pending, shared->first, std::move(shared->second));
       ObserveRequest(path, start);
       return response;
     });
@@ -314,11 +346,23 @@ std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& reques
   }
   pending.policies = Policies();
   pending.auth = auth_event.has_value();
-  for (HitRequest& c : requested) {
+  for (size_t i = 0; i < requested.size(); ++i) {
+    HitRequest& c = requested[i];
+    const std::string label = requested.size() > 1 ? fmt::format("checks[{}]", i) : "";
     Result<Policy> policy = pending.policies->For(c.event, c.feature);
-    if (!policy.ok()) return ErrorResponse(policy.error());
-    pending.checks.push_back(
-        OwnedCheck{std::move(c.event), std::move(c.feature), std::move(*policy), c.cost});
+    if (!policy.ok()) {
+      return ErrorResponse(StatusFor(policy.error()),
+                           label.empty() ? policy.error().message()
+                                         : label + ": " + policy.error().message());
+    }
+    OwnedCheck check;
+    check.binding = !pending.policies->IsShadow(c.event);
+    check.event = std::move(c.event);
+    check.feature = std::move(c.feature);
+    check.policy = std::move(*policy);
+    check.hits = c.cost;
+    check.label = label;
+    pending.checks.push_back(std::move(check));
   }
   return std::nullopt;
 }
@@ -329,38 +373,24 @@ HttpResponse DecisionApi::Check(const HttpRequest& request,
   if (std::optional<HttpResponse> refused = PrepareChecks(request, auth, pending)) {
     return std::move(*refused);
   }
-  std::vector<Engine::CheckRequest> requests;
-  for (const OwnedCheck& c : pending.checks) requests.push_back(c.Request());
-  return Decided(pending, pending.checks, engine_.CheckMany(requests));
+  return Decided(pending, pending.checks, engine_.CheckAll(RequestsOf(pending.checks)));
 }
 
 HttpResponse DecisionApi::Decided(const PendingChecks& pending,
                                   const std::vector<OwnedCheck>& checks,
-                                  std::vector<Result<Decision>> results) const {
-  std::vector<Decision> decisions;
+                                  Result<Engine::RequestDecision> result) const {
+  if (!result.ok()) return ErrorResponse(result.error());
+  std::vector<Decision>& decisions = result->decisions;
   std::vector<bool> shadow_denied;
-  bool allowed = true;
-  size_t shown = 0;  // the first denial, else the first
+  const bool allowed = result->allowed;
+  std::optional<size_t> shown;  // the first binding denial, else the first
   for (size_t i = 0; i < checks.size(); ++i) {
-    if (!results[i].ok()) return ErrorResponse(results[i].error());
-    decisions.push_back(std::move(*results[i]));
-    shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions.back()));
-    if (allowed && !decisions.back().allowed) shown = i;
-    allowed = allowed && decisions.back().allowed;
-  }
-  if (!allowed) {  // admitted mode: a denied list counts against none of its checks
-    for (size_t i = 0; i < checks.size(); ++i) {
-      const OwnedCheck& c = checks[i];
-      if (c.policy.mode != CountingMode::kAdmitted || !decisions[i].recorded) continue;
-      decisions[i].recorded = !engine_.Unrecord(c.event, c.feature, c.hits, decisions[i].at).ok();
-      if (decisions[i].recorded && options_.metrics != nullptr) {
-        options_.metrics->CountFailedTakeBack();
-      }
-    }
+    shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions[i]));
+    if (!shown && !decisions[i].allowed) shown = i;
   }
   if (pending.auth) {
     HttpResponse res{allowed ? http::status::no_content : http::status::forbidden, 11};
-    SetDecisionFields(res, decisions[shown]);
+    SetDecisionFields(res, decisions[shown.value_or(0)]);
     return res;
   }
   HttpResponse res{allowed ? http::status::ok : http::status::too_many_requests, 11};
@@ -377,15 +407,23 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
     body += "]}";
   }
   body += '\n';
-  SetDecisionFields(res, decisions[shown]);
+  SetDecisionFields(res, decisions[shown.value_or(0)]);
   return res;
+}
+
+std::optional<HttpResponse> DecisionApi::RefuseUnknownEvent(std::string_view event) const {
+  Result<Policy> policy = Policies()->For(event, "");
+  if (policy.ok() || policy.error().code() != ErrorCode::kNotFound) return std::nullopt;
+  return ErrorResponse(policy.error());
 }
 
 HttpResponse DecisionApi::Count(const boost::urls::url_view& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
-  if (q->windows.empty()) q->windows = {"1s", "1m", "1h", "1d"};
-  Result<std::vector<Window>> windows = ParseSlidingWindows(q->windows);
+  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(*q->event)) return *refused;
+  Result<std::vector<Window>> windows = q->windows.empty()
+                                            ? Result<std::vector<Window>>(engine_.DefaultWindows())
+                                            : ParseSlidingWindows(q->windows);
   if (!windows.ok()) return ErrorResponse(windows.error());
   Result<Counts> counts = engine_.Count(*q->event, *q->feature, *windows);
   if (!counts.ok()) return StoreErrorResponse(counts.error());
@@ -397,8 +435,9 @@ HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) {
     return ErrorResponse(http::status::bad_request,
-                         "inspect takes no window: it shows 1s 1m 1h 1d");
+                         "inspect takes no window: it shows 1s 1m 1h 1d (within the retention)");
   }
+  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(*q->event)) return *refused;
   Result<Inspection> inspection = Inspect(engine_, *q->event, *q->feature, options_.clock->Now());
   if (!inspection.ok()) return StoreErrorResponse(inspection.error());
   return JsonResponse(http::status::ok, InspectionJson(*q->event, *q->feature, *inspection));
@@ -426,6 +465,7 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
   if (!body.ok()) return ErrorResponse(body.error());
   Result<HitRequest> hit = ParseHit(*body, "");
   if (!hit.ok()) return ErrorResponse(hit.error());
+  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(hit->event)) return *refused;
   Result<Cost> cost = engine_.Record(hit->event, hit->feature, hit->cost);
   if (!cost.ok()) return StoreErrorResponse(cost.error());
   return JsonResponse(
@@ -439,6 +479,7 @@ HttpResponse DecisionApi::Reset(const HttpRequest& request,
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) return ErrorResponse(http::status::bad_request, "reset takes no window");
+  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(*q->event)) return *refused;
   Result<Engine::ResetOutcome> reset = engine_.Reset(*q->event, *q->feature);
   if (!reset.ok()) return StoreErrorResponse(reset.error());
   return JsonResponse(http::status::ok, json{{"deleted", reset->deleted}});

@@ -132,8 +132,6 @@ void ServiceMetrics::CountWork(const Decision& d) {
   failed_take_backs_.Increment(static_cast<double>(d.cost.failed_take_backs));
 }
 
-void ServiceMetrics::CountFailedTakeBack() { failed_take_backs_.Increment(); }
-
 void ServiceMetrics::SyncUnconfirmedFailures(uint64_t total) {
   uint64_t seen = unconfirmed_seen_.load(std::memory_order_relaxed);
   while (total > seen && !unconfirmed_seen_.compare_exchange_weak(seen, total)) {

@@ -53,14 +53,15 @@ TEST_F(CheckBatcherTest, ConcurrentJobsShareBatchesAndEachIsAnsweredOnceInFull) 
           CheckJob job;
           job.checks.push_back({"e", "shared", shared_limit, 1});
           job.checks.push_back({"e", "own" + std::to_string(t * kJobs + j), roomy, 1});
-          job.done = [&](std::vector<OwnedCheck> checks, std::vector<Result<Decision>> decisions) {
+          job.done = [&](std::vector<OwnedCheck> checks, Result<Engine::RequestDecision> decided) {
             ++answered;
-            if (checks.size() != 2 || decisions.size() != 2 || !decisions[0].ok() ||
-                !decisions[1].ok() || !decisions[1]->allowed) {
+            if (checks.size() != 2 || !decided.ok() || decided->decisions.size() != 2 ||
+                !decided->decisions[1].allowed ||
+                decided->allowed != decided->decisions[0].allowed) {
               ++wrong;
               return;
             }
-            if (decisions[0]->allowed) ++admitted_shared;
+            if (decided->allowed) ++admitted_shared;
           };
           batcher.Submit(std::move(job));
         }
@@ -81,16 +82,17 @@ TEST_F(CheckBatcherTest, ALoneJobIsSentAtOnceOnTheSubmittingThread) {
   const Policy policy{*ParseLimits("5/m")};
   std::thread::id answered_on;
   CheckJob job{{{"e", "lone", policy, 1}}, nullptr};
-  job.done = [&](std::vector<OwnedCheck>, std::vector<Result<Decision>> decisions) {
+  job.done = [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> decided) {
     answered_on = std::this_thread::get_id();
-    ASSERT_EQ(decisions.size(), 1u);
-    EXPECT_TRUE(decisions[0].ok() && decisions[0]->allowed);
+    ASSERT_TRUE(decided.ok());
+    ASSERT_EQ(decided->decisions.size(), 1u);
+    EXPECT_TRUE(decided->allowed && decided->decisions[0].allowed);
   };
   batcher.Submit(std::move(job));
   EXPECT_EQ(answered_on, std::this_thread::get_id()) << "answered before Submit returned";
 }
 
-TEST_F(CheckBatcherTest, AJobLargerThanTheBatchBoundGoesAloneAndBadChecksAreErrorsOfTheirOwn) {
+TEST_F(CheckBatcherTest, AJobLargerThanTheBatchBoundGoesAloneAndABadCheckRefusesItWhole) {
   std::vector<size_t> sizes;
   std::mutex mu;
   CheckBatcher batcher(*engine_, 4, [&](size_t checks) {
@@ -101,16 +103,24 @@ TEST_F(CheckBatcherTest, AJobLargerThanTheBatchBoundGoesAloneAndBadChecksAreErro
   CheckJob job;
   for (int i = 0; i < 6; ++i) job.checks.push_back({"e", "big" + std::to_string(i), policy, 1});
   job.checks.push_back({"", "no event", policy, 1});
-  std::vector<Result<Decision>> got;
-  job.done = [&](std::vector<OwnedCheck>, std::vector<Result<Decision>> decisions) {
-    got = std::move(decisions);
+  job.checks.back().label = "checks[6]";
+  std::optional<Result<Engine::RequestDecision>> got;
+  job.done = [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> decided) {
+    got = std::move(decided);
   };
   batcher.Submit(std::move(job));
-  ASSERT_EQ(got.size(), 7u);
-  for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(got[i].ok() && got[i]->allowed) << i;
-  ASSERT_FALSE(got[6].ok());
-  EXPECT_EQ(got[6].error().code(), ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->ok());
+  EXPECT_EQ(got->error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(got->error().message(), "checks[6]: event must not be empty");
   EXPECT_EQ(sizes, (std::vector<size_t>{7}));
+  // Refused whole: none of the valid checks was counted.
+  const Window hour = *Window::Sliding(Seconds{3600});
+  for (int i = 0; i < 6; ++i) {
+    Result<Counts> counts = engine_->Count("e", "big" + std::to_string(i), {&hour, 1});
+    ASSERT_TRUE(counts.ok());
+    EXPECT_EQ(counts->windows[0].count, 0u) << i;
+  }
 }
 
 }  // namespace

@@ -88,13 +88,11 @@ class EnvoyRequestTest : public ::testing::Test {
         engine_(*Engine::Create(store_, clock_, EngineOptions{})),
         config_(*EnvoyConfig::Parse(kConfig, "shop.yaml")) {}
 
-  // Make, CheckMany and Answer, as the service does for one request.
+  // Make, CheckAll and Answer, as the service does for one request.
   Result<RateLimitResponse> Ask(const RateLimitRequest& request) {
     Result<EnvoyRequest> r = EnvoyRequest::Make(config_, request, options_);
     if (!r.ok()) return r.error();
-    std::vector<Engine::CheckRequest> checks;
-    for (const OwnedCheck& c : r->checks()) checks.push_back(c.Request());
-    return r->Answer(engine_, engine_.CheckMany(checks), &metrics_);
+    return r->Answer(engine_.CheckAll(RequestsOf(r->checks())), &metrics_);
   }
   RateLimitResponse Answered(const RateLimitRequest& request) {
     Result<RateLimitResponse> response = Ask(request);

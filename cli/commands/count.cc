@@ -17,8 +17,8 @@ struct CountArgs {
 int RunCount(const Globals& g, const CountArgs& a) {
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
-  const std::vector<Window> windows = ParseWindows(
-      a.windows.empty() ? std::vector<std::string>{"1s", "1m", "1h", "1d"} : a.windows);
+  const std::vector<Window> windows =
+      a.windows.empty() ? rt.engine().DefaultWindows() : ParseWindows(a.windows);
   const Counts counts = Unwrap(rt.engine().Count(a.event, a.feature, windows, ParseAt(a.at)));
   if (g.json) {
     Print(Dump(CountsJson(a.event, a.feature, counts)) + "\n");
@@ -37,7 +37,8 @@ Command AddCountCommand(CLI::App& app, const Globals& g) {
   CLI::App* sub = app.add_subcommand("count", "Exact hits in sliding windows");
   AddFeatureArgs(sub, args->event, args->feature);
   sub->add_option("--window", args->windows,
-                  "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d")
+                  "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d, those "
+                  "within --retention")
       ->expected(1)
       ->allow_extra_args(false)
       ->take_all();

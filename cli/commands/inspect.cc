@@ -1,5 +1,5 @@
 // hourglass inspect EVENT FEATURE [--at UNIX_SECONDS]: one timeline per ladder level, then the
-// windows 1s 1m 1h 1d.
+// default windows (1s 1m 1h 1d within the retention).
 #include <fmt/format.h>
 
 #include <algorithm>

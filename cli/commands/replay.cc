@@ -123,7 +123,8 @@ void CheckBatch(const ReplayArgs& a, std::span<const TraceHit> hits, int64_t fir
   std::vector<Engine::CheckRequest> checks;
   for (size_t i = 0; i < hits.size(); ++i) {
     checks.push_back(
-        Engine::CheckRequest{hits[i].event, hits[i].feature, &policies[i], hits[i].cost, {}});
+        Engine::CheckRequest{hits[i].event, hits[i].feature, &policies[i], hits[i].cost, {}, true,
+                             true, {}});
   }
   std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
   ++tally.batches;

@@ -24,8 +24,10 @@ Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const 
                                       std::vector<Increment> increments, Instant now) const {
   PendingRead pending = Prepare(group, buckets, std::move(increments), now);
   if (!pending.needs_store) return std::move(pending.read);
-  Result<std::vector<uint64_t>> answer = store_.Apply(pending.batch);
-  return Complete(group, buckets, std::move(pending), std::move(answer));
+  while (true) {
+    Result<std::vector<uint64_t>> answer = store_.Apply(pending.batch);
+    if (auto done = Advance(group, buckets, pending, std::move(answer))) return std::move(*done);
+  }
 }
 
 PendingRead BucketReader::Prepare(const std::string& group, std::span<const Bucket> buckets,
@@ -45,11 +47,13 @@ PendingRead BucketReader::Prepare(const std::string& group, std::span<const Buck
   return p;
 }
 
-Result<BucketRead> BucketReader::Complete(const std::string& group, std::span<const Bucket> buckets,
-                                          PendingRead pending,
-                                          Result<std::vector<uint64_t>> answer) const {
+std::optional<Result<BucketRead>> BucketReader::Advance(const std::string& group,
+                                                        std::span<const Bucket> buckets,
+                                                        PendingRead& pending,
+                                                        Result<std::vector<uint64_t>> answer) const {
   BucketRead& read = pending.read;
   if (!pending.needs_store) return std::move(read);
+  if (pending.rereading) return CompleteReread(group, buckets, pending, std::move(answer));
   if (!answer.ok()) return answer.error();
   const std::vector<uint64_t>& values = *answer;
   read.cost.keys_read += pending.keys_read;
@@ -65,31 +69,43 @@ Result<BucketRead> BucketReader::Complete(const std::string& group, std::span<co
   std::vector<uint8_t>& flags = pending.flags;
   const size_t cached = static_cast<size_t>(std::count_if(flags.begin(), flags.end(), FromCache));
   if (!cache_->Sync(group, gen) && cached > 0) {
-    if (Status s = Reread(group, buckets, flags, read); !s.ok()) return s.error();
-  } else {
-    read.cost.cache_hits += cached;
+    pending.generation = gen;
+    PrepareReread(group, buckets, pending);
+    return std::nullopt;
   }
+  read.cost.cache_hits += cached;
   cache_->Store(group, gen, buckets, flags, read.values);
   return std::move(read);
 }
 
-Status BucketReader::Reread(const std::string& group, std::span<const Bucket> buckets,
-                            std::vector<uint8_t>& flags, BucketRead& read) const {
-  Batch again{group, {}, {}};
+void BucketReader::PrepareReread(const std::string& group, std::span<const Bucket> buckets,
+                                 PendingRead& pending) const {
+  pending.batch = Batch{group, {}, {}};
   for (size_t i = 0; i < buckets.size(); ++i) {
-    if (FromCache(flags[i])) again.reads.push_back(keys_.BucketKey(group, buckets[i]));
+    if (FromCache(pending.flags[i])) {
+      pending.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
+    }
   }
-  Result<std::vector<uint64_t>> fresh = store_.Apply(again);
-  if (!fresh.ok()) return fresh.error();
+  pending.keys_read = pending.batch.reads.size();
+  pending.rereading = true;
+}
+
+Result<BucketRead> BucketReader::CompleteReread(const std::string& group,
+                                                std::span<const Bucket> buckets,
+                                                PendingRead& pending,
+                                                Result<std::vector<uint64_t>> answer) const {
+  if (!answer.ok()) return answer.error();
+  BucketRead& read = pending.read;
   size_t k = 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
-    if (!FromCache(flags[i])) continue;
-    read.values[i] = (*fresh)[k++];
-    flags[i] &= static_cast<uint8_t>(~BucketCache::kCached);
+    if (!FromCache(pending.flags[i])) continue;
+    read.values[i] = (*answer)[k++];
+    pending.flags[i] &= static_cast<uint8_t>(~BucketCache::kCached);
   }
-  read.cost.keys_read += again.reads.size();
+  read.cost.keys_read += pending.keys_read;
   read.cost.round_trips += 1;
-  return {};
+  cache_->Store(group, pending.generation, buckets, pending.flags, read.values);
+  return std::move(read);
 }
 
 }  // namespace hourglass::internal

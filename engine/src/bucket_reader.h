@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,7 +32,9 @@ struct PendingRead {
   std::vector<uint8_t> flags;  // per bucket: BucketCache flags
   Batch batch;                 // the caller may move it out to send it
   size_t keys_read = 0;        // batch.reads.size()
-  bool needs_store = true;     // false: nothing to send, Complete needs no answer
+  bool needs_store = true;     // false: nothing to send, Advance needs no answer
+  bool rereading = false;      // batch re-reads the stale cached buckets
+  uint64_t generation = 0;     // when rereading: the generation the first answer read
 };
 
 class BucketReader {
@@ -44,21 +47,28 @@ class BucketReader {
   Result<BucketRead> Read(const std::string& group, std::span<const Bucket> buckets,
                           std::vector<Increment> increments, Instant now) const;
 
-  // Read in two steps, for callers that send several batches together: Prepare, send
-  // pending.batch (if pending.needs_store), then Complete with the same group and buckets and the
-  // store's answer. Complete may read again on its own (after a reset elsewhere).
+  // Read in steps, for callers that send several batches together: Prepare, send pending.batch
+  // (if pending.needs_store), then Advance with the same group and buckets and the store's
+  // answer. Advance gives the read, or nullopt when buckets served from the cache turned out
+  // stale (a reset elsewhere): pending.batch then holds their re-read, to send and Advance again.
   PendingRead Prepare(const std::string& group, std::span<const Bucket> buckets,
                       std::vector<Increment> increments, Instant now) const;
-  Result<BucketRead> Complete(const std::string& group, std::span<const Bucket> buckets,
-                              PendingRead pending, Result<std::vector<uint64_t>> answer) const;
+  std::optional<Result<BucketRead>> Advance(const std::string& group,
+                                            std::span<const Bucket> buckets, PendingRead& pending,
+                                            Result<std::vector<uint64_t>> answer) const;
 
  private:
   // Flags the buckets that ended before the settle margin as immutable and looks them up.
   std::vector<uint8_t> LookUp(const std::string& group, std::span<const Bucket> buckets,
                               Instant now, BucketRead& read) const;
-  // Reads again the buckets served from the cache after a reset made them stale.
-  Status Reread(const std::string& group, std::span<const Bucket> buckets,
-                std::vector<uint8_t>& flags, BucketRead& read) const;
+  // Turns `pending` into the re-read of the buckets served from the cache after a reset made
+  // them stale.
+  void PrepareReread(const std::string& group, std::span<const Bucket> buckets,
+                     PendingRead& pending) const;
+  // Takes the re-read's answer into the read and caches what may be cached.
+  Result<BucketRead> CompleteReread(const std::string& group, std::span<const Bucket> buckets,
+                                    PendingRead& pending,
+                                    Result<std::vector<uint64_t>> answer) const;
 
   Store& store_;
   const KeySpace& keys_;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "hourglass/retry_after.h"
-#include "retry_refiner.h"
 #include "saturating.h"
 #include "sorted_buckets.h"
 
@@ -82,22 +81,25 @@ Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
   return decision;
 }
 
-std::optional<Decision> CheckRun::AnswerBlocked() {
-  if (core_.blocked == nullptr || !live() || !record_) return std::nullopt;
+bool CheckRun::AnswerBlocked() {
+  if (core_.blocked == nullptr || !live() || !record_) return false;
   blocked_key_ = BlockedKey(group_, policy_);
-  std::optional<BlockedCache::Entry> blocked = core_.blocked->Get(blocked_key_, t_, hits_);
-  if (!blocked) return std::nullopt;
-  Decision decision = blocked->decision;
+  blocked_ = core_.blocked->Get(blocked_key_, t_, hits_);
+  if (!blocked_) return false;
+  decision_.cost.blocked_hits = 1;
+  // Every attempt counts: its increments are the next batch, with no read.
+  step_ = policy_.mode == CountingMode::kAttempts ? Step::kAttempt : Step::kDone;
+  return true;
+}
+
+Decision CheckRun::FinishBlocked() {
+  Decision decision = blocked_->decision;
   decision.cost = Cost{};
   decision.cost.blocked_hits = 1;
-  decision.recorded = false;
-  if (policy_.mode == CountingMode::kAttempts) {
-    // Every attempt counts: send the increments, do not wait.
-    Result<std::vector<uint64_t>> sent = core_.store->Apply(Batch{group_, HitIncrements(+1), {}});
-    if (!sent.ok()) return Degraded(sent.error(), decision.cost);
-    decision.recorded = true;
+  decision.recorded = attempt_sent_;
+  if (attempt_sent_) {
     decision.cost.keys_written = core_.keys.ladder().levels();
-    for (auto& pieces : blocked->pieces) AddAttempt(pieces, second_, hits_);
+    for (auto& pieces : blocked_->pieces) AddAttempt(pieces, second_, hits_);
   }
   // Counts are those of the decision that blocked the client, plus the attempts recorded since:
   // an upper bound now (hits may have left the windows since).
@@ -108,11 +110,11 @@ std::optional<Decision> CheckRun::AnswerBlocked() {
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
-    o.retry_after = RetryAfter(o.limit, t_, hits_, blocked->pieces[i]);
+    o.retry_after = RetryAfter(o.limit, t_, hits_, blocked_->pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
   if (decision.recorded) {
-    BlockedCache::Entry updated = *blocked;
+    BlockedCache::Entry updated = *blocked_;
     updated.decision = decision;
     updated.decision.cost = Cost{};
     core_.blocked->Put(blocked_key_, std::move(updated));
@@ -120,21 +122,31 @@ std::optional<Decision> CheckRun::AnswerBlocked() {
   return decision;
 }
 
-Decision CheckRun::Decide() {
-  while (Batch* batch = NextBatch()) TakeAnswer(core_.store->Apply(*batch));
-  return Finish();
-}
-
 Batch* CheckRun::NextBatch() {
   while (!failed_ && step_ != Step::kDone) {
-    if (!pending_) Prepare();
+    if (!pending_ && !Prepare()) continue;
     if (pending_->needs_store) return &pending_->batch;
     TakeAnswer(std::vector<uint64_t>{});  // every bucket came from the cache
   }
   return nullptr;
 }
 
-void CheckRun::Prepare() {
+bool CheckRun::Prepare() {
+  if (step_ == Step::kAttempt) {
+    pending_.emplace();
+    pending_->batch = Batch{group_, HitIncrements(+1), {}};
+    return true;
+  }
+  if (step_ == Step::kRefine) {
+    reads_ = refiner_->NextReads();
+    if (reads_.empty()) {  // refined to the second wherever it matters
+      tally_.lower_pieces = tally_.upper_pieces;
+      step_ = Step::kDone;
+      return false;
+    }
+    pending_ = Reader().Prepare(group_, reads_, {}, now_);
+    return true;
+  }
   std::vector<Increment> increments;
   if (step_ != Step::kExact) increments = HitIncrements(+1);
   if (step_ == Step::kBounds) {
@@ -153,19 +165,40 @@ void CheckRun::Prepare() {
     reads_ = plan_->reads;
   }
   pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_);
+  return true;
 }
 
 void CheckRun::TakeAnswer(Result<std::vector<uint64_t>> answer) {
-  Absorb(Reader().Complete(group_, reads_, std::move(*pending_), std::move(answer)));
+  if (step_ == Step::kAttempt) {
+    pending_.reset();
+    step_ = Step::kDone;
+    if (answer.ok()) {
+      attempt_sent_ = true;
+    } else {
+      failed_ = answer.error();
+    }
+    return;
+  }
+  std::optional<Result<BucketRead>> read =
+      Reader().Advance(group_, reads_, *pending_, std::move(answer));
+  if (read) Absorb(std::move(*read));  // otherwise a re-read is pending
 }
 
 void CheckRun::Absorb(Result<BucketRead> read) {
   pending_.reset();
   if (!read.ok()) {
+    if (step_ == Step::kRefine) {  // keep the coarser retry: it is never early
+      step_ = Step::kDone;
+      return;
+    }
     failed_ = read.error();
     return;
   }
   decision_.cost += read->cost;
+  if (step_ == Step::kRefine) {
+    refiner_->Split(read->values);
+    return;
+  }
   if (step_ == Step::kBounds) {
     bool all_fit = true, one_over = false;
     for (size_t i = 0; i < spans_.size(); ++i) {
@@ -174,19 +207,45 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       one_over = one_over || tally_.lower[i] > policy_.limits[i].max_hits;
     }
     settled_ = all_fit || one_over;
-    step_ = settled_ ? Step::kDone : Step::kExact;  // the exact cover; the hit was sent
-    return;
+    if (!settled_) {
+      step_ = Step::kExact;  // the exact cover; the hit was sent
+      return;
+    }
+  } else {
+    for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan_->Pieces(i, read->values));
+    settled_ = true;
   }
-  for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan_->Pieces(i, read->values));
-  settled_ = true;
+  Judged();
+}
+
+void CheckRun::Judged() {
+  Judge();
   step_ = Step::kDone;
+  if (decision_.allowed || !core_.options.exact_retry_after) return;
+  // Reads go before the take-back, so they include this hit; it is discounted as pending.
+  const uint64_t pending = record_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
+  refiner_ = std::make_unique<RetryRefiner>(core_.keys.ladder(), policy_.limits, second_, hits_,
+                                            pending, tally_.upper_pieces);
+  step_ = Step::kRefine;
+}
+
+bool CheckRun::allowed() const {
+  if (failed_) return policy_.on_store_failure == FailureMode::kFailOpen;
+  return !blocked_ && decision_.allowed;
+}
+
+std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
+  if (failed_ || blocked_ || !record_ || policy_.mode != CountingMode::kAdmitted) {
+    return std::nullopt;
+  }
+  if (decision_.allowed && !request_denied) return std::nullopt;
+  decision_.cost.keys_written += core_.keys.ladder().levels();
+  return Batch{group_, HitIncrements(-1), {}};
 }
 
 Decision CheckRun::Finish() {
   if (failed_) return Degraded(*failed_, decision_.cost);
-  Judge();
-  if (!decision_.allowed && core_.options.exact_retry_after) RefineRetry();
-  if (!decision_.allowed && record_ && policy_.mode == CountingMode::kAdmitted) TakeBack();
+  if (blocked_) return FinishBlocked();
   const std::optional<Seconds> earliest = FillRetryAfter();
   if (!decision_.allowed && record_) RememberBlocked(earliest);
   return std::move(decision_);
@@ -209,23 +268,10 @@ void CheckRun::Judge() {
   decision_.allowed = fits;
 }
 
-void CheckRun::RefineRetry() {
-  // Reads go before the take-back, so they include this hit; it is discounted as pending.
-  const uint64_t pending = record_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
-  RetryRefiner refiner(core_, Reader(), group_, now_);
-  Result<Cost> spent = refiner.Refine(policy_.limits, second_, hits_, pending, tally_.upper_pieces);
-  if (spent.ok()) {  // otherwise keep the coarser retry: it is never early
-    decision_.cost += *spent;
-    tally_.lower_pieces = tally_.upper_pieces;
-  }
-}
-
-void CheckRun::TakeBack() {
-  Batch undo{group_, HitIncrements(-1), {}};
-  decision_.cost.keys_written += undo.increments.size();
-  decision_.recorded = !core_.store->Apply(undo).ok();
-  decision_.cost.failed_take_backs += decision_.recorded ? 1 : 0;
-  if (decision_.recorded) return;
+void CheckRun::TookBack(bool sent) {
+  decision_.recorded = !sent;
+  decision_.cost.failed_take_backs += sent ? 0 : 1;
+  if (!sent) return;
   for (size_t i = 0; i < spans_.size(); ++i) {
     LimitOutcome& o = decision_.limits[i];
     o.count -= std::min(o.count, hits_);

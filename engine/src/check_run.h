@@ -1,19 +1,20 @@
-// Internal to the engine: one Check, step by step.
+// Internal to the engine: one check, step by step. Every store call it needs is a batch it hands
+// to its caller, so that the checks of many requests share their sends (Store::ApplyMany):
 //
 //   CheckRun run(core, group, policy, hits, t, now);
-//   if (std::optional<Decision> d = run.AnswerBlocked()) return *d;  // no read
-//   return run.Decide();
-//
-// Or in steps, for a caller that sends several runs' batches together (Store::ApplyMany):
+//   run.AnswerBlocked();                              // a client denied moments ago: no read
 //   while (Batch* batch = run.NextBatch()) run.TakeAnswer(store.Apply(*batch));
-//   return run.Finish();
+//   if (std::optional<Batch> undo = run.TakeBack(false)) run.TookBack(store.Apply(*undo).ok());
+//   Decision d = run.Finish();
 //
-// Decide: the hit's increments with the coarse bounds of every window (or the exact cover) in
-// one batch; the exact cover in a second batch when the bounds do not settle it; then, on a
-// denial, the retry time made exact (optional), the take-back (admitted mode) and the client
-// remembered as blocked.
+// The steps: the hit's increments with the coarse bounds of every window (or the exact cover) in
+// one batch; the exact cover when the bounds do not settle it (and the re-read of cached buckets a
+// reset elsewhere made stale); on a denial, the retry time made exact (optional, one read per
+// ladder level); for a client answered from the blocked-client cache in attempts mode, its hit.
+// The take-back of the hit (admitted mode) is left to the caller, who knows whether the request
+// the check belongs to stands: a denied check's hit, or an admitted one whose request was denied.
 //
-// Thread-safety: one CheckRun per call, on one thread.
+// Thread-safety: one CheckRun per check, on one thread.
 #pragma once
 
 #include <memory>
@@ -22,29 +23,37 @@
 #include <vector>
 
 #include "engine_core.h"
+#include "retry_refiner.h"
 #include "window_tally.h"
 
 namespace hourglass::internal {
 
 class CheckRun {
  public:
-  // `t` is the instant checked, `now` the clock's; `core` must outlive the run. With `record`
-  // false the run decides as it would with it, but writes nothing (a peek): the exact cover is
-  // read without the hit, which is added to the counts only to judge.
+  // `t` is the instant checked, `now` the clock's; `core` and `policy` must outlive the run. With
+  // `record` false the run decides as it would with it, but writes nothing (a peek): the exact
+  // cover is read without the hit, which is added to the counts only to judge.
   CheckRun(const EngineCore& core, std::string group, const Policy& policy, uint64_t hits,
            Instant t, Instant now, bool record = true);
 
-  // The answer for a client denied moments ago, if it is certainly still denied; in attempts
-  // mode its hit is still sent (fire-and-forget). Never for a peek.
-  std::optional<Decision> AnswerBlocked();
-  Decision Decide();
+  // Whether the client was denied moments ago and certainly still is: then it is answered without
+  // a read (in attempts mode its hit is still the next batch). Never for a peek.
+  bool AnswerBlocked();
 
-  // The batch the run needs answered next (the caller may move from it), or null when it has
-  // read all it needs or a read failed.
+  // The batch the run needs answered next (the caller may move from it), or null when it has all
+  // it needs or a read failed.
   Batch* NextBatch();
   // The store's answer to the batch NextBatch gave.
   void TakeAnswer(Result<std::vector<uint64_t>> answer);
-  // The decision, once NextBatch gives null.
+
+  // Once NextBatch gives null: whether the check fits (per its policy when the store failed).
+  bool allowed() const;
+  // Once NextBatch gives null: the batch undoing this check's hit, when it stays counted and must
+  // not: admitted mode, recorded, and denied (or `request_denied`). Fire-and-forget: no reads.
+  std::optional<Batch> TakeBack(bool request_denied);
+  // Whether that take-back was sent.
+  void TookBack(bool sent);
+  // The decision, once NextBatch gives null (and the take-back, if any, was sent).
   Decision Finish();
 
  private:
@@ -57,19 +66,21 @@ class CheckRun {
   // The policy's answer when the store failed; `cost` is what was spent before.
   Decision Degraded(const Error& error, const Cost& cost) const;
 
-  // The reads, in order: the increments with every window's coarse bounds (settled_ when they
-  // decide the check), or with the exact cover; the exact cover after bounds that did not.
-  enum class Step { kBounds, kExactWithHit, kExact, kDone };
-  // Prepares the current step's read in pending_.
-  void Prepare();
+  // The steps, in order: the increments with every window's coarse bounds (settled_ when they
+  // decide the check), or with the exact cover; the exact cover after bounds that did not; the
+  // retry time refined on a denial; a blocked client's attempt (written, nothing read).
+  enum class Step { kBounds, kExactWithHit, kExact, kRefine, kAttempt, kDone };
+  // Prepares the current step's batch in pending_; false when the step turned out to have
+  // nothing to send and the run moved on.
+  bool Prepare();
   // Takes a completed read into the tally and moves to the next step.
   void Absorb(Result<BucketRead> read);
+  // After the counts are read: judges, and refines the retry time of a denial.
+  void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.
   void Judge();
-  // Reads inside the pieces that free the room, so retry_after is exact to the second.
-  void RefineRetry();
-  // Admitted mode: the denied hit's increments taken back, fire-and-forget.
-  void TakeBack();
+  // The blocked client's answer: the decision that blocked it, with the attempts since.
+  Decision FinishBlocked();
   // Per limit and overall, retry_after; returns EarliestRetry over the limits (nullopt: never).
   std::optional<Seconds> FillRetryAfter();
   void RememberBlocked(std::optional<Seconds> earliest);
@@ -87,11 +98,14 @@ class CheckRun {
   std::vector<Bound> bounds_;             // kBounds: per window
   std::vector<Bucket> reads_;             // the buckets the pending read asks for
   std::shared_ptr<const ReadPlan> plan_;  // kExact*: the plan read
+  std::unique_ptr<RetryRefiner> refiner_;  // kRefine
   std::optional<Error> failed_;           // a read failed: the decision is degraded
   WindowTally tally_;
   bool settled_ = false;
   Decision decision_;
   std::string blocked_key_;
+  std::optional<BlockedCache::Entry> blocked_;  // answered from the blocked-client cache
+  bool attempt_sent_ = false;                   // kAttempt: the blocked client's hit was sent
 };
 
 }  // namespace hourglass::internal

@@ -7,9 +7,8 @@
 
 #include <atomic>
 #include <memory>
-#include <unordered_set>
 
-#include "check_run.h"
+#include "request_runs.h"
 #include "engine_core.h"
 #include "reset.h"
 
@@ -52,6 +51,19 @@ struct PlanCache {
   CoverOptions cover;
   std::shared_ptr<const ReadPlan> plan;
 };
+
+Engine::CheckRequest OneCheck(std::string_view event, std::string_view feature,
+                              const Policy& policy, uint64_t hits, std::optional<Instant> at,
+                              bool record) {
+  Engine::CheckRequest check;
+  check.event = event;
+  check.feature = feature;
+  check.policy = &policy;
+  check.hits = hits;
+  check.at = at;
+  check.record = record;
+  return check;
+}
 
 uint64_t NextEngineId() {
   static std::atomic<uint64_t> next{1};
@@ -105,6 +117,18 @@ Result<Engine> Engine::Create(Store& store, const Clock& clock, EngineOptions op
 }
 
 const EngineOptions& Engine::options() const { return core_->options; }
+
+std::vector<Window> Engine::DefaultWindows() const {
+  const Seconds retention = core_->options.retention;
+  std::vector<Window> windows;
+  for (const Seconds length : {Seconds{1}, Seconds{60}, Seconds{3600}, Seconds{86400}}) {
+    if (length <= retention) windows.push_back(*Window::Sliding(length));
+  }
+  if (retention < Seconds{86400} && windows.back().length() != retention) {
+    windows.push_back(*Window::Sliding(retention));
+  }
+  return windows;
+}
 const KeySpace& Engine::keys() const { return core_->keys; }
 
 Result<std::string> Engine::GroupKeyFor(std::string_view event, std::string_view feature) const {
@@ -183,108 +207,114 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
 }
 
 Result<std::string> Engine::ValidateCheck(const CheckRequest& check, Instant now) const {
+  const auto named = [&](const Error& e) {
+    if (check.label.empty()) return e;
+    return Error(e.code(), fmt::format("{}: {}", check.label, e.message()));
+  };
+  if (check.policy == nullptr) return named(InvalidArgument("no policy given"));
   Result<std::string> group = GroupKeyFor(check.event, check.feature);
-  if (!group.ok()) return group.error();
-  if (Status s = CheckHits(check.hits); !s.ok()) return s.error();
+  if (!group.ok()) return named(group.error());
+  if (Status s = CheckHits(check.hits); !s.ok()) return named(s.error());
   std::vector<Window> windows;
   for (const Limit& limit : check.policy->limits) windows.push_back(limit.window);
-  if (Status s = CheckWindows(windows); !s.ok()) return s.error();
-  if (Status s = CheckInstant(check.at.value_or(now)); !s.ok()) return s.error();
+  if (Status s = CheckWindows(windows); !s.ok()) return named(s.error());
+  if (Status s = CheckInstant(check.at.value_or(now)); !s.ok()) return named(s.error());
   return group;
 }
 
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t hits,
                                std::optional<Instant> at) const {
-  const Instant now = core_->clock->Now();
-  Result<std::string> group = ValidateCheck(CheckRequest{event, feature, &policy, hits, at}, now);
-  if (!group.ok()) return group.error();
-  internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now);
-  if (std::optional<Decision> blocked = run.AnswerBlocked()) return std::move(*blocked);
-  return run.Decide();
+  const CheckRequest check = OneCheck(event, feature, policy, hits, at, true);
+  Result<RequestDecision> d = CheckAll({&check, 1});
+  if (!d.ok()) return d.error();
+  return std::move(d->decisions.front());
 }
 
 Result<Decision> Engine::Peek(std::string_view event, std::string_view feature,
                               const Policy& policy, uint64_t hits,
                               std::optional<Instant> at) const {
-  const Instant now = core_->clock->Now();
-  Result<std::string> group = ValidateCheck(CheckRequest{event, feature, &policy, hits, at}, now);
-  if (!group.ok()) return group.error();
-  return internal::CheckRun(*core_, std::move(*group), policy, hits, at.value_or(now), now, false)
-      .Decide();
+  const CheckRequest check = OneCheck(event, feature, policy, hits, at, false);
+  Result<RequestDecision> d = CheckAll({&check, 1});
+  if (!d.ok()) return d.error();
+  return std::move(d->decisions.front());
 }
 
 std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::string_view feature,
                                                const Policy& policy, uint64_t hits) const {
-  if (core_->blocked == nullptr) return std::nullopt;
-  const Instant now = core_->clock->Now();
-  Result<std::string> group = ValidateCheck(CheckRequest{event, feature, &policy, hits, {}}, now);
-  if (!group.ok()) return std::nullopt;
-  internal::CheckRun run(*core_, std::move(*group), policy, hits, now, now);
-  return run.AnswerBlocked();
+  const CheckRequest check = OneCheck(event, feature, policy, hits, std::nullopt, true);
+  std::optional<RequestDecision> d = CheckAllIfBlocked({&check, 1});
+  if (!d) return std::nullopt;
+  return std::move(d->decisions.front());
 }
 
 std::vector<Result<Decision>> Engine::CheckMany(std::span<const CheckRequest> checks) const {
-  const Instant now = core_->clock->Now();
-  std::vector<std::optional<Result<Decision>>> decisions(checks.size());
-  std::vector<std::string> groups(checks.size());
-  std::vector<size_t> waiting;
-  for (size_t i = 0; i < checks.size(); ++i) {
-    Result<std::string> group = ValidateCheck(checks[i], now);
-    if (group.ok()) {
-      groups[i] = std::move(*group);
-      waiting.push_back(i);
-    } else {
-      decisions[i] = group.error();
-    }
-  }
-  // Rounds of distinct groups: a group's first waiting check in each, in order.
-  while (!waiting.empty()) {
-    std::vector<size_t> round, later;
-    std::unordered_set<std::string_view> taken;
-    for (size_t i : waiting) (taken.insert(groups[i]).second ? round : later).push_back(i);
-    CheckDistinct(checks, round, groups, now, decisions);
-    waiting = std::move(later);
-  }
+  std::vector<std::span<const CheckRequest>> requests;
+  requests.reserve(checks.size());
+  for (const CheckRequest& check : checks) requests.emplace_back(&check, 1);
+  std::vector<Result<RequestDecision>> decided = CheckAllMany(requests);
   std::vector<Result<Decision>> out;
   out.reserve(checks.size());
-  for (std::optional<Result<Decision>>& d : decisions) out.push_back(std::move(*d));
+  for (Result<RequestDecision>& d : decided) {
+    if (d.ok()) {
+      out.push_back(std::move(d->decisions.front()));
+    } else {
+      out.push_back(d.error());
+    }
+  }
   return out;
 }
 
-void Engine::CheckDistinct(std::span<const CheckRequest> checks, std::span<const size_t> indices,
-                           std::vector<std::string>& groups, Instant now,
-                           std::vector<std::optional<Result<Decision>>>& decisions) const {
-  std::vector<std::unique_ptr<internal::CheckRun>> runs;  // of the checks still reading
-  std::vector<size_t> of;                                 // runs[k] decides checks[of[k]]
-  for (size_t i : indices) {
-    const CheckRequest& c = checks[i];
-    auto run = std::make_unique<internal::CheckRun>(*core_, std::move(groups[i]), *c.policy, c.hits,
-                                                    c.at.value_or(now), now, c.record);
-    if (std::optional<Decision> blocked = run->AnswerBlocked()) {
-      decisions[i] = std::move(*blocked);
-    } else {
-      runs.push_back(std::move(run));
-      of.push_back(i);
+Result<Engine::RequestDecision> Engine::CheckAll(std::span<const CheckRequest> checks) const {
+  return std::move(CheckAllMany({&checks, 1}).front());
+}
+
+std::vector<Result<Engine::RequestDecision>> Engine::CheckAllMany(
+    std::span<const std::span<const CheckRequest>> requests) const {
+  const Instant now = core_->clock->Now();
+  std::vector<std::optional<Result<RequestDecision>>> results(requests.size());
+  std::vector<size_t> valid;  // the requests every check of which is valid, in order
+  internal::RequestRuns runs(*core_, now);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    if (requests[r].empty()) {
+      results[r] = RequestDecision{true, {}};
+      continue;
     }
-  }
-  // Each step: every run's next batch, all sent together.
-  std::vector<Batch> batches;
-  std::vector<internal::CheckRun*> asking;
-  while (true) {
-    batches.clear();
-    asking.clear();
-    for (const auto& run : runs) {
-      if (Batch* batch = run->NextBatch()) {
-        batches.push_back(std::move(*batch));
-        asking.push_back(run.get());
+    std::vector<std::string> groups;
+    for (const CheckRequest& check : requests[r]) {
+      Result<std::string> group = ValidateCheck(check, now);
+      if (!group.ok()) {
+        results[r] = group.error();
+        break;
       }
+      groups.push_back(std::move(*group));
     }
-    if (batches.empty()) break;
-    std::vector<Result<std::vector<uint64_t>>> answers = core_->store->ApplyMany(batches);
-    for (size_t k = 0; k < asking.size(); ++k) asking[k]->TakeAnswer(std::move(answers[k]));
+    if (results[r]) continue;
+    runs.Add(requests[r], std::move(groups));
+    valid.push_back(r);
   }
-  for (size_t k = 0; k < runs.size(); ++k) decisions[of[k]] = runs[k]->Finish();
+  std::vector<std::optional<RequestDecision>> decided = runs.Decide();
+  for (size_t k = 0; k < valid.size(); ++k) results[valid[k]] = std::move(*decided[k]);
+  std::vector<Result<RequestDecision>> out;
+  out.reserve(results.size());
+  for (std::optional<Result<RequestDecision>>& result : results) out.push_back(std::move(*result));
+  return out;
+}
+
+std::optional<Engine::RequestDecision> Engine::CheckAllIfBlocked(
+    std::span<const CheckRequest> checks) const {
+  if (core_->blocked == nullptr || checks.empty()) return std::nullopt;
+  const Instant now = core_->clock->Now();
+  std::vector<std::string> groups;
+  for (const CheckRequest& check : checks) {
+    if (check.at && *check.at != now) return std::nullopt;
+    Result<std::string> group = ValidateCheck(check, now);
+    if (!group.ok()) return std::nullopt;
+    groups.push_back(std::move(*group));
+  }
+  internal::RequestRuns runs(*core_, now);
+  runs.Add(checks, std::move(groups));
+  return std::move(runs.Decide(/*blocked_only=*/true).front());
 }
 
 Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_view feature,

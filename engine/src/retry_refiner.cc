@@ -8,8 +8,9 @@
 namespace hourglass::internal {
 
 std::optional<size_t> RetryRefiner::Crossing(const Limit& limit,
-                                             const std::vector<CountedSpan>& pieces, int64_t t,
-                                             uint64_t hits, uint64_t pending) const {
+                                             const std::vector<CountedSpan>& pieces) const {
+  const int64_t t = t_;
+  const uint64_t hits = hits_, pending = pending_;
   if (limit.window.kind() != WindowKind::kSliding || hits > limit.max_hits) return std::nullopt;
   const auto stays = [&](const CountedSpan& p) {
     return p.span.Contains(t) ? p.hits - std::min(p.hits, pending) : p.hits;
@@ -27,7 +28,7 @@ std::optional<size_t> RetryRefiner::Crossing(const Limit& limit,
 }
 
 size_t RetryRefiner::ChildLevel(Span span) const {
-  const Ladder& ladder = core_.keys.ladder();
+  const Ladder& ladder = ladder_;
   for (size_t l = ladder.levels(); l-- > 0;) {
     const int64_t w = ladder.width(l).count();
     if (w < span.length() && FloorDiv(span.first, w) * w == span.first) return l;
@@ -36,7 +37,7 @@ size_t RetryRefiner::ChildLevel(Span span) const {
 }
 
 std::vector<Bucket> RetryRefiner::Children(Span span, size_t level) const {
-  const Ladder& ladder = core_.keys.ladder();
+  const Ladder& ladder = ladder_;
   const int64_t w = ladder.width(level).count();
   std::vector<Bucket> children;
   for (int64_t s = FloorDiv(span.first, w) * w; s <= span.last; s += w) {
@@ -45,47 +46,42 @@ std::vector<Bucket> RetryRefiner::Children(Span span, size_t level) const {
   return children;
 }
 
-Result<Cost> RetryRefiner::Refine(const std::vector<Limit>& limits, int64_t t, uint64_t hits,
-                                  uint64_t pending,
-                                  std::vector<std::vector<CountedSpan>>& pieces) const {
-  Cost spent;
-  const Ladder& ladder = core_.keys.ladder();
-  for (size_t round = 0; round < ladder.levels(); ++round) {
-    // Per limit, the piece that frees the room and its child buckets, if it is to be split.
-    std::vector<std::optional<size_t>> split(limits.size());
-    std::vector<std::vector<Bucket>> children(limits.size());
-    std::vector<Bucket> reads;
-    for (size_t i = 0; i < limits.size(); ++i) {
-      split[i] = Crossing(limits[i], pieces[i], t, hits, pending);
-      if (!split[i]) continue;
-      const Span span = pieces[i][*split[i]].span;
-      children[i] = Children(span, ChildLevel(span));
-      reads.insert(reads.end(), children[i].begin(), children[i].end());
-    }
-    if (reads.empty()) break;
-    SortUnique(reads);
-    Result<BucketRead> read = reader_.Read(group_, reads, {}, now_);
-    if (!read.ok()) return read.error();
-    spent += read->cost;
-    for (size_t i = 0; i < limits.size(); ++i) {
-      if (!split[i]) continue;
-      // The window's first second: children wholly before it are gone, the one across it is cut.
-      const int64_t first_second = t - limits[i].window.length().count() + 1;
-      const Span span = pieces[i][*split[i]].span;
-      std::vector<CountedSpan> counted;
-      for (const Bucket& b : children[i]) {
-        const int64_t w = ladder.width(b.level).count();
-        const int64_t s = b.index * w;
-        const Span child{std::max(s, first_second), std::min(s + w - 1, span.last)};
-        if (child.last < first_second) continue;
-        counted.push_back(CountedSpan{child, read->values[IndexOf(reads, b)]});
-      }
-      auto& p = pieces[i];
-      p.erase(p.begin() + static_cast<long>(*split[i]));
-      p.insert(p.begin() + static_cast<long>(*split[i]), counted.begin(), counted.end());
-    }
+std::vector<Bucket> RetryRefiner::NextReads() {
+  reads_.clear();
+  if (rounds_ == ladder_.levels()) return reads_;
+  ++rounds_;
+  split_.assign(limits_.size(), std::nullopt);
+  children_.assign(limits_.size(), {});
+  for (size_t i = 0; i < limits_.size(); ++i) {
+    split_[i] = Crossing(limits_[i], pieces_[i]);
+    if (!split_[i]) continue;
+    const Span span = pieces_[i][*split_[i]].span;
+    children_[i] = Children(span, ChildLevel(span));
+    reads_.insert(reads_.end(), children_[i].begin(), children_[i].end());
   }
-  return spent;
+  SortUnique(reads_);
+  if (reads_.empty()) rounds_ = ladder_.levels();
+  return reads_;
+}
+
+void RetryRefiner::Split(const std::vector<uint64_t>& values) {
+  for (size_t i = 0; i < limits_.size(); ++i) {
+    if (!split_[i]) continue;
+    // The window's first second: children wholly before it are gone, the one across it is cut.
+    const int64_t first_second = t_ - limits_[i].window.length().count() + 1;
+    const Span span = pieces_[i][*split_[i]].span;
+    std::vector<CountedSpan> counted;
+    for (const Bucket& b : children_[i]) {
+      const int64_t w = ladder_.width(b.level).count();
+      const int64_t s = b.index * w;
+      const Span child{std::max(s, first_second), std::min(s + w - 1, span.last)};
+      if (child.last < first_second) continue;
+      counted.push_back(CountedSpan{child, values[IndexOf(reads_, b)]});
+    }
+    auto& p = pieces_[i];
+    p.erase(p.begin() + static_cast<long>(*split_[i]));
+    p.insert(p.begin() + static_cast<long>(*split_[i]), counted.begin(), counted.end());
+  }
 }
 
 }  // namespace hourglass::internal

@@ -32,4 +32,18 @@ std::vector<Result<std::vector<uint64_t>>> Store::ApplyMany(std::span<const Batc
   return results;
 }
 
+std::vector<Status> Store::Send(std::span<const Batch> batches) {
+  std::vector<Status> results;
+  results.reserve(batches.size());
+  for (const Batch& batch : batches) {
+    if (!batch.reads.empty()) {
+      results.push_back(InvalidArgument("Store::Send takes batches without reads"));
+      continue;
+    }
+    Result<std::vector<uint64_t>> applied = Apply(batch);
+    results.push_back(applied.ok() ? Status() : Status(applied.error()));
+  }
+  return results;
+}
+
 }  // namespace hourglass

@@ -219,6 +219,31 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
   return results;
 }
 
+std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
+  std::vector<Status> results(batches.size());
+  std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    results[i] = batches[i].reads.empty()
+                     ? ValidateBatch(batches[i])
+                     : Status(InvalidArgument("MemcachedStore::Send takes batches without reads"));
+    if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
+  }
+  const Instant now = impl_->clock.Now();
+  for (size_t p = 0; p < by_pool.size(); ++p) {
+    if (by_pool[p].empty()) continue;
+    memcached::Lease c(*impl_->pools[p]);
+    Status s = Ready(*impl_->pools[p], c, impl_->unconfirmed_failures);
+    const bool ready = s.ok();
+    if (ready) s = SendBatches(c, batches, by_pool[p], now);
+    if (s.ok()) {
+      c->unread_noops += static_cast<int>(by_pool[p].size());  // each batch's answer, read by the next user
+      continue;
+    }
+    for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;
+  }
+  return results;
+}
+
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
   memcached::ServerPool& pool = impl_->PoolOf(group);

@@ -154,7 +154,7 @@ class Engine {
   std::optional<Decision> CheckIfBlocked(std::string_view event, std::string_view feature,
                                          const Policy& policy, uint64_t hits = 1) const;
 
-  // One check of CheckMany: Check's arguments.
+  // One check of CheckMany or CheckAll: Check's arguments.
   struct CheckRequest {
     std::string_view event;
     std::string_view feature;
@@ -162,14 +162,46 @@ class Engine {
     uint64_t hits = 1;
     std::optional<Instant> at;
     bool record = true;  // false: Peek's decision instead of Check's
+    // Whether its denial denies the request it belongs to (CheckAll); false for a check that is
+    // only reported (shadow mode). Its own hit is still taken back when it is denied.
+    bool binding = true;
+    // How errors name the check ("checks[2]", "descriptor 3"); empty: not named.
+    std::string_view label;
   };
   // Checks several requests at once. decisions[i] is exactly what Check (Peek, for a check not
   // recorded) would decide for checks[i] had the checks run one after another in order at one
   // instant of the clock, but the checks share their round trips (Store::ApplyMany: one write and
-  // one read per memcached server for each step; most checks need one step, none more than two).
+  // one read per memcached server for each step; most checks need one step, none more than two
+  // before a denial's take-back, which is sent with every other check's in one Store::Send).
   // Checks of one event+feature cannot share a step: the later ones wait for the earlier ones. Each
   // decision's cost is its own check's, as if alone. Errors are per check, as Check's.
   std::vector<Result<Decision>> CheckMany(std::span<const CheckRequest> checks) const;
+
+  // The decision on several checks that stand or fall together.
+  struct RequestDecision {
+    bool allowed = false;             // every binding check was allowed
+    std::vector<Decision> decisions;  // per check, in order
+  };
+  // Decides checks that stand or fall together: a request limited per address and per account,
+  // or Envoy's descriptors. Every check is validated before anything is written: one invalid
+  // check refuses the whole request (its error names the check by its label) and nothing is
+  // counted. Otherwise each check is decided as CheckMany decides it, and when a binding check is
+  // denied, nothing of the request stays counted in admitted mode: the admitted checks' hits are
+  // taken back together with the denied ones' in one Store::Send, and their decisions say
+  // `recorded` false with counts that leave their hit out (`allowed` still says whether the check
+  // itself fit). Attempts-mode checks keep their hits; peeks and degraded checks count nothing
+  // that could be taken back. A take-back that cannot be sent leaves that hit counted (its
+  // decision says `recorded`, and cost.failed_take_backs).
+  Result<RequestDecision> CheckAll(std::span<const CheckRequest> checks) const;
+  // Several requests sharing their round trips: results[i] is exactly CheckAll(requests[i])'s had
+  // the requests been decided one after another in order at one instant of the clock.
+  std::vector<Result<RequestDecision>> CheckAllMany(
+      std::span<const std::span<const CheckRequest>> requests) const;
+  // CheckAll's decision when no check of the request needs a store read: every check's client
+  // is one the blocked-client cache still knows to be denied (HotPathOptions::
+  // blocked_cache_entries); attempts-mode hits are still sent, fire-and-forget. Otherwise nullopt,
+  // and nothing was done (bad arguments too): call CheckAll. At the clock's current instant only.
+  std::optional<RequestDecision> CheckAllIfBlocked(std::span<const CheckRequest> checks) const;
 
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
@@ -190,6 +222,10 @@ class Engine {
   Result<BucketValues> ReadBuckets(std::string_view event, std::string_view feature,
                                    std::span<const Bucket> buckets) const;
 
+  // The windows count and inspect answer when none is named: 1s 1m 1h 1d, those within the
+  // retention, and the retention itself when it is shorter than a day and none of them.
+  std::vector<Window> DefaultWindows() const;
+
   const EngineOptions& options() const;
   // How this engine names buckets and sets their TTLs (include hourglass/key_space.h).
   const KeySpace& keys() const;
@@ -199,12 +235,8 @@ class Engine {
   // The group key of event+feature; kInvalidArgument for an empty event.
   Result<std::string> GroupKeyFor(std::string_view event, std::string_view feature) const;
   Status CheckWindows(std::span<const Window> windows) const;
-  // Check's argument checks; the group key of the check.
+  // Check's argument checks; the group key of the check. Errors are prefixed with its label.
   Result<std::string> ValidateCheck(const CheckRequest& check, Instant now) const;
-  // CheckMany of checks[indices], whose groups are distinct, into decisions.
-  void CheckDistinct(std::span<const CheckRequest> checks, std::span<const size_t> indices,
-                     std::vector<std::string>& groups, Instant now,
-                     std::vector<std::optional<Result<Decision>>>& decisions) const;
 
   std::shared_ptr<const internal::EngineCore> core_;
 };

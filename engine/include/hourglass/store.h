@@ -62,6 +62,13 @@ class Store {
   // this one applies them one by one.
   virtual std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches);
 
+  // Fire-and-forget: applies batches that read nothing (take-backs, a blocked client's hits),
+  // returning once they are sent, not once applied; results[i] is batches[i]'s. A failure is for
+  // a batch that could not be sent (or was malformed); what the store refuses later is learnt as
+  // unconfirmed_failures(). Stores that can send them together override it (memcached: one write
+  // per server); this one applies them one by one. Batches with reads are kInvalidArgument.
+  virtual std::vector<Status> Send(std::span<const Batch> batches);
+
   // Deletes `keys` of `group`; deleting a missing key is not an error.
   virtual Status Delete(const std::string& group, std::span<const std::string> keys) = 0;
 

@@ -1,6 +1,6 @@
 // What `hourglass inspect` and GET /v1/inspect show of one feature: the last buckets of every
 // ladder level up to an instant (60 seconds, 60 minutes, then the retention in hours on the
-// default ladder), and the windows 1s 1m 1h 1d ending there.
+// default ladder), and the engine's default windows ending there (Engine::DefaultWindows).
 //
 //   Result<Inspection> i = Inspect(engine, "url_shorten", "203.0.113.7", now);
 //   nlohmann::json j = InspectionJson("url_shorten", "203.0.113.7", *i);
@@ -30,7 +30,7 @@ struct Timeline {
 struct Inspection {
   Instant at;
   std::vector<Timeline> timelines;
-  Counts counts;  // 1s 1m 1h 1d
+  Counts counts;  // Engine::DefaultWindows()
   uint64_t keys_read = 0;
   uint64_t round_trips = 0;
 };

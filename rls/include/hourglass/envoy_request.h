@@ -2,15 +2,16 @@
 // engine decides and back to the response.
 //
 //   Result<EnvoyRequest> r = EnvoyRequest::Make(config, request, options);  // or INVALID_ARGUMENT
-//   std::vector<Result<Decision>> decisions = engine.CheckMany(...r->checks()...);
-//   Result<RateLimitResponse> response = r->Answer(engine, decisions, metrics);
+//   Result<Engine::RequestDecision> decided = engine.CheckAll(RequestsOf(r->checks()));
+//   Result<RateLimitResponse> response = r->Answer(decided, metrics);
 //
 // Per descriptor, in request order: its limit is the descriptor's `limit` override if set (when
 // the domain is known), else the configuration's match; a limit named in another matched limit's
 // `replaces` is dropped; `unlimited` and no limit at all answer OK. Hits: the descriptor's
 // `hits_addend` when set (0 checks without counting: would one hit fit?), else the request's
-// (0 means 1). All descriptors must pass: in admitted mode a denied request counts against none
-// of them (the admitted ones are taken back). A descriptor in `shadow_mode` that is over its
+// (0 means 1). All descriptors must pass, decided by one Engine::CheckAll: a refused descriptor
+// refuses the request before anything is counted, and in admitted mode a denied request counts
+// against none of them. A descriptor in `shadow_mode` that is over its
 // limit answers OK and is counted as shadow_mode. A store failure answers per the failure mode.
 //
 // Thread-safety: Make and Answer are const on their inputs; one EnvoyRequest per request.
@@ -46,11 +47,10 @@ class EnvoyRequest {
 
   // The checks to decide, in order (descriptors without a limit have none).
   const std::vector<OwnedCheck>& checks() const { return checks_; }
-  // The response for decisions[i] of checks()[i]: takes back what a denied request had counted
-  // (admitted mode) and counts `metrics` (may be null). An error (INVALID_ARGUMENT) when a check
-  // was refused, e.g. an over-long value.
-  Result<RateLimitResponse> Answer(const Engine& engine,
-                                   const std::vector<Result<Decision>>& decisions,
+  // The response for the request's decision (Engine::CheckAll of checks()), counted into
+  // `metrics` (may be null); the error (INVALID_ARGUMENT) that refused it, e.g. an over-long
+  // value, naming the descriptor.
+  Result<RateLimitResponse> Answer(const Result<Engine::RequestDecision>& decided,
                                    ServiceMetrics* metrics) const;
 
  private:

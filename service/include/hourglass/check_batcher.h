@@ -1,5 +1,5 @@
-// Gathers the checks that arrive while others are at the store and sends them together as one
-// Engine::CheckMany, so that concurrent requests bound for one memcached server share one write
+// Gathers the requests that arrive while others are at the store and sends them together as one
+// Engine::CheckAllMany, so that concurrent requests bound for one memcached server share one write
 // and one read.
 //
 //   CheckBatcher batcher(engine);
@@ -10,8 +10,8 @@
 // wait; if any are waiting when that batch is back, the batcher's own thread sends them, batch
 // after batch, until none waits, and the submitter's thread returns to its own work (an I/O
 // thread must not stay away from its connections). Under load, batches grow with the number of
-// requests arriving during one round trip. Each decision is exactly what a lone Engine::Check
-// would decide for its check, in the order the jobs were submitted.
+// requests arriving during one round trip. Each job's decision is exactly what a lone
+// Engine::CheckAll would decide for its checks, in the order the jobs were submitted.
 //
 // Thread-safety: Submit may be called from many threads at once; `done` callbacks run on the
 // sending thread, one after another, and must not block (hand heavy work to another thread).
@@ -32,28 +32,45 @@ namespace hourglass {
 
 // One check of a job, owning its arguments.
 struct OwnedCheck {
+  OwnedCheck() = default;
+  OwnedCheck(std::string e, std::string f, Policy p, uint64_t h = 1, bool r = true)
+      : event(std::move(e)), feature(std::move(f)), policy(std::move(p)), hits(h), record(r) {}
+
   std::string event;
   std::string feature;
   Policy policy;
   uint64_t hits = 1;
-  bool record = true;  // false: a peek (Engine::Peek), nothing counted
+  bool record = true;   // false: a peek (Engine::Peek), nothing counted
+  bool binding = true;  // false: its denial does not deny the request (shadow mode)
+  std::string label;    // how errors name it ("checks[2]"); empty for a lone check
 
-  // This check as Engine::CheckMany takes it, at the engine's now; it points into this object,
+  // This check as Engine::CheckAll takes it, at the engine's now; it points into this object,
   // so it is valid while this object lives unmoved.
   Engine::CheckRequest Request() const {
-    return Engine::CheckRequest{event, feature, &policy, hits, std::nullopt, record};
+    Engine::CheckRequest request;
+    request.event = event;
+    request.feature = feature;
+    request.policy = &policy;
+    request.hits = hits;
+    request.record = record;
+    request.binding = binding;
+    request.label = label;
+    return request;
   }
 };
 
+// The checks of one request, which stand or fall together (Engine::CheckAll), as requests.
+std::vector<Engine::CheckRequest> RequestsOf(const std::vector<OwnedCheck>& checks);
+
 struct CheckJob {
-  std::vector<OwnedCheck> checks;
-  // Called once with the checks and decisions[i] for checks[i].
-  std::function<void(std::vector<OwnedCheck>, std::vector<Result<Decision>>)> done;
+  std::vector<OwnedCheck> checks;  // one request: decided by Engine::CheckAll
+  // Called once with the checks and their request's decision (or the error refusing it).
+  std::function<void(std::vector<OwnedCheck>, Result<Engine::RequestDecision>)> done;
 };
 
 class CheckBatcher {
  public:
-  // `max_checks` bounds one CheckMany (a larger job is sent alone); `on_batch`, if set, is told
+  // `max_checks` bounds one CheckAllMany (a larger job is sent alone); `on_batch`, if set, is told
   // each batch's number of checks before it is sent. `engine` must outlive this.
   explicit CheckBatcher(const Engine& engine, size_t max_checks = 256,
                         std::function<void(size_t)> on_batch = {});

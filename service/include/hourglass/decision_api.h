@@ -11,9 +11,11 @@
 //
 // Decisions carry RateLimit-Policy, RateLimit and (on a denial) Retry-After. An event the policy
 // marks `shadow: true` is decided and counted in the metrics as usual, but always allowed; a
-// denial let through says "shadow_denied": true. Bad input is 400
-// (404 for an event the policy lacks) with {"error": "..."} naming the problem; a store failure
-// outside a check (whose policy decides) is 503.
+// denial let through says "shadow_denied": true. Bad input is 400 (an unknown or repeated field
+// too) with {"error": "..."} naming the problem; an event the policy lacks is 404 on every
+// endpoint; a store failure outside a check (whose policy decides) is 503. A list of checks is
+// all or nothing: validated whole before anything is counted, and in admitted mode a denied list
+// counts against none of its checks.
 //
 // HandleAsync() answers checks (/v1/check, /v1/auth) through a CheckBatcher: checks arriving
 // while others are at the store are sent together with the next batch; every other request is
@@ -80,10 +82,12 @@ class DecisionApi {
   std::optional<HttpResponse> PrepareChecks(const HttpRequest& request,
                                             const std::optional<std::string>& auth_event,
                                             PendingChecks& pending) const;
-  // The response to decided checks: shadow events let through, metrics counted, and for a list
-  // with a denial (admitted mode) the admitted ones taken back.
+  // The response to a decided request (Engine::CheckAll: all or nothing): shadow events let
+  // through, metrics counted.
   HttpResponse Decided(const PendingChecks& pending, const std::vector<OwnedCheck>& checks,
-                       std::vector<Result<Decision>> decisions) const;
+                       Result<Engine::RequestDecision> decided) const;
+  // 404 naming the known events when the policy has no entry for `event`.
+  std::optional<HttpResponse> RefuseUnknownEvent(std::string_view event) const;
   HttpResponse Check(const HttpRequest& request, const std::optional<std::string>& auth) const;
   // Counts a request to `path` (its endpoint's, for the metrics) that started at `start`.
   void ObserveRequest(std::string_view path, std::chrono::steady_clock::time_point start) const;

@@ -51,9 +51,6 @@ class ServiceMetrics {
   // `shadow`: the event is in shadow mode, a denial counts as shadow_denied (it was allowed).
   void CountDecision(std::string_view event, const Decision& decision, bool shadow = false);
   void CountStoreError(const Error& error);
-  // A denied check's increments that could not be taken back (outside the engine's own checks,
-  // whose failed take-backs CountDecision and CountRateLimit learn from their cost).
-  void CountFailedTakeBack();
   // The store's running count of refused fire-and-forget writes (Store::unconfirmed_failures):
   // the counter rises to it; a lower value than seen before changes nothing.
   void SyncUnconfirmedFailures(uint64_t total);

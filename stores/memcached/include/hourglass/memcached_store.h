@@ -69,6 +69,8 @@ class MemcachedStore final : public Store {
   // One write and one read per server, the servers' requests sent before any answer is read.
   // A transport failure fails that server's batches from the first unanswered one on.
   std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override;
+  // One write per server, answers left to each connection's next user.
+  std::vector<Status> Send(std::span<const Batch> batches) override;
   Status Delete(const std::string& group, std::span<const std::string> keys) override;
   // Reads the answers of every fire-and-forget batch sent so far on idle connections (up to
   // io_timeout per connection) and returns unconfirmed_failures().

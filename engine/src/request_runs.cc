@@ -1,0 +1,161 @@
+#include "request_runs.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace hourglass::internal {
+
+void RequestRuns::Add(std::span<const Engine::CheckRequest> checks,
+                      std::vector<std::string> groups) {
+  Request r{checks, std::move(groups), {}, {}, {}, false};
+  for (size_t i = 0; i < r.checks.size(); ++i) {
+    const size_t layer = static_cast<size_t>(
+        std::count(r.groups.begin(), r.groups.begin() + static_cast<long>(i), r.groups[i]));
+    if (r.layers.size() <= layer) r.layers.resize(layer + 1);
+    r.layers[layer].push_back(i);
+  }
+  r.runs.resize(r.checks.size());
+  r.taken_back.assign(r.checks.size(), false);
+  requests_.push_back(std::move(r));
+}
+
+std::unique_ptr<CheckRun> RequestRuns::MakeRun(const Request& request, size_t i) const {
+  const Engine::CheckRequest& c = request.checks[i];
+  return std::make_unique<CheckRun>(core_, request.groups[i], *c.policy, c.hits,
+                                    c.at.value_or(now_), now_, c.record);
+}
+
+std::vector<std::optional<Engine::RequestDecision>> RequestRuns::Decide(bool blocked_only) {
+  decided_.assign(requests_.size(), std::nullopt);
+  std::vector<size_t> waiting;
+  for (size_t r = 0; r < requests_.size(); ++r) {
+    if (!blocked_only || AllBlocked(requests_[r])) waiting.push_back(r);
+  }
+  while (!waiting.empty()) DecideRound(NextRound(waiting));
+  return std::move(decided_);
+}
+
+bool RequestRuns::AllBlocked(Request& request) {
+  if (request.layers.size() != 1) return false;  // a repeated feature reads its first check
+  for (size_t i = 0; i < request.checks.size(); ++i) {
+    request.runs[i] = MakeRun(request, i);
+    if (!request.runs[i]->AnswerBlocked()) {
+      for (auto& run : request.runs) run.reset();
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<size_t> RequestRuns::NextRound(std::vector<size_t>& waiting) const {
+  std::vector<size_t> round, later;
+  std::unordered_set<std::string_view> taken;
+  for (size_t r : waiting) {
+    const std::vector<std::string>& groups = requests_[r].groups;
+    const bool free = std::none_of(groups.begin(), groups.end(),
+                                   [&](const std::string& g) { return taken.contains(g); });
+    taken.insert(groups.begin(), groups.end());  // no later request overtakes this one
+    (free ? round : later).push_back(r);
+  }
+  waiting = std::move(later);
+  return round;
+}
+
+void RequestRuns::DecideRound(const std::vector<size_t>& round) {
+  size_t layers = 0;
+  for (size_t r : round) layers = std::max(layers, requests_[r].layers.size());
+  for (size_t layer = 0; layer < layers; ++layer) {
+    Step(StartLayer(round, layer));
+    TakeBack(round, layer);
+  }
+  for (size_t r : round) decided_[r] = Finish(requests_[r]);
+}
+
+std::vector<CheckRun*> RequestRuns::StartLayer(const std::vector<size_t>& round, size_t layer) {
+  std::vector<CheckRun*> runs;
+  for (size_t r : round) {
+    Request& request = requests_[r];
+    if (layer >= request.layers.size()) continue;
+    for (size_t i : request.layers[layer]) {
+      if (request.runs[i] == nullptr) {  // AllBlocked may have made it already
+        request.runs[i] = MakeRun(request, i);
+        request.runs[i]->AnswerBlocked();
+      }
+      runs.push_back(request.runs[i].get());
+    }
+  }
+  return runs;
+}
+
+void RequestRuns::Step(const std::vector<CheckRun*>& runs) const {
+  std::vector<Batch> batches;
+  std::vector<CheckRun*> asking;
+  while (true) {
+    batches.clear();
+    asking.clear();
+    for (CheckRun* run : runs) {
+      if (Batch* batch = run->NextBatch()) {
+        batches.push_back(std::move(*batch));
+        asking.push_back(run);
+      }
+    }
+    if (batches.empty()) return;
+    // Write-only batches (a blocked client's hits) are sent without waiting for their answer.
+    std::vector<Batch> reading, writing;
+    std::vector<CheckRun*> readers, writers;
+    for (size_t k = 0; k < batches.size(); ++k) {
+      const bool write_only = batches[k].reads.empty();
+      (write_only ? writing : reading).push_back(std::move(batches[k]));
+      (write_only ? writers : readers).push_back(asking[k]);
+    }
+    if (!writing.empty()) {
+      std::vector<Status> sent = core_.store->Send(writing);
+      for (size_t k = 0; k < writers.size(); ++k) {
+        writers[k]->TakeAnswer(sent[k].ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
+                                            : Result<std::vector<uint64_t>>(sent[k].error()));
+      }
+    }
+    if (!reading.empty()) {
+      std::vector<Result<std::vector<uint64_t>>> answers = core_.store->ApplyMany(reading);
+      for (size_t k = 0; k < readers.size(); ++k) readers[k]->TakeAnswer(std::move(answers[k]));
+    }
+  }
+}
+
+void RequestRuns::TakeBack(const std::vector<size_t>& round, size_t layer) {
+  std::vector<Batch> undo;
+  std::vector<CheckRun*> owners;
+  const auto ask = [&](Request& request, size_t i, bool request_denied) {
+    if (request.taken_back[i]) return;
+    if (std::optional<Batch> batch = request.runs[i]->TakeBack(request_denied)) {
+      request.taken_back[i] = true;
+      undo.push_back(std::move(*batch));
+      owners.push_back(request.runs[i].get());
+    }
+  };
+  for (size_t r : round) {
+    Request& request = requests_[r];
+    if (layer >= request.layers.size()) continue;
+    if (layer + 1 < request.layers.size()) {
+      for (size_t i : request.layers[layer]) ask(request, i, false);
+      continue;
+    }
+    for (size_t i = 0; i < request.checks.size(); ++i) {
+      if (request.checks[i].binding && !request.runs[i]->allowed()) request.denied = true;
+    }
+    for (size_t i = 0; i < request.checks.size(); ++i) ask(request, i, request.denied);
+  }
+  if (undo.empty()) return;
+  std::vector<Status> sent = core_.store->Send(undo);
+  for (size_t k = 0; k < owners.size(); ++k) owners[k]->TookBack(sent[k].ok());
+}
+
+Engine::RequestDecision RequestRuns::Finish(Request& request) const {
+  Engine::RequestDecision out;
+  out.allowed = !request.denied;
+  out.decisions.reserve(request.runs.size());
+  for (auto& run : request.runs) out.decisions.push_back(run->Finish());
+  return out;
+}
+
+}  // namespace hourglass::internal

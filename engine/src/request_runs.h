@@ -1,0 +1,68 @@
+// Internal to the engine: requests of checks that stand or fall together, decided in shared
+// steps. Engine::Check, CheckMany and CheckAll all decide through it.
+//
+//   RequestRuns runs(core, now);
+//   runs.Add(checks, groups);            // one request: validated checks and their group keys
+//   std::vector<Engine::RequestDecision> decided = runs.Decide();
+//
+// Requests are decided in rounds. A round holds requests whose event+features are distinct from
+// those of every request before them that is still waiting, so deciding a round at once gives
+// exactly what deciding its requests one after another would. Within a request, a repeated
+// event+feature waits for the check before it (layers). Each step sends every run's next batch
+// together (Store::ApplyMany); then the take-backs of the round (denied checks' hits, and in a
+// denied request the admitted ones') go out together in one Store::Send.
+//
+// Thread-safety: one RequestRuns per engine call, on one thread.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "check_run.h"
+#include "engine_core.h"
+
+namespace hourglass::internal {
+
+class RequestRuns {
+ public:
+  RequestRuns(const EngineCore& core, Instant now) : core_(core), now_(now) {}
+
+  // One request: `checks` (valid, outliving this) and their group keys.
+  void Add(std::span<const Engine::CheckRequest> checks, std::vector<std::string> groups);
+  // The decisions of every request added, in order. With `blocked_only`, a request some check of
+  // which would need a store read is left undecided (nullopt) and nothing of it is done.
+  std::vector<std::optional<Engine::RequestDecision>> Decide(bool blocked_only = false);
+
+ private:
+  struct Request {
+    std::span<const Engine::CheckRequest> checks;
+    std::vector<std::string> groups;
+    std::vector<std::vector<size_t>> layers;  // check indices; a repeated group a layer later
+    std::vector<std::unique_ptr<CheckRun>> runs;  // per check, once its layer has started
+    std::vector<bool> taken_back;                 // per check: its take-back was sent or tried
+    bool denied = false;
+  };
+  // The requests (indices into requests_) of the next round, from those waiting.
+  std::vector<size_t> NextRound(std::vector<size_t>& waiting) const;
+  void DecideRound(const std::vector<size_t>& round);
+  // Starts layer `layer` of every request of `round` that has it; returns the runs started.
+  std::vector<CheckRun*> StartLayer(const std::vector<size_t>& round, size_t layer);
+  // Sends the runs' batches, step by step, until none needs more.
+  void Step(const std::vector<CheckRun*>& runs) const;
+  // Sends the take-backs due after `layer`: in a request's last layer every hit of a denied
+  // request and every denied check's, otherwise the denied checks' of that layer.
+  void TakeBack(const std::vector<size_t>& round, size_t layer);
+  // Whether every check of `request` can be answered from the blocked-client cache.
+  bool AllBlocked(Request& request);
+  Engine::RequestDecision Finish(Request& request) const;
+  std::unique_ptr<CheckRun> MakeRun(const Request& request, size_t check) const;
+
+  const EngineCore& core_;
+  const Instant now_;
+  std::vector<Request> requests_;
+  std::vector<std::optional<Engine::RequestDecision>> decided_;
+};
+
+}  // namespace hourglass::internal
