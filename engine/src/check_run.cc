@@ -94,6 +94,7 @@ bool CheckRun::AnswerBlocked() {
 
 Decision CheckRun::FinishBlocked() {
   Decision decision = blocked_->decision;
+  decision.at = t_;  // this hit's instant, not that of the decision that blocked the client
   decision.cost = Cost{};
   decision.cost.blocked_hits = 1;
   decision.recorded = attempt_sent_;
@@ -302,7 +303,9 @@ std::optional<Seconds> CheckRun::FillRetryAfter() {
 }
 
 void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
-  if (core_.blocked == nullptr || !live() || (earliest && *earliest <= Seconds{0})) return;
+  if (core_.blocked == nullptr || !live() || !rememberable_ || (earliest && *earliest <= Seconds{0})) {
+    return;
+  }
   if (blocked_key_.empty()) blocked_key_ = BlockedKey(group_, policy_);
   // Never fits: re-check after blocked_max_age.
   const Instant until = earliest ? t_ + *earliest : t_ + core_.options.hot_path.blocked_max_age;

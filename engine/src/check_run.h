@@ -46,6 +46,10 @@ class CheckRun {
   // The store's answer to the batch NextBatch gave.
   void TakeAnswer(Result<std::vector<uint64_t>> answer);
 
+  // Its denial is not to be remembered in the blocked-client cache: its reads include hits of
+  // checks before it that may yet be taken back (a repeated event+feature in one request).
+  void DoNotRememberBlocked() { rememberable_ = false; }
+
   // Once NextBatch gives null: whether the check fits (per its policy when the store failed).
   bool allowed() const;
   // Once NextBatch gives null: the batch undoing this check's hit, when it stays counted and must
@@ -105,6 +109,7 @@ class CheckRun {
   Decision decision_;
   std::string blocked_key_;
   std::optional<BlockedCache::Entry> blocked_;  // answered from the blocked-client cache
+  bool rememberable_ = true;
   bool attempt_sent_ = false;                   // kAttempt: the blocked client's hit was sent
 };
 

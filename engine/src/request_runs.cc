@@ -79,6 +79,7 @@ std::vector<CheckRun*> RequestRuns::StartLayer(const std::vector<size_t>& round,
     for (size_t i : request.layers[layer]) {
       if (request.runs[i] == nullptr) {  // AllBlocked may have made it already
         request.runs[i] = MakeRun(request, i);
+        if (layer > 0) request.runs[i]->DoNotRememberBlocked();
         request.runs[i]->AnswerBlocked();
       }
       runs.push_back(request.runs[i].get());

@@ -1,0 +1,239 @@
+// Engine::CheckAll: a request's checks stand or fall together. On random requests of several
+// checks (repeated features, invalid and over-limit members, admitted and attempts mode, shadow
+// members), on both stores, every decision and every count afterwards equal a brute-force model:
+// a refused request changes nothing, a denied one keeps only its attempts-mode hits, an admitted
+// one keeps all.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hourglass/engine.h"
+#include "support/failing_store.h"
+#include "support/sliding_log.h"
+#include "support/store_harness.h"
+
+namespace hourglass {
+namespace {
+
+using testing::SlidingLog;
+
+const Policy kAdmitted{*ParseLimits("3/10s, 6/m"), CountingMode::kAdmitted};
+const Policy kAttempts{*ParseLimits("4/m"), CountingMode::kAttempts};
+
+struct Model {
+  std::map<std::string, SlidingLog> logs;  // by event + "/" + feature
+
+  static bool Fits(const SlidingLog& log, const Policy& p, int64_t t, uint64_t hits) {
+    for (const Limit& l : p.limits) {
+      if (log.Window(t, l.window.length().count()) + hits > l.max_hits) return false;
+    }
+    return true;
+  }
+};
+
+class CheckAllTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    harness_ = testing::MakeHarness(GetParam());
+    ASSERT_NE(harness_, nullptr);
+    EngineOptions options;
+    options.hot_path = HotPathOptions::LongRunning(1024);
+    engine_ = std::make_unique<Engine>(
+        *Engine::Create(harness_->store(), harness_->clock(), std::move(options)));
+  }
+  uint64_t CountOf(const std::string& event, const std::string& feature, Seconds w, Instant at) {
+    const Window window = *Window::Sliding(w);
+    Result<Counts> counts = engine_->Count(event, feature, {&window, 1}, at);
+    EXPECT_TRUE(counts.ok()) << counts.error().ToString();
+    return counts.ok() ? counts->windows[0].count : 0;
+  }
+
+  std::unique_ptr<testing::StoreHarness> harness_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_P(CheckAllTest, RandomRequestsStandOrFallTogetherAsABruteForceModelSays) {
+  std::mt19937 rng(20261124);
+  const std::string too_long(kMaxFieldBytes + 1, 'x');
+  // Real time barely moves on memcached: more features keep some requests within their limits.
+  std::vector<std::string> features = {"ann", "bob", "cy"};
+  if (GetParam() != "memory") {
+    for (int i = 0; i < 12; ++i) features.push_back("user" + std::to_string(i));
+  }
+  Model model;
+  const int requests = GetParam() == "memory" ? 400 : 120;
+  int denied = 0, refused = 0, admitted = 0;
+  for (int n = 0; n < requests; ++n) {
+    if (GetParam() == "memory" && rng() % 3 == 0) harness_->Advance(Seconds{rng() % 7});
+    const size_t size = 1 + rng() % 4;
+    std::vector<std::string> events, feats;
+    std::vector<Engine::CheckRequest> checks(size);
+    bool invalid = false;
+    for (size_t i = 0; i < size; ++i) {
+      events.push_back(rng() % 3 == 0 ? "b" : "a");
+      feats.push_back(rng() % 25 == 0 ? too_long : features[rng() % features.size()]);
+      invalid = invalid || feats.back().size() > kMaxFieldBytes;
+    }
+    for (size_t i = 0; i < size; ++i) {
+      checks[i].event = events[i];
+      checks[i].feature = feats[i];
+      checks[i].policy = events[i] == "a" ? &kAdmitted : &kAttempts;
+      checks[i].hits = 1 + rng() % 2;
+      checks[i].binding = rng() % 8 != 0;
+    }
+    const Result<Engine::RequestDecision> decided = engine_->CheckAll(checks);
+    if (invalid) {
+      ASSERT_FALSE(decided.ok()) << "request " << n;
+      EXPECT_EQ(decided.error().code(), ErrorCode::kInvalidArgument);
+      ++refused;
+      continue;  // nothing written: the counts below still match the model
+    }
+    ASSERT_TRUE(decided.ok()) << decided.error().ToString();
+    const int64_t t = ToUnix(decided->decisions.front().at);
+    // The model decides the checks in order, each seeing the hits of the ones before it.
+    std::map<std::string, SlidingLog> tentative = model.logs;
+    bool all = true;
+    for (size_t i = 0; i < size; ++i) {
+      const std::string key = events[i] + "/" + feats[i];
+      const bool fits = Model::Fits(tentative[key], *checks[i].policy, t, checks[i].hits);
+      EXPECT_EQ(decided->decisions[i].allowed, fits) << "request " << n << " check " << i;
+      if (fits || checks[i].policy->mode == CountingMode::kAttempts) {
+        tentative[key].Add(t, checks[i].hits);
+      }
+      all = all && (fits || !checks[i].binding);
+    }
+    EXPECT_EQ(decided->allowed, all) << "request " << n;
+    if (all) {
+      model.logs = std::move(tentative);
+      ++admitted;
+    } else {  // only the attempts-mode hits stay
+      ++denied;
+      for (size_t i = 0; i < size; ++i) {
+        if (checks[i].policy->mode == CountingMode::kAttempts) {
+          model.logs[events[i] + "/" + feats[i]].Add(t, checks[i].hits);
+        }
+        if (checks[i].policy->mode == CountingMode::kAdmitted) {
+          EXPECT_FALSE(decided->decisions[i].recorded) << "request " << n << " check " << i;
+        }
+      }
+    }
+    for (const std::string e : {"a", "b"}) {
+      for (const std::string& f : features) {
+        EXPECT_EQ(CountOf(e, f, Seconds{60}, FromUnix(t)), model.logs[e + "/" + f].Window(t, 60))
+            << "request " << n << " " << e << "/" << f;
+      }
+    }
+  }
+  EXPECT_GT(denied, 5);
+  EXPECT_GT(refused, 2);
+  EXPECT_GT(admitted, 5);
+}
+
+TEST_P(CheckAllTest, ADeniedRequestTakesBackItsAdmittedChecksAndSaysSo) {
+  const Policy one{*ParseLimits("1/h")};
+  const Policy roomy{*ParseLimits("100/h")};
+  ASSERT_TRUE(engine_->Check("signup", "ann@example.com", one).ok());  // the account is used up
+  std::vector<Engine::CheckRequest> checks(2);
+  checks[0].event = "url_shorten";
+  checks[0].feature = "203.0.113.7";
+  checks[0].policy = &roomy;
+  checks[1].event = "signup";
+  checks[1].feature = "ann@example.com";
+  checks[1].policy = &one;
+  Result<Engine::RequestDecision> d = engine_->CheckAll(checks);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_TRUE(d->decisions[0].allowed) << "the address itself had room";
+  EXPECT_FALSE(d->decisions[0].recorded);
+  EXPECT_EQ(d->decisions[0].limits[0].count, 0u) << "its count leaves the taken-back hit out";
+  EXPECT_EQ(d->decisions[0].limits[0].remaining, 100u);
+  EXPECT_FALSE(d->decisions[1].allowed);
+  const Instant now = harness_->clock().Now();
+  EXPECT_EQ(CountOf("url_shorten", "203.0.113.7", Seconds{3600}, now), 0u);
+  EXPECT_EQ(CountOf("signup", "ann@example.com", Seconds{3600}, now), 1u);
+}
+
+TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
+  const Policy none{*ParseLimits("0/h")};
+  const Policy roomy{*ParseLimits("100/h")};
+  std::vector<Engine::CheckRequest> checks(2);
+  checks[0].event = "trial";
+  checks[0].feature = "x";
+  checks[0].policy = &none;
+  checks[0].binding = false;
+  checks[1].event = "real";
+  checks[1].feature = "x";
+  checks[1].policy = &roomy;
+  Result<Engine::RequestDecision> d = engine_->CheckAll(checks);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_FALSE(d->decisions[0].allowed);
+  EXPECT_TRUE(d->decisions[1].recorded);
+  EXPECT_EQ(CountOf("real", "x", Seconds{3600}, harness_->clock().Now()), 1u);
+  EXPECT_EQ(CountOf("trial", "x", Seconds{3600}, harness_->clock().Now()), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest, ::testing::Values("memory", "memcached"));
+
+// The take-backs of every denied request in one batch go out in one Store::Send.
+class CountingStore final : public Store {
+ public:
+  explicit CountingStore(Store& inner) : inner_(inner) {}
+  Result<std::vector<uint64_t>> Apply(const Batch& batch) override {
+    ++applies;
+    return inner_.Apply(batch);
+  }
+  std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override {
+    ++apply_manys;
+    return inner_.ApplyMany(batches);
+  }
+  std::vector<Status> Send(std::span<const Batch> batches) override {
+    sends.push_back(batches.size());
+    return inner_.Send(batches);
+  }
+  Status Delete(const std::string& group, std::span<const std::string> keys) override {
+    return inner_.Delete(group, keys);
+  }
+  std::string Describe() const override { return inner_.Describe(); }
+  int applies = 0, apply_manys = 0;
+  std::vector<size_t> sends;
+
+ private:
+  Store& inner_;
+};
+
+TEST(CheckAllSends, TheTakeBacksOfManyDeniedRequestsGoOutInOneSend) {
+  testing::MemoryHarness harness;
+  CountingStore store(harness.store());
+  EngineOptions options;
+  options.hot_path = HotPathOptions::Off();
+  Engine engine = *Engine::Create(store, harness.clock(), options);
+  const Policy none{*ParseLimits("0/h")};
+  const Policy roomy{*ParseLimits("100/h")};
+  std::vector<std::vector<Engine::CheckRequest>> requests(8, std::vector<Engine::CheckRequest>(2));
+  std::vector<std::string> features;
+  for (int r = 0; r < 8; ++r) features.push_back("f" + std::to_string(r));
+  for (int r = 0; r < 8; ++r) {
+    requests[r][0].event = "ok";
+    requests[r][0].feature = features[r];
+    requests[r][0].policy = &roomy;
+    requests[r][1].event = "banned";
+    requests[r][1].feature = features[r];
+    requests[r][1].policy = &none;
+  }
+  std::vector<std::span<const Engine::CheckRequest>> spans(requests.begin(), requests.end());
+  std::vector<Result<Engine::RequestDecision>> decided = engine.CheckAllMany(spans);
+  for (const auto& d : decided) {
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->allowed);
+  }
+  EXPECT_EQ(store.applies, 0) << "no store call outside the shared steps";
+  EXPECT_EQ(store.apply_manys, 1) << "one step read all 16 checks";
+  EXPECT_EQ(store.sends, (std::vector<size_t>{16})) << "all 16 take-backs in one send";
+}
+
+}  // namespace
+}  // namespace hourglass
