@@ -1,7 +1,8 @@
 // What every command of the hourglass CLI shares: the global options, exit codes, how a command
 // leaves with an error, and the small parsers of common arguments.
 //
-// Exit codes: 0 ok (check: allowed), 1 check denied, 2 bad usage or input, 3 store unreachable.
+// Exit codes: 0 ok (check: allowed), 1 check denied, 2 bad usage or input, 3 store unreachable,
+// 4 serve cannot listen.
 // Results go to stdout; messages go to stderr.
 //
 // Thread-safety: single-threaded, like the CLI.
@@ -24,6 +25,7 @@ constexpr int kOk = 0;
 constexpr int kDenied = 1;
 constexpr int kUsage = 2;
 constexpr int kUnavailable = 3;
+constexpr int kCannotListen = 4;  // serve: the address is in use, or not ours to listen on
 
 struct Globals {
   std::string servers = "127.0.0.1:11211";

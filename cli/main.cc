@@ -57,8 +57,10 @@ int Main(int argc, char** argv) {
       "Counts hits in second/minute/hour buckets and answers any window exactly."};
   app.fallthrough();  // global options may follow the command
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("hourglass ") + HOURGLASS_VERSION);
   app.footer(
-      "Exit codes: 0 ok, 1 check denied, 2 bad usage or input, 3 store unreachable.\n"
+      "Exit codes: 0 ok, 1 check denied, 2 bad usage or input, 3 store unreachable, 4 serve cannot\n"
+      "listen.\n"
       "Examples:\n"
       "  hourglass check url_shorten 203.0.113.7 --limit 2/s --limit 5/m --limit 100/d\n"
       "  hourglass count signup ann@example.com --window 1h --window 1d --json\n"

@@ -32,9 +32,10 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
   Result<Seconds> retention = ParseDuration(g.retention);
   if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
   options.retention = *retention;
-  options.exact_retry_after = use == EngineUse::kOneShotExact;
-  options.hot_path =
-      use == EngineUse::kLongRunning ? HotPathOptions::LongRunning() : HotPathOptions::OneShot();
+  options.exact_retry_after =
+      use == EngineUse::kOneShotExact || use == EngineUse::kLongRunningExact;
+  const bool long_running = use == EngineUse::kLongRunning || use == EngineUse::kLongRunningExact;
+  options.hot_path = long_running ? HotPathOptions::LongRunning() : HotPathOptions::OneShot();
   if (g.exact_cover) options.hot_path = HotPathOptions::Off();
   return options;
 }

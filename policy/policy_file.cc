@@ -205,6 +205,7 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
     Result<Policy> policy = ParseOverride(name, kv.second, entry.policy);
     if (!policy.ok()) return policy.error();
     entry.overrides[kv.first.as<std::string>()] = *policy;
+    entry.override_lines[kv.first.as<std::string>()] = kv.first.Mark().line + 1;
   }
   return entry;
 }
@@ -235,6 +236,7 @@ Result<PolicyFile> PolicyFile::Load(const std::string& path) {
 
 Result<PolicyFile> PolicyFile::Parse(std::string_view yaml, const std::string& name) {
   PolicyFile file;
+  file.name_ = name;
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     if (!root.IsMap() || !root["events"] || !root["events"].IsMap()) {
@@ -254,6 +256,7 @@ Result<PolicyFile> PolicyFile::Parse(std::string_view yaml, const std::string& n
       if (event.empty()) return At(name, kv.first, "an event name must not be empty");
       Result<EventPolicy> entry = ParseEvent(name, kv.second);
       if (!entry.ok()) return entry.error();
+      entry->line = kv.first.Mark().line + 1;
       file.events_[event] = std::move(*entry);
     }
     if (file.events_.empty()) return At(name, root["events"], "no events defined");
@@ -262,6 +265,80 @@ Result<PolicyFile> PolicyFile::Parse(std::string_view yaml, const std::string& n
         fmt::format("{}:{}:{}: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   return file;
+}
+
+namespace {
+
+// Every policy of an entry with where it is: the event's own, then each override's.
+struct Located {
+  std::string where;  // "file:line: event \"e\"" or "... override \"f\""
+  const Policy* policy;
+  bool ban;
+};
+
+std::vector<Located> PoliciesOf(const std::string& file, const std::string& event,
+                                 const EventPolicy& entry) {
+  std::vector<Located> all = {
+      {fmt::format("{}:{}: event \"{}\"", file, entry.line, event), &entry.policy, false}};
+  for (const auto& [feature, policy] : entry.overrides) {
+    const auto line = entry.override_lines.find(feature);
+    all.push_back({fmt::format("{}:{}: event \"{}\" override \"{}\"", file,
+                               line == entry.override_lines.end() ? entry.line : line->second,
+                               event, feature),
+                   &policy, policy.limits.size() == 1 && policy.limits[0] == DenyAll()});
+  }
+  return all;
+}
+
+}  // namespace
+
+Status PolicyFile::CheckWindows(Seconds retention) const {
+  for (const auto& [event, entry] : events_) {
+    for (const Located& p : PoliciesOf(name_, event, entry)) {
+      for (const Limit& limit : p.policy->limits) {
+        if (limit.window.length() <= retention) continue;
+        return InvalidArgument(fmt::format(
+            "{}: limit {} is longer than the retention ({}): no check of it could be answered; "
+            "shorten the window or raise --retention (the same on every client)",
+            p.where, limit.ToString(), FormatDuration(retention)));
+      }
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> PolicyFile::Remarks() const {
+  std::vector<std::string> remarks;
+  for (const auto& [event, entry] : events_) {
+    for (const Located& p : PoliciesOf(name_, event, entry)) {
+      if (p.ban) continue;
+      const std::vector<Limit>& limits = p.policy->limits;
+      for (size_t i = 0; i < limits.size(); ++i) {
+        for (size_t j = 0; j < limits.size(); ++j) {
+          if (i == j) continue;
+          const Limit& a = limits[i];
+          const Limit& b = limits[j];
+          if (a == b) {
+            if (i < j) {
+              remarks.push_back(
+                  fmt::format("{}: limit {} is given twice", p.where, a.ToString()));
+            }
+            continue;
+          }
+          // b never binds when a allows no more hits over a window b's contains: any hits b
+          // would deny, a denies first. Sliding windows only: calendar and fixed ones reset.
+          const bool sliding = a.window.kind() == WindowKind::kSliding &&
+                               b.window.kind() == WindowKind::kSliding;
+          if (sliding && a.window.length() >= b.window.length() && a.max_hits <= b.max_hits) {
+            remarks.push_back(fmt::format(
+                "{}: limit {} never binds: {} allows no more hits over a window at least as long",
+                p.where, b.ToString(), a.ToString()));
+          }
+        }
+      }
+    }
+  }
+  return remarks;
 }
 
 Result<Policy> PolicyFile::For(std::string_view event, std::string_view feature) const {

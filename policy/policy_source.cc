@@ -1,5 +1,7 @@
 #include "hourglass/policy_source.h"
 
+#include <fmt/format.h>
+
 namespace hourglass {
 
 Result<PolicySource> PolicySource::FromLimits(std::span<const std::string> specs,
@@ -28,6 +30,18 @@ Result<Policy> PolicySource::For(std::string_view event, std::string_view featur
   Result<Policy> policy = file_ ? file_->For(event, feature) : Result<Policy>(inline_);
   if (policy.ok() && mode_) policy->mode = *mode_;
   return policy;
+}
+
+Status PolicySource::CheckWindows(Seconds retention) const {
+  if (file_) return file_->CheckWindows(retention);
+  for (const Limit& limit : inline_.limits) {
+    if (limit.window.length() <= retention) continue;
+    return InvalidArgument(fmt::format(
+        "limit {} is longer than the retention ({}): raise --retention (the same on every "
+        "client)",
+        limit.ToString(), FormatDuration(retention)));
+  }
+  return {};
 }
 
 bool PolicySource::IsShadow(std::string_view event) const {

@@ -279,6 +279,7 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
     if (const YAML::Node limit = item["rate_limit"]) {
       Result<EnvoyRateLimit> r = ParseRateLimit(name, limit);
       if (!r.ok()) return r.error();
+      r->origin = fmt::format("{}:{}", name, node->line);
       node->rate_limit = std::move(*r);
     }
     if (Status s = LoadDescriptors(name, item["descriptors"], *node, paths); !s.ok()) return s;
@@ -318,6 +319,32 @@ EnvoyConfig::EnvoyConfig() = default;
 EnvoyConfig::EnvoyConfig(EnvoyConfig&&) noexcept = default;
 EnvoyConfig& EnvoyConfig::operator=(EnvoyConfig&&) noexcept = default;
 EnvoyConfig::~EnvoyConfig() = default;
+
+namespace {
+
+Status CheckNodeWindows(const EnvoyConfig::Node& node, Seconds retention) {
+  if (node.rate_limit && node.rate_limit->limit &&
+      node.rate_limit->limit->window.length() > retention) {
+    return InvalidArgument(fmt::format(
+        "{}: descriptor \"{}\": a {} window is longer than the retention ({}): no request could "
+        "be answered; use a shorter unit or raise --retention (the same on every client)",
+        node.rate_limit->origin, node.path,
+        FormatDuration(node.rate_limit->limit->window.length()), FormatDuration(retention)));
+  }
+  for (const auto& child : node.children) {
+    if (Status s = CheckNodeWindows(*child, retention); !s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace
+
+Status EnvoyConfig::CheckWindows(Seconds retention) const {
+  for (const auto& [domain, node] : domains_) {
+    if (Status s = CheckNodeWindows(*node, retention); !s.ok()) return s;
+  }
+  return {};
+}
 
 Result<EnvoyConfig> EnvoyConfig::Parse(std::string_view yaml, const std::string& name) {
   EnvoyConfig config;

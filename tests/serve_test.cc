@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "hourglass/engine.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
 #include "serve_process.h"
@@ -473,6 +476,135 @@ TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {
       EXPECT_EQ(stored, static_cast<uint64_t>(admitted.load()));
     }
   }
+}
+
+// A list with one bad check is refused whole: its valid checks count nothing.
+TEST_F(ServeTest, AListWithOneBadCheckIsRefusedAndCountsNothing) {
+  auto serve = Serve("events:\n  signup:\n    limits: [5/m]\n");
+  HttpClient client(serve->port());
+  const std::string body =
+      json{{"checks",
+            {{{"event", "signup"}, {"feature", "ann"}},
+             {{"event", "signup"}, {"feature", std::string(kMaxFieldBytes + 1, 'f')}}}}}
+          .dump();
+  HttpReply r = client.Post("/v1/check", body);
+  EXPECT_EQ(r.status, 400) << r.body.substr(0, 200);
+  EXPECT_NE(r.body.find("checks[1]: feature of 65537 bytes"), std::string::npos) << r.body;
+  EXPECT_EQ(CountOf(client, "signup", "ann", "1m"), 0u);
+}
+
+// A limit the retention cannot answer refuses the policy at start (exit 2, naming file:line)
+// and on reload (the old policy stays), instead of failing every check later.
+TEST_F(ServeTest, APolicyLongerThanTheRetentionIsRefusedAtStartAndOnReload) {
+  ServeProcess refused(HOURGLASS_CLI,
+                       {"--policy", WritePolicy("events:\n  weekly:\n    limits: [500/w]\n"),
+                        "--servers", memcached_.address()});
+  EXPECT_FALSE(refused.ready());
+  EXPECT_EQ(refused.Wait(), 2) << refused.log();
+  EXPECT_NE(refused.log().find(policy_path_ + ":2: event \"weekly\": limit 500/w is longer than "
+                                              "the retention (1d)"),
+            std::string::npos)
+      << refused.log();
+
+  auto serve = Serve("events:\n  signup:\n    limits: [1/m]\n");
+  HttpClient client(serve->port());
+  WritePolicy("events:\n  signup:\n    limits: [500/w]\n");
+  serve->Signal(SIGHUP);
+  ASSERT_TRUE(serve->WaitForLog("reload failed")) << serve->log();
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 429);  // 1/m still
+}
+
+// The service that resets a client stops denying it at once (its blocked-client cache forgets).
+TEST_F(ServeTest, AResetClearsTheServicesOwnDenialAtOnce) {
+  auto serve = Serve("events:\n  signup:\n    limits: [2/h]\n");
+  HttpClient client(serve->port());
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "b")).status, 200);
+  HttpReply denied = client.Post("/v1/check", CheckBody("signup", "b"));
+  ASSERT_EQ(denied.status, 429);
+  ASSERT_EQ(client.Send("DELETE", "/v1/counters?event=signup&feature=b").status, 200);
+  HttpReply after = client.Post("/v1/check", CheckBody("signup", "b"));
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(json::parse(after.body)["limits"][0]["count"], 1);
+}
+
+// Ambiguous or mistyped requests are refused, naming the problem; nothing is counted.
+TEST_F(ServeTest, TyposAndAmbiguousBodiesAreRefusedAndUnknownEventsAre404Everywhere) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
+  HttpClient client(serve->port());
+  struct Case {
+    std::string method, target, body;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/v1/check", R"({"event":"signup","feature":"x","cots":5})", 400,
+       "unknown field \"cots\""},
+      {"POST", "/v1/check", R"({"event":"signup","feature":"x","limit":"5/m"})", 400,
+       "unknown field \"limit\""},
+      {"POST", "/v1/check", R"({"event":"nosuch","event":"signup","feature":"x"})", 400,
+       "field \"event\" is given twice"},
+      {"POST", "/v1/check",
+       R"({"event":"signup","feature":"y","checks":[{"event":"signup","feature":"x"}]})", 400,
+       "a body with \"checks\" takes no other field (found \"event\")"},
+      {"POST", "/v1/check", R"({"checks":[{"event":"signup","feature":"x","cots":1}]})", 400,
+       "checks[0]: unknown field \"cots\""},
+      {"GET", "/v1/count?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
+      {"GET", "/v1/inspect?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
+      {"DELETE", "/v1/counters?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
+      {"POST", "/v1/hit", CheckBody("nosuch", "x"), 404, "unknown event \"nosuch\""},
+  };
+  for (const Case& c : cases) {
+    HttpReply r = client.Send(c.method, c.target, c.body);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body;
+    const json body = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body.substr(0, 200);
+    EXPECT_NE(body["error"].get<std::string>().find(c.says), std::string::npos)
+        << c.target << ": " << body["error"];
+  }
+  EXPECT_EQ(CountOf(client, "signup", "x", "1m"), 0u);
+  EXPECT_EQ(CountOf(client, "signup", "y", "1m"), 0u);
+}
+
+// A token file whose line has surrounding spaces works: HTTP strips them from the header too.
+TEST_F(ServeTest, AnAdminTokenWithSurroundingSpacesIsTrimmedAsHttpTrimsIt) {
+  const std::string token_path = policy_path_ + ".token";
+  std::ofstream(token_path) << "  s3cret \r\n";
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n", {"--admin-token-file", token_path});
+  HttpClient client(serve->port());
+  const std::map<std::string, std::string> auth = {{"Authorization", "Bearer s3cret"}};
+  EXPECT_EQ(client.Send("POST", "/v1/hit", CheckBody("signup", "bob"), auth).status, 200);
+  unlink(token_path.c_str());
+}
+
+// Default windows follow the retention: with --retention 1h, count answers 1s 1m 1h.
+TEST_F(ServeTest, DefaultWindowsStopAtTheRetention) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n", {"--retention", "1h"});
+  HttpClient client(serve->port());
+  HttpReply r = client.Get("/v1/count?event=signup&feature=x");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json windows = json::parse(r.body)["windows"];
+  ASSERT_EQ(windows.size(), 3u) << r.body;
+  EXPECT_EQ(windows[2]["window"], 3600);
+  EXPECT_EQ(client.Get("/v1/inspect?event=signup&feature=x").status, 200);
+}
+
+// An address in use is exit 4, not 3 (the store): the message names the address.
+TEST_F(ServeTest, AnAddressInUseExitsWithItsOwnCode) {
+  auto first = Serve("events:\n  signup:\n    limits: [3/m]\n");
+  const std::string taken = "127.0.0.1:" + std::to_string(first->port());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    execl(HOURGLASS_CLI, HOURGLASS_CLI, "serve", "--policy", policy_path_.c_str(), "--servers",
+          memcached_.address().c_str(), "--listen", taken.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 4);
 }
 
 }  // namespace

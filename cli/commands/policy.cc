@@ -23,33 +23,22 @@ nlohmann::json EventsJson(const PolicyFile& policies) {
   return events;
 }
 
-// Every window must fit the retention in force, or checks under it would be refused.
-void CheckRetention(const Globals& g, const std::string& file, const PolicyFile& policies) {
-  Result<Seconds> retention = ParseDuration(g.retention);
-  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
-  for (const auto& [event, entry] : policies.events()) {
-    std::vector<std::pair<std::string, const Policy*>> all = {{"", &entry.policy}};
-    for (const auto& [feature, policy] : entry.overrides) {
-      all.emplace_back(" override \"" + feature + "\"", &policy);
-    }
-    for (const auto& [where, policy] : all) {
-      for (const Limit& limit : policy->limits) {
-        if (limit.window.length() <= *retention) continue;
-        Fail(kUsage, fmt::format("{}: event \"{}\"{}: limit {} is longer than the retention "
-                                 "({}); raise --retention, the same on every client",
-                                 file, event, where, limit.ToString(), FormatDuration(*retention)));
-      }
-    }
-  }
-}
-
 int RunPolicyValidate(const Globals& g, const std::string& file) {
   const PolicyFile policies = Unwrap(PolicyFile::Load(file));
-  CheckRetention(g, file, policies);
+  Result<Seconds> retention = ParseDuration(g.retention);
+  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
+  if (Status s = policies.CheckWindows(*retention); !s.ok()) Fail(kUsage, s.error().message());
+  const std::vector<std::string> remarks = policies.Remarks();
   if (g.json) {
-    Print(Dump({{"valid", true}, {"file", file}, {"events", EventsJson(policies)}}) + "\n");
+    Print(Dump({{"valid", true},
+                {"file", file},
+                {"events", EventsJson(policies)},
+                {"remarks", remarks}}) +
+          "\n");
   } else {
-    Print(fmt::format("{}: valid\n{}", file, policies.Explain()));
+    std::string notes;
+    for (const std::string& r : remarks) notes += "note: " + r + "\n";
+    Print(fmt::format("{}: valid\n{}{}", file, policies.Explain(), notes));
   }
   return kOk;
 }

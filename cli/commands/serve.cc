@@ -37,6 +37,7 @@ struct ServeArgs {
   std::string envoy_counting = "admitted";
   std::string envoy_failure_mode = "open";
   bool envoy_headers = false;
+  bool exact_retry_after = false;
 };
 
 void Log(const std::string& line) { std::fprintf(stderr, "hourglass serve: %s\n", line.c_str()); }
@@ -67,23 +68,43 @@ std::optional<std::string> ReadToken(const std::string& path) {
   if (path.empty()) return std::nullopt;
   std::ifstream in(path);
   std::string token;
-  if (!in || !std::getline(in, token) || token.empty()) {
+  std::getline(in, token);
+  // HTTP drops the white space around a header's value, so a token keeps none either.
+  const size_t first = token.find_first_not_of(" \t\r");
+  const size_t last = token.find_last_not_of(" \t\r");
+  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+  if (!in || token.empty()) {
     Fail(kUsage,
          fmt::format("--admin-token-file {}: cannot read a token from its first line", path));
+  }
+  if (token.find_first_of(" \t") != std::string::npos) {
+    Fail(kUsage, fmt::format("--admin-token-file {}: the token must not contain spaces", path));
   }
   return token;
 }
 
-Result<PolicySource> LoadPolicy(const ServeArgs& a) {
+// The policy file, checked against the engine's retention: a limit that could never be answered
+// refuses the file (at start: exit 2; on reload: the old one stays).
+Result<PolicySource> LoadPolicy(const ServeArgs& a, Seconds retention) {
   if (a.policy.empty()) return PolicySource();  // Envoy's service alone: no limits of its own
-  return PolicySource::FromFile(a.policy);
+  Result<PolicySource> source = PolicySource::FromFile(a.policy);
+  if (!source.ok()) return source;
+  if (Status s = source->CheckWindows(retention); !s.ok()) return s.error();
+  return source;
+}
+
+Result<EnvoyConfig> LoadEnvoy(const ServeArgs& a, Seconds retention) {
+  Result<EnvoyConfig> config = EnvoyConfig::Load(a.envoy_config);
+  if (!config.ok()) return config;
+  if (Status s = config->CheckWindows(retention); !s.ok()) return s.error();
+  return config;
 }
 
 // Reloads the policy file and the Envoy configuration; a bad one keeps both in force.
-void Reload(const ServeArgs& a, DecisionApi& api, EnvoyService* envoy) {
-  Result<PolicySource> policy = LoadPolicy(a);
+void Reload(const ServeArgs& a, Seconds retention, DecisionApi& api, EnvoyService* envoy) {
+  Result<PolicySource> policy = LoadPolicy(a, retention);
   std::optional<Result<EnvoyConfig>> config;
-  if (envoy != nullptr) config.emplace(EnvoyConfig::Load(a.envoy_config));
+  if (envoy != nullptr) config.emplace(LoadEnvoy(a, retention));
   const Error* failed = !policy.ok()              ? &policy.error()
                         : config && !config->ok() ? &config->error()
                                                   : nullptr;
@@ -100,8 +121,8 @@ void Reload(const ServeArgs& a, DecisionApi& api, EnvoyService* envoy) {
 }
 
 // Waits for SIGHUP (reload), SIGTERM or SIGINT (drain and stop).
-void HandleSignals(const sigset_t& signals, const ServeArgs& a, DecisionApi& api,
-                   EnvoyService* envoy, HttpServer& server) {
+void HandleSignals(const sigset_t& signals, const ServeArgs& a, Seconds retention,
+                   DecisionApi& api, EnvoyService* envoy, HttpServer& server) {
   for (;;) {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) continue;
@@ -110,8 +131,15 @@ void HandleSignals(const sigset_t& signals, const ServeArgs& a, DecisionApi& api
       server.Stop();
       return;
     }
-    Reload(a, api, envoy);
+    Reload(a, retention, api, envoy);
   }
+}
+
+// A listener, or exit 4 naming the address (in use, or not ours to listen on).
+template <typename T>
+T Listening(Result<T> listener) {
+  if (!listener.ok()) Fail(kCannotListen, listener.error().message());
+  return std::move(*listener);
 }
 
 EnvoyOptions EnvoyOptionsOf(const ServeArgs& a) {
@@ -126,10 +154,12 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   if (a.policy.empty() && a.envoy_config.empty()) {
     Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
   }
-  auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a)));
+  Result<Seconds> retention = ParseDuration(g.retention);
+  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
+  auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a, *retention)));
   std::shared_ptr<const EnvoyConfig> envoy_config;
   if (!a.envoy_config.empty()) {
-    envoy_config = std::make_shared<const EnvoyConfig>(Unwrap(EnvoyConfig::Load(a.envoy_config)));
+    envoy_config = std::make_shared<const EnvoyConfig>(Unwrap(LoadEnvoy(a, *retention)));
   }
   HttpServerOptions http, grpc;
   ParseListen("--listen", a.listen, http);
@@ -148,7 +178,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
 
   ServiceMetrics metrics;
   api_options.metrics = &metrics;
-  Runtime rt(g, SystemClock::Get(), EngineUse::kLongRunning);
+  Runtime rt(g, SystemClock::Get(),
+             a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning);
   api_options.store = &rt.store();
   DecisionApi api(rt.engine(), policies, api_options);
   std::unique_ptr<EnvoyService> envoy;
@@ -156,11 +187,11 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   if (envoy_config) {
     envoy = std::make_unique<EnvoyService>(rt.engine(), envoy_config, EnvoyOptionsOf(a), &metrics);
     int bound = 0;
-    grpc_server = Unwrap(envoy->Listen(grpc.host, grpc.port, &bound));
+    grpc_server = Listening(envoy->Listen(grpc.host, grpc.port, &bound));
     Log(fmt::format("gRPC rate limit service listening on {}:{}; domains {}", grpc.host, bound,
                     fmt::join(envoy_config->domains(), ", ")));
   }
-  std::unique_ptr<HttpServer> server = Unwrap(
+  std::unique_ptr<HttpServer> server = Listening(
       HttpServer::Create(http, [&api, envoy = envoy.get()](HttpRequest r, HttpResponder respond) {
         if (envoy != nullptr && r.target() == "/json") return envoy->HandleJson(r, respond);
         api.HandleAsync(std::move(r), std::move(respond));
@@ -168,7 +199,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   Log(fmt::format("listening on {}:{} with {} threads; policy {}; store {}", http.host,
                   server->port(), a.threads, a.policy.empty() ? "(none)" : a.policy,
                   g.store == "memory" ? std::string("memory") : "memcached " + g.servers));
-  std::thread signal_thread([&] { HandleSignals(signals, a, api, envoy.get(), *server); });
+  std::thread signal_thread(
+      [&] { HandleSignals(signals, a, *retention, api, envoy.get(), *server); });
   server->Run();
   signal_thread.join();
   if (grpc_server)
@@ -214,6 +246,9 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   sub->add_option("--envoy-failure-mode", args->envoy_failure_mode,
                   "store unreachable: open answers OK, closed OVER_LIMIT")
       ->capture_default_str();
+  sub->add_flag("--exact-retry-after", args->exact_retry_after,
+                "on a denial, read what pins Retry-After to the second (as `check` does); off, it "
+                "may be late by up to a bucket's width, never early");
   sub->add_flag("--envoy-response-headers", args->envoy_headers,
                 "add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses");
   sub->footer(
@@ -229,7 +264,8 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; each unit is an exact\n"
       "  sliding window (`window: fixed` in a rate_limit: the reference's fixed windows)\n"
       "SIGHUP reloads the policy and Envoy files (a bad file keeps the old ones); SIGTERM drains\n"
-      "and exits 0.\n"
+      "and exits 0. Exit 2: a bad option or file (a limit longer than --retention too), 3: the\n"
+      "store unreachable at start, 4: cannot listen (address in use).\n"
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"
       "  hourglass serve --envoy-config ratelimit/config/ --grpc-listen 0.0.0.0:8081\n"

@@ -324,6 +324,8 @@ Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_v
   const Instant t = around.value_or(core_->clock->Now());
   if (Status s = CheckInstant(t); !s.ok()) return s.error();
   uint64_t deleted = 0;
+  // This process's denials of the feature go at once; other processes' within blocked_max_age.
+  if (core_->blocked) core_->blocked->Forget(*group);
   Result<Cost> cost = internal::ResetGroup(*core_, *group, ToUnix(t), deleted);
   if (!cost.ok()) return cost.error();
   return ResetOutcome{deleted, *cost};

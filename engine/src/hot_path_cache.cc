@@ -83,9 +83,27 @@ void BucketCache::Invalidate(const std::string& group) {
   shard.entries.erase(it);
 }
 
+size_t BlockedCache::ShardOf(std::string_view key) const {
+  return std::hash<std::string_view>()(key.substr(0, key.find('\x1f'))) % kShards;
+}
+
+void BlockedCache::Forget(const std::string& group) {
+  Shard& shard = shards_[ShardOf(group)];
+  std::lock_guard lock(shard.mu);
+  for (auto it = shard.entries.begin(); it != shard.entries.end();) {
+    const std::string& key = it->first;
+    if (key.size() > group.size() && key.starts_with(group) && key[group.size()] == '\x1f') {
+      shard.lru.erase(it->second.second);
+      it = shard.entries.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 std::optional<BlockedCache::Entry> BlockedCache::Get(const std::string& key, Instant now,
                                                      uint64_t hits) {
-  Shard& shard = shards_[std::hash<std::string>()(key) % kShards];
+  Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return std::nullopt;
@@ -98,7 +116,7 @@ std::optional<BlockedCache::Entry> BlockedCache::Get(const std::string& key, Ins
 }
 
 void BlockedCache::Put(const std::string& key, Entry entry) {
-  Shard& shard = shards_[std::hash<std::string>()(key) % kShards];
+  Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {

@@ -87,9 +87,13 @@ class BlockedCache {
   // The entry for `key` if a check worth `hits` at `now` is certainly denied.
   std::optional<Entry> Get(const std::string& key, Instant now, uint64_t hits);
   void Put(const std::string& key, Entry entry);
+  // Drops every entry of `group` (keys are the group, 0x1f, then the policy): after a reset.
+  void Forget(const std::string& group);
 
  private:
   static constexpr size_t kShards = 16;
+  // The shard of a key: by its group, so that Forget looks in one shard.
+  size_t ShardOf(std::string_view key) const;
   struct Shard {
     std::mutex mu;
     std::unordered_map<std::string, std::pair<Entry, std::list<std::string>::iterator>> entries;

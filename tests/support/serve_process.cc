@@ -48,6 +48,7 @@ ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;  // it exited: log() says why
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
@@ -72,11 +73,12 @@ int ServeProcess::Wait(std::chrono::milliseconds timeout) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
+    if (pid_ <= 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   }
-  return -1;
+  return pid_ > 0 ? -1 : exit_code_;
 }
 
 std::string ServeProcess::log() const {

@@ -33,7 +33,8 @@ class ServeProcess {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   void Signal(int signal) const;
-  // The exit code (128 + signal if killed), or -1 if it has not exited within `timeout`.
+  // The exit code (128 + signal if killed; also when it exited while starting), or -1 if it has
+  // not exited within `timeout`.
   int Wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000});
   // Everything the server wrote to stderr so far.
   std::string log() const;
@@ -45,6 +46,7 @@ class ServeProcess {
   int port_ = 0;
   pid_t pid_ = -1;
   bool ready_ = false;
+  int exit_code_ = -1;  // once it exited
   std::string log_path_;
 };
 

@@ -206,7 +206,8 @@ class Engine {
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
   // only buckets that hold hits: a few round trips. Then bumps the feature's generation, which
-  // drops every process's cached buckets of it.
+  // drops every process's cached buckets of it. This engine's blocked-client cache forgets the
+  // feature at once; other processes' deny it locally for at most HotPathOptions::blocked_max_age.
   struct ResetOutcome {
     uint64_t deleted = 0;  // bucket keys deleted
     Cost cost;             // store work: the reads, the deletes and the generation write

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,8 @@ struct EventPolicy {
   // would have done): for trying limits on live traffic.
   bool shadow = false;
   std::map<std::string, Policy> overrides;  // by feature, verbatim; a ban denies every hit
+  int line = 0;                             // where the event's entry starts (1-based)
+  std::map<std::string, int> override_lines;
 };
 
 class PolicyFile {
@@ -51,8 +54,17 @@ class PolicyFile {
   const std::map<std::string, EventPolicy>& events() const { return events_; }
   // A human explanation of every entry, for `policy validate`.
   std::string Explain() const;
+  // Checks every limit (overrides too) against an engine keeping `retention`: a window longer
+  // than it could never be answered, so such a file is refused where it is loaded, naming
+  // file:line, rather than failing every check of the event later.
+  Status CheckWindows(Seconds retention) const;
+  // Remarks on limits that are valid but likely mistakes: a limit given twice, a limit that can
+  // never bind because another one is at least as strict over a longer window. One line each,
+  // naming file:line.
+  std::vector<std::string> Remarks() const;
 
  private:
+  std::string name_;
   std::map<std::string, EventPolicy> events_;
 };
 

@@ -33,6 +33,11 @@ class PolicySource {
   bool empty() const { return !file_ && inline_.limits.empty(); }
   // kNotFound naming the known events when a policy file has no entry for `event`.
   Result<Policy> For(std::string_view event, std::string_view feature) const;
+  // Every limit against an engine keeping `retention` (PolicyFile::CheckWindows; inline limits
+  // too): an error naming the first that could never be answered.
+  Status CheckWindows(Seconds retention) const;
+  // The policy file, when the limits come from one.
+  const PolicyFile* file() const { return file_ ? &*file_ : nullptr; }
   // Whether the policy file marks `event` shadow (decide and report, allow every hit).
   bool IsShadow(std::string_view event) const;
 

@@ -55,6 +55,7 @@ struct EnvoyRateLimit {
   std::vector<std::string> replaces;  // names of the limits this one drops when both apply
   // The engine's: the unit's window, requests_per_unit hits; none when unlimited.
   std::optional<Limit> limit;
+  std::string origin;  // "file:line" of its descriptor, for messages
 };
 
 struct EnvoyEntry {
@@ -93,6 +94,9 @@ class EnvoyConfig {
   std::optional<EnvoyMatch> Match(std::string_view domain,
                                   std::span<const EnvoyEntry> entries) const;
   std::vector<std::string> domains() const;
+  // Checks every limit against an engine keeping `retention`: a longer window could never be
+  // answered, so such a configuration is refused where it is loaded, naming file:line.
+  Status CheckWindows(Seconds retention) const;
   bool HasDomain(std::string_view domain) const { return domains_.contains(domain); }
 
   struct Node;
