@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace hourglass {
 namespace {
 
@@ -48,6 +52,35 @@ TEST(ParseLimits, ParsesAListAndStopsAtTheFirstBadOne) {
   EXPECT_EQ(ParseLimits("2/s,5/q").error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(ParseLimits("2/s,5/q").error().message().find("5/q"), std::string::npos);
   EXPECT_FALSE(ParseLimits(" , ").ok());
+}
+
+// The spellings users of Python `limits` type mean what they say there.
+TEST(ParseLimits, AcceptsThePythonLimitsSpellings) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"5/minute", "5/m"},
+      {"5 per minute", "5/m"},
+      {"10/hour, 100/day", "10/h 100/d"},
+      {"10 per 2 hours", "10/2h"},
+      {"3 PER 90 seconds", "3/90s"},
+      {"2/second 7/weeks", "2/s 7/w"},
+      {"5 / min", "5/m"},
+      {"2/s, 5/m, 10/h, 100/d", "2/s 5/m 10/h 100/d"},
+  };
+  for (const auto& [spec, expected] : cases) {
+    Result<std::vector<Limit>> limits = ParseLimits(spec);
+    ASSERT_TRUE(limits.ok()) << spec << ": " << limits.error().message();
+    std::string got;
+    for (const Limit& l : *limits) got += (got.empty() ? "" : " ") + l.ToString();
+    EXPECT_EQ(got, expected) << spec;
+  }
+  ASSERT_TRUE(ParseLimit("5 per minute").ok());
+  EXPECT_EQ(ParseLimit("5 per minute")->ToString(), "5/m");
+  Result<std::vector<Limit>> month = ParseLimits("100/month");
+  ASSERT_FALSE(month.ok());
+  EXPECT_NE(month.error().message().find("write 30d or 365d"), std::string::npos)
+      << month.error().message();
+  EXPECT_FALSE(ParseLimits("5 per fortnight").ok());
+  EXPECT_FALSE(ParseLimits("per minute").ok());
 }
 
 TEST(Modes, HaveStableNames) {

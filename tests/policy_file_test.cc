@@ -140,6 +140,35 @@ TEST(PolicyFile, RepeatedKeysAreErrorsNamingBothLines) {
   }
 }
 
+// A limit the engine's retention cannot answer is refused where the file is loaded, naming its
+// line; limits given twice or that never bind are pointed out.
+TEST(PolicyFile, WindowsBeyondTheRetentionAreRefusedAndDoubtfulLimitsNoted) {
+  Result<PolicyFile> file = PolicyFile::Parse(
+      "events:\n"
+      "  signup:\n"
+      "    limits: [3/h, 10/d, 3/h]\n"
+      "  weekly:\n"
+      "    limits: [10/m, 5/h]\n"
+      "    overrides:\n"
+      "      \"vip\": {limits: [500/w]}\n",
+      "p.yaml");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  Status fits = file->CheckWindows(Seconds{86400});
+  ASSERT_FALSE(fits.ok());
+  EXPECT_EQ(fits.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(fits.error().message(),
+            "p.yaml:7: event \"weekly\" override \"vip\": limit 500/w is longer than the retention "
+            "(1d): no check of it could be answered; shorten the window or raise --retention (the "
+            "same on every client)");
+  EXPECT_TRUE(file->CheckWindows(Seconds{7 * 86400}).ok());
+  const std::vector<std::string> remarks = file->Remarks();
+  ASSERT_EQ(remarks.size(), 2u) << ::testing::PrintToString(remarks);
+  EXPECT_EQ(remarks[0], "p.yaml:2: event \"signup\": limit 3/h is given twice");
+  EXPECT_EQ(remarks[1],
+            "p.yaml:4: event \"weekly\": limit 10/m never binds: 5/h allows no more hits over a "
+            "window at least as long");
+}
+
 TEST(PolicyFile, MissingFileIsAClearError) {
   Result<PolicyFile> file = PolicyFile::Load("/nonexistent/policy.yaml");
   ASSERT_FALSE(file.ok());

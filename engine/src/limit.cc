@@ -13,7 +13,51 @@ std::string Limit::ToString() const {
   return fmt::format("{}/{}", max_hits, w);
 }
 
-Result<Limit> ParseLimit(std::string_view spec) {
+namespace {
+
+bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// Whether `text` ends with "/" and digits ("5/2": a count of units follows).
+bool EndsWithSlashCount(std::string_view text) {
+  size_t i = text.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1]))) --i;
+  return i < text.size() && i > 0 && text[i - 1] == '/';
+}
+
+// The spellings of Python `limits` in hourglass's: "5 per minute" -> "5/minute",
+// "10 / 2 hours" -> "10/2hours"; hourglass's own ("2/s, 5/m") pass unchanged. Linear in the
+// length of `text`, words separated by one space.
+std::string Normalized(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (IsSpace(text[pos])) {
+      ++pos;
+      continue;
+    }
+    size_t end = pos;
+    while (end < text.size() && !IsSpace(text[end])) ++end;
+    std::string_view word = text.substr(pos, end - pos);
+    pos = end;
+    const bool per = word.size() == 3 && std::tolower(static_cast<unsigned char>(word[0])) == 'p' &&
+                     std::tolower(static_cast<unsigned char>(word[1])) == 'e' &&
+                     std::tolower(static_cast<unsigned char>(word[2])) == 'r';
+    if (per) word = "/";
+    const bool join =
+        !out.empty() && (out.back() == '/' || word.front() == '/' ||
+                         (EndsWithSlashCount(out) && std::isalpha(static_cast<unsigned char>(word.front()))));
+    if (!out.empty() && !join) out += ' ';
+    out += word;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Limit> ParseLimit(std::string_view text) {
+  const std::string normalized = Normalized(text);
+  const std::string_view spec = normalized;
   const std::string_view kExample = "write N/DUR, e.g. 5/m, 20/10m, 100/d";
   const size_t slash = spec.find('/');
   if (slash == std::string_view::npos) {
@@ -41,7 +85,10 @@ Result<Limit> ParseLimit(std::string_view spec) {
   return Limit{*window, max_hits};
 }
 
-Result<std::vector<Limit>> ParseLimits(std::string_view specs) {
+
+Result<std::vector<Limit>> ParseLimits(std::string_view text) {
+  const std::string normalized = Normalized(text);
+  const std::string_view specs = normalized;
   std::vector<Limit> limits;
   size_t pos = 0;
   while (pos < specs.size()) {

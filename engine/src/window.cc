@@ -16,6 +16,17 @@ constexpr int64_t kDay = 86400;
 constexpr int64_t kWeek = 7 * kDay;
 constexpr int64_t kMaxDuration = 3660 * kDay;  // ten years: far beyond any useful window
 
+// A unit word as Python `limits` and people write it: "minute", "minutes", "min", "hour", "hr"...
+int64_t UnitWordSeconds(std::string_view word) {
+  if (word.size() > 1 && word.back() == 's' && word != "s") word.remove_suffix(1);  // plural
+  if (word == "sec" || word == "second") return 1;
+  if (word == "min" || word == "minute") return kMinute;
+  if (word == "hr" || word == "hour") return kHour;
+  if (word == "day") return kDay;
+  if (word == "week") return kWeek;
+  return 0;
+}
+
 int64_t UnitSeconds(char unit) {
   switch (unit) {
     case 's':
@@ -63,7 +74,13 @@ Result<Seconds> ParseDuration(std::string_view text) {
   if (digits == 0) count = 1;  // "m" means one minute
   int64_t unit_seconds = 1;
   if (!unit.empty()) {
-    unit_seconds = unit.size() == 1 ? UnitSeconds(unit[0]) : 0;
+    unit_seconds = unit.size() == 1 ? UnitSeconds(unit[0]) : UnitWordSeconds(unit);
+    if (unit_seconds == 0 && (unit.starts_with("month") || unit.starts_with("year"))) {
+      return InvalidArgument(fmt::format(
+          "duration \"{}\": months and years are not sliding windows of one length; write 30d "
+          "or 365d (with a --retention that long), or a calendar limit in a policy file",
+          text));
+    }
     if (unit_seconds == 0) {
       return InvalidArgument(
           fmt::format("duration \"{}\": unknown unit \"{}\"; {}", text, unit, kHint));

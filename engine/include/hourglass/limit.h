@@ -25,10 +25,11 @@ struct Limit {
   bool operator==(const Limit&) const = default;
 };
 
-// "N/DUR" with DUR as in ParseDuration (e.g. "5/m", "20/10m", "100/d", "7/90"): a sliding
-// window. Errors name the bad part and show a valid example.
+// "N/DUR" with DUR as in ParseDuration (e.g. "5/m", "20/10m", "100/d", "7/90", "5/minute"): a
+// sliding window. Errors name the bad part and show a valid example.
 Result<Limit> ParseLimit(std::string_view spec);
-// Comma- or space-separated specs: "2/s, 5/m, 10/h, 100/d".
+// Comma- or space-separated specs: "2/s, 5/m, 10/h, 100/d"; Python `limits`' spellings too:
+// "5/minute", "5 per minute", "10 per 2 hours", "100/day".
 Result<std::vector<Limit>> ParseLimits(std::string_view specs);
 
 enum class CountingMode {

@@ -74,8 +74,9 @@ class Window {
   Seconds offset_;
 };
 
-// "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w), or plain
-// seconds ("3600"). Errors name the bad part.
+// "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w, or a word:
+// second, minute, hour, day, week, plural too, sec, min, hr), or plain seconds ("3600"); the
+// count may be left out ("minute" is 1m). Errors name the bad part.
 Result<Seconds> ParseDuration(std::string_view text);
 // Sliding windows from duration specs ("1m", "1d"); an error names the bad spec:
 // window "5q": <why>.
