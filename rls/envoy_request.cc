@@ -148,7 +148,12 @@ DescriptorStatus EnvoyRequest::StatusOf(const Slot& s, const Decision& d, bool& 
   limit->set_unit(static_cast<RateLimitResponse::RateLimit::Unit>(s.unit));
   limit->set_name(s.name);
   if (!d.limits.empty()) status.set_limit_remaining(Clamp32(d.limits.front().remaining));
-  status.mutable_duration_until_reset()->set_seconds(UntilReset(d, over_limit).count());
+  // A request that can never fit (hits above the limit) has no reset to wait for: left unset.
+  const bool never = !d.allowed && !d.degraded && !d.retry_after &&
+                     !(!d.limits.empty() && d.limits.front().limit.window.NextStart(d.at));
+  if (!never) {
+    status.mutable_duration_until_reset()->set_seconds(UntilReset(d, over_limit).count());
+  }
   return status;
 }
 

@@ -301,6 +301,26 @@ TEST_F(EnvoyRequestTest, ResponseHeadersNameTheMostConstrainingLimit) {
   EXPECT_EQ(Answered(request).response_headers_to_add_size(), 0);
 }
 
+// A descriptor refused (a value over 64 KiB) refuses the request before anything is counted.
+TEST_F(EnvoyRequestTest, ARefusedDescriptorCountsNothingOfTheOthers) {
+  const Error refused =
+      Ask(RequestOf({{{"client", "c"}}, {{"client", std::string(kMaxFieldBytes + 1, 'x')}}}))
+          .error();
+  EXPECT_EQ(refused.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("descriptor 1: "), std::string::npos) << refused.ToString();
+  EXPECT_EQ(Remaining({{"client", "c"}}), 5u) << "descriptor 0 was not counted";
+}
+
+// Hits above the limit can never fit: OVER_LIMIT with no reset to wait for, not "1 s".
+TEST_F(EnvoyRequestTest, ACostThatCanNeverFitHasNoDurationUntilReset) {
+  RateLimitRequest costly = RequestOf({{{"client", "c"}}});
+  costly.set_hits_addend(6);  // the client limit is 5 a minute
+  const RateLimitResponse r = Answered(costly);
+  EXPECT_EQ(r.overall_code(), kOverLimit);
+  EXPECT_FALSE(r.statuses(0).has_duration_until_reset());
+  EXPECT_EQ(Remaining({{"client", "c"}}), 5u);
+}
+
 TEST_F(EnvoyRequestTest, BadRequestsAreRefusedNamingTheProblem) {
   RateLimitRequest no_domain = RequestOf({{{"client", "c"}}});
   no_domain.set_domain("");

@@ -43,7 +43,18 @@ TEST(RateLimitFields, ACostThatNeverFitsHasNoRetryAfter) {
   d.limits = {Outcome("2/s", 3, std::nullopt)};
   d.retry_after = std::nullopt;
   const RateLimitFields f = RateLimitFieldsFor(d);
-  EXPECT_EQ(f.current, "\"2/s\";r=0;t=1");  // the window's length: never earlier than the truth
+  EXPECT_EQ(f.current, "\"2/s\";r=0") << "no wait helps: no t at all";
+  EXPECT_FALSE(f.retry_after.has_value());
+}
+
+TEST(RateLimitFields, ABannedFeatureIsNotToldToComeBackInASecond) {
+  Decision d;
+  d.allowed = false;
+  d.limits = {Outcome("0/s", 1, std::nullopt)};  // a policy file's `deny: true`
+  d.retry_after = std::nullopt;
+  const RateLimitFields f = RateLimitFieldsFor(d);
+  EXPECT_EQ(f.policy, "\"0/s\";q=0;w=1");
+  EXPECT_EQ(f.current, "\"0/s\";r=0");
   EXPECT_FALSE(f.retry_after.has_value());
 }
 

@@ -7,7 +7,8 @@
 //
 // One policy item per limit, named by its spec. RateLimit names the most constraining limit: on
 // a denial the exceeded one that frees up last, otherwise the one with the least remaining; `t` is
-// never earlier than the truth (the retry time on a denial, else the window's length).
+// never earlier than the truth (the retry time on a denial, else the window's length), and left
+// out when the request can never fit (a banned feature, a cost above the limit): no wait helps.
 //
 // Thread-safety: pure functions.
 #pragma once
