@@ -4,10 +4,14 @@
 // Results go to stdout (text, or JSON with --json); messages go to stderr. Each command lives in
 // commands/; this file wires the global options and runs the one that was given.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #include "app.h"
 #include "commands.h"
@@ -39,13 +43,69 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   }
 }
 
+// Edit distance of two short words (insertions, deletions, substitutions).
+size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean \"x\"?)" for the closest of `names` within two edits, else "".
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& names) {
+  const std::string* best = nullptr;
+  size_t best_distance = 3;
+  for (const std::string& name : names) {
+    const size_t d = Distance(word, name);
+    if (d < best_distance) {
+      best = &name;
+      best_distance = d;
+    }
+  }
+  return best == nullptr ? "" : fmt::format(" (did you mean \"{}\"?)", *best);
+}
+
+// The options a word may have meant: the parsed command's and the global ones, as typed.
+std::vector<std::string> OptionNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  std::vector<const CLI::App*> apps = {&app};
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->parsed()) apps.push_back(sub);
+    for (const CLI::App* leaf : sub->get_subcommands([](const CLI::App*) { return true; })) {
+      if (leaf->parsed()) apps.push_back(leaf);
+    }
+  }
+  for (const CLI::App* a : apps) {
+    for (const CLI::Option* option : a->get_options()) {
+      for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+    }
+  }
+  return names;
+}
+
 int ParseError(const CLI::App& app, const CLI::ParseError& e) {
   std::string message = e.what();
   if (const std::vector<std::string> rest = app.remaining(); !rest.empty()) {
-    message = fmt::format(
-        "unknown command or argument \"{}\" (commands: hit, count, check, inspect, reset, "
-        "replay, policy)",
-        rest.front());
+    const std::string& word = rest.front();
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands.push_back(sub->get_name());
+    }
+    if (word.starts_with("-")) {
+      message = fmt::format("unknown option \"{}\"{}; see the command's --help", word,
+                            DidYouMean(word, OptionNames(app)));
+    } else {
+      message = fmt::format("unknown command or argument \"{}\"{} (commands: {})", word,
+                            DidYouMean(word, commands), fmt::join(commands, ", "));
+    }
   }
   std::fprintf(stderr, "hourglass: %s\nRun 'hourglass --help' for usage.\n", message.c_str());
   return kUsage;

@@ -330,9 +330,12 @@ std::vector<std::string> PolicyFile::Remarks() const {
           const bool sliding = a.window.kind() == WindowKind::kSliding &&
                                b.window.kind() == WindowKind::kSliding;
           if (sliding && a.window.length() >= b.window.length() && a.max_hits <= b.max_hits) {
-            remarks.push_back(fmt::format(
+            std::string remark = fmt::format(
                 "{}: limit {} never binds: {} allows no more hits over a window at least as long",
-                p.where, b.ToString(), a.ToString()));
+                p.where, b.ToString(), a.ToString());
+            if (std::find(remarks.begin(), remarks.end(), remark) == remarks.end()) {
+              remarks.push_back(std::move(remark));
+            }
           }
         }
       }

@@ -510,6 +510,60 @@ TEST_F(CliTest, PolicyValidateChecksWindowsAgainstTheRetention) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// Limits that never bind or are given twice are valid but pointed out.
+TEST_F(CliTest, PolicyValidateNotesLimitsThatNeverBindOrRepeat) {
+  const std::string file =
+      TempFile("doubtful.yaml", "events:\n  a:\n    limits: [10/m, 5/h, 5/h]\n");
+  ProcessResult r = RunBare({"policy", "validate", file});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: " + file + ":2: event \"a\": limit 5/h is given twice"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("limit 10/m never binds: 5/h allows no more hits"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(Json(RunBare({"policy", "validate", file, "--json"}))["remarks"].size(), 2u);
+}
+
+// The default windows stop at the retention: count and inspect work with --retention 1h.
+TEST_F(CliTest, CountAndInspectWithAShortRetention) {
+  ASSERT_EQ(Run({"--retention", "1h", "hit", "e", "f"}).code, 0);
+  ProcessResult r = Run({"--retention", "1h", "count", "e", "f", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json windows = Json(r)["windows"];
+  ASSERT_EQ(windows.size(), 3u) << r.out;
+  EXPECT_EQ(windows[2]["window"], 3600);
+  EXPECT_EQ(windows[2]["count"], 1);
+  r = Run({"--retention", "1h", "inspect", "e", "f"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Run({"--retention", "90m", "count", "e", "f", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["windows"].back()["window"], 5400) << "the retention itself, last";
+}
+
+// Typos are caught: an unknown command or option suggests the closest, an event missing from
+// --policy is a warning, and --version answers.
+TEST_F(CliTest, TyposAreNamedWithTheirClosestMatch) {
+  ProcessResult r = RunBare({"chek", "a", "b"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown command or argument \"chek\" (did you mean \"check\"?)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("serve"), std::string::npos) << "every command is listed: " << r.err;
+  r = RunBare({"--store", "memory", "check", "a", "b", "--limt", "5/m"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown option \"--limt\" (did you mean \"--limit\"?)"),
+            std::string::npos)
+      << r.err;
+  r = Run({"reset", "sigup", "ann", "--policy", Policy()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: unknown event \"sigup\""), std::string::npos) << r.err;
+  r = Run({"reset", "signup", "ann", "--policy", Policy()});
+  EXPECT_EQ(r.err, "");
+  r = RunBare({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("hourglass ", 0), 0u) << r.out;
+}
+
 // One memcached spelled two ways in one list is two servers to the ring: the CLI warns.
 TEST_F(CliTest, WarnsWhenAListNamesOneServerTwice) {
   const std::string port = std::to_string(server_.port());

@@ -384,5 +384,27 @@ TEST(EnvoyConfig, LoadsFoldersOfFilesAndRefusesADomainTwice) {
   EXPECT_NE(EnvoyConfig::Load(missing).error().message().find("cannot read"), std::string::npos);
 }
 
+// A unit the engine's retention cannot answer refuses the configuration where it is loaded,
+// naming the file, line and descriptor, instead of failing every request later.
+TEST(EnvoyConfigWindows, AUnitLongerThanTheRetentionIsRefusedNamingItsLine) {
+  Result<EnvoyConfig> config = EnvoyConfig::Parse(
+      "domain: shop\n"
+      "descriptors:\n"
+      "  - key: client\n"
+      "    rate_limit: {unit: minute, requests_per_unit: 5}\n"
+      "  - key: account\n"
+      "    rate_limit: {unit: week, requests_per_unit: 500}\n",
+      "shop.yaml");
+  ASSERT_TRUE(config.ok()) << config.error().message();
+  Status day = config->CheckWindows(Seconds{86400});
+  ASSERT_FALSE(day.ok());
+  EXPECT_EQ(day.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(day.error().message().find("shop.yaml:5: descriptor \"shop.account\": a 1w window is "
+                                       "longer than the retention (1d)"),
+            std::string::npos)
+      << day.error().message();
+  EXPECT_TRUE(config->CheckWindows(Seconds{7 * 86400}).ok());
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -10,11 +10,13 @@ namespace hourglass::cli {
 namespace {
 
 struct CountArgs {
+  std::string policy;  // --policy: warn when the event is not in it
   std::string event, feature, at;
   std::vector<std::string> windows;
 };
 
 int RunCount(const Globals& g, const CountArgs& a) {
+  WarnIfUndefined(a.policy, a.event);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::vector<Window> windows =
@@ -36,6 +38,7 @@ Command AddCountCommand(CLI::App& app, const Globals& g) {
   auto args = std::make_shared<CountArgs>();
   CLI::App* sub = app.add_subcommand("count", "Exact hits in sliding windows");
   AddFeatureArgs(sub, args->event, args->feature);
+  AddPolicyCheckOption(sub, args->policy);
   sub->add_option("--window", args->windows,
                   "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d, those "
                   "within --retention")

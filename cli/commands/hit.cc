@@ -10,11 +10,13 @@ namespace hourglass::cli {
 namespace {
 
 struct HitArgs {
+  std::string policy;  // --policy: warn when the event is not in it
   std::string event, feature, at;
   int64_t cost = 1;
 };
 
 int RunHit(const Globals& g, const HitArgs& a) {
+  WarnIfUndefined(a.policy, a.event);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const Instant t = ParseAt(a.at).value_or(clock.Now());
@@ -41,6 +43,7 @@ Command AddHitCommand(CLI::App& app, const Globals& g) {
   auto args = std::make_shared<HitArgs>();
   CLI::App* sub = app.add_subcommand("hit", "Record a hit");
   AddFeatureArgs(sub, args->event, args->feature);
+  AddPolicyCheckOption(sub, args->policy);
   AddCostOption(sub, args->cost);
   sub->add_option("--at", args->at, "record at UNIX_SECONDS instead of now");
   sub->footer(

@@ -14,6 +14,7 @@ namespace hourglass::cli {
 namespace {
 
 struct InspectArgs {
+  std::string policy;  // --policy: warn when the event is not in it
   std::string event, feature, at;
 };
 
@@ -28,6 +29,7 @@ std::string TimelineText(const Timeline& t, int64_t now) {
 }
 
 int RunInspect(const Globals& g, const InspectArgs& a) {
+  WarnIfUndefined(a.policy, a.event);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const Instant t = ParseAt(a.at).value_or(clock.Now());
@@ -53,6 +55,7 @@ Command AddInspectCommand(CLI::App& app, const Globals& g) {
   CLI::App* sub =
       app.add_subcommand("inspect", "Show a feature's buckets as timelines, and its windows");
   AddFeatureArgs(sub, args->event, args->feature);
+  AddPolicyCheckOption(sub, args->policy);
   sub->add_option("--at", args->at, "inspect at UNIX_SECONDS instead of now");
   sub->footer(
       "Examples:\n"

@@ -1,6 +1,8 @@
 // hourglass policy validate FILE
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "../commands.h"
 #include "hourglass/json.h"
 #include "hourglass/policy_file.h"
@@ -44,6 +46,19 @@ int RunPolicyValidate(const Globals& g, const std::string& file) {
 }
 
 }  // namespace
+
+void AddPolicyCheckOption(CLI::App* sub, std::string& path) {
+  sub->add_option("--policy", path,
+                  "policy file the event should be in: warns if it is not (a typo)");
+}
+
+void WarnIfUndefined(const std::string& path, const std::string& event) {
+  if (path.empty()) return;
+  const PolicyFile policies = Unwrap(PolicyFile::Load(path));
+  Result<Policy> policy = policies.For(event, "");
+  if (policy.ok()) return;
+  std::fprintf(stderr, "hourglass: warning: %s\n", policy.error().message().c_str());
+}
 
 Command AddPolicyCommand(CLI::App& app, const Globals& g) {
   auto path = std::make_shared<std::string>();

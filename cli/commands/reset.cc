@@ -10,10 +10,12 @@ namespace hourglass::cli {
 namespace {
 
 struct ResetArgs {
+  std::string policy;  // --policy: warn when the event is not in it
   std::string event, feature, at;
 };
 
 int RunReset(const Globals& g, const ResetArgs& a) {
+  WarnIfUndefined(a.policy, a.event);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::optional<Instant> at = ParseAt(a.at);
@@ -41,6 +43,7 @@ Command AddResetCommand(CLI::App& app, const Globals& g) {
   CLI::App* sub =
       app.add_subcommand("reset", "Delete every bucket of an event+feature: all windows read 0");
   AddFeatureArgs(sub, args->event, args->feature);
+  AddPolicyCheckOption(sub, args->policy);
   sub->add_option("--at", args->at, "reset the buckets alive around UNIX_SECONDS (replayed hits)");
   sub->footer(
       "Examples:\n"
