@@ -7,6 +7,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "hourglass/api_route.h"
 #include <string>
 #include <vector>
 
@@ -221,8 +223,9 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
   boost::system::result<boost::urls::url_view> url =
       boost::urls::parse_origin_form(request.target());
   if (!url) return ErrorResponse(http::status::bad_request, "malformed request target");
-  HttpResponse response = Route(request, *url);
-  ObserveRequest(url->path(), start);
+  const ApiRoute route = RouteOf(url->path());
+  HttpResponse response = Route(request, route, *url);
+  ObserveRequest(route, start);
   return response;
 }
 
@@ -230,91 +233,85 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
   const auto start = std::chrono::steady_clock::now();
   boost::system::result<boost::urls::url_view> url =
       boost::urls::parse_origin_form(request.target());
-  const std::string path = url ? std::string(url->path()) : "";
-  std::optional<std::string> auth;
-  if (path.starts_with("/v1/auth/") && path.size() > 9) auth = path.substr(9);
-  const bool check = (path == "/v1/check" && request.method() == http::verb::post) ||
-                     (auth && request.method() == http::verb::get);
-  if (!check) return respond(Handle(request));
+  const ApiRoute route = url ? RouteOf(url->path()) : ApiRoute{};
+  if (!IsCheck(route, request.method())) return respond(Handle(request));
   auto pending = std::make_shared<PendingChecks>();
-  if (std::optional<HttpResponse> refused = PrepareChecks(request, auth, *pending)) {
-    ObserveRequest(path, start);
+  if (std::optional<HttpResponse> refused = PrepareChecks(request, route.auth_event, *pending)) {
+    ObserveRequest(route, start);
     return respond(std::move(*refused));
   }
   // Clients denied moments ago are answered at once.
   if (std::optional<Engine::RequestDecision> d =
           engine_.CheckAllIfBlocked(RequestsOf(pending->checks))) {
     HttpResponse response = Decided(*pending, pending->checks, std::move(*d));
-    ObserveRequest(path, start);
+    ObserveRequest(route, start);
     return respond(std::move(response));
   }
   CheckJob job{std::move(pending->checks), nullptr};
   // The sending thread serves every connection: the response is built on the connection's own.
-  job.done = [this, pending, respond = std::move(respond), start, path](
+  job.done = [this, pending, respond = std::move(respond), start, route](
                  std::vector<OwnedCheck> checks, Result<Engine::RequestDecision> decided) {
-    auto shared = std::make_shared<std::pair<std::vector<OwnedCheck>, Result<Engine::RequestDecision>>>(
-        std::move(checks), std::move(decided));
-    respond.Later([this, pending, shared, start, path] {
+    auto shared =
+        std::make_shared<std::pair<std::vector<OwnedCheck>, Result<Engine::RequestDecision>>>(
+            std::move(checks), std::move(decided));
+    respond.Later([this, pending, shared, start, route] {
       HttpResponse response = Decided(*pending, shared->first, std::move(shared->second));
-      ObserveRequest(path, start);
+      ObserveRequest(route, start);
       return response;
     });
   };
   batcher_.Submit(std::move(job));
 }
 
-void DecisionApi::ObserveRequest(std::string_view path,
+void DecisionApi::ObserveRequest(const ApiRoute& route,
                                  std::chrono::steady_clock::time_point start) const {
   if (options_.metrics == nullptr) return;
-  static const std::set<std::string, std::less<>> kEndpoints = {
-      "/v1/check",    "/v1/count", "/v1/inspect", "/v1/hit",
-      "/v1/counters", "/healthz",  "/readyz",     "/metrics"};
-  const std::string endpoint = kEndpoints.contains(path)       ? std::string(path)
-                               : path.starts_with("/v1/auth/") ? "/v1/auth"
-                                                               : "other";
-  options_.metrics->ObserveRequest(endpoint, std::chrono::steady_clock::now() - start);
+  options_.metrics->ObserveRequest(route.label, std::chrono::steady_clock::now() - start);
 }
 
-HttpResponse DecisionApi::Route(const HttpRequest& request,
+HttpResponse DecisionApi::Route(const HttpRequest& request, const ApiRoute& route,
                                 const boost::urls::url_view& url) const {
-  const std::string path = url.path();
-  const http::verb method = request.method();
-  const auto only = [&](http::verb allowed, std::string_view name, auto answer) -> HttpResponse {
-    return method == allowed ? answer() : MethodNotAllowed(name);
-  };
-  if (path == "/v1/check") {
-    return only(http::verb::post, "POST", [&] { return Check(request, std::nullopt); });
+  if (route.endpoint == Endpoint::kUnknown ||
+      (route.endpoint == Endpoint::kMetrics && options_.metrics == nullptr) ||
+      route.endpoint == Endpoint::kEnvoyJson) {
+    return ErrorResponse(http::status::not_found,
+                         "no such endpoint: see `hourglass serve --help`");
   }
-  if (path == "/v1/count") return only(http::verb::get, "GET", [&] { return Count(url); });
-  if (path == "/v1/inspect") {
-    return only(http::verb::get, "GET", [&] { return InspectFeature(url); });
+  if (request.method() != route.method) {
+    return MethodNotAllowed(std::string(boost::beast::http::to_string(route.method)));
   }
-  if (path == "/v1/hit") return only(http::verb::post, "POST", [&] { return Hit(request); });
-  if (path == "/v1/counters") {
-    return only(http::verb::delete_, "DELETE", [&] { return Reset(request, url); });
-  }
-  if (path.starts_with("/v1/auth/") && path.size() > 9) {
-    const std::optional<std::string> event = path.substr(9);
-    return only(http::verb::get, "GET", [&] { return Check(request, event); });
-  }
-  if (path == "/healthz") {
-    return only(http::verb::get, "GET", [&] {
+  switch (route.endpoint) {
+    case Endpoint::kCheck:
+      return Check(request, std::nullopt);
+    case Endpoint::kAuth:
+      return Check(request, route.auth_event);
+    case Endpoint::kCount:
+      return Count(url);
+    case Endpoint::kInspect:
+      return InspectFeature(url);
+    case Endpoint::kHit:
+      return Hit(request);
+    case Endpoint::kCounters:
+      return Reset(request, url);
+    case Endpoint::kHealthz:
       return JsonResponse(http::status::ok, json{{"status", "alive"}});
-    });
+    case Endpoint::kReadyz:
+      return Ready();
+    case Endpoint::kMetrics:
+      return Metrics();
+    default:
+      return ErrorResponse(http::status::not_found, "no such endpoint");
   }
-  if (path == "/readyz") return only(http::verb::get, "GET", [&] { return Ready(); });
-  if (path == "/metrics" && options_.metrics != nullptr) {
-    return only(http::verb::get, "GET", [&] {
-      HttpResponse res{http::status::ok, 11};
-      res.set(http::field::content_type, "text/plain; version=0.0.4");
-      if (options_.store != nullptr) {
-        options_.metrics->SyncUnconfirmedFailures(options_.store->unconfirmed_failures());
-      }
-      res.body() = options_.metrics->Render();
-      return res;
-    });
+}
+
+HttpResponse DecisionApi::Metrics() const {
+  HttpResponse res{http::status::ok, 11};
+  res.set(http::field::content_type, "text/plain; version=0.0.4");
+  if (options_.store != nullptr) {
+    options_.metrics->SyncUnconfirmedFailures(options_.store->unconfirmed_failures());
   }
-  return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
+  res.body() = options_.metrics->Render();
+  return res;
 }
 
 bool DecisionApi::LetThrough(const PolicySource& policies, std::string_view event,

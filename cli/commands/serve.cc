@@ -12,6 +12,7 @@
 
 #include "../commands.h"
 #include "../runtime.h"
+#include "hourglass/api_route.h"
 #include "hourglass/decision_api.h"
 #include "hourglass/envoy_service.h"
 #include "hourglass/http_server.h"
@@ -135,6 +136,9 @@ void HandleSignals(const sigset_t& signals, const ServeArgs& a, Seconds retentio
   }
 }
 
+// The path of a request target, without its query.
+std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
 // A listener, or exit 4 naming the address (in use, or not ours to listen on).
 template <typename T>
 T Listening(Result<T> listener) {
@@ -193,7 +197,9 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   }
   std::unique_ptr<HttpServer> server = Listening(
       HttpServer::Create(http, [&api, envoy = envoy.get()](HttpRequest r, HttpResponder respond) {
-        if (envoy != nullptr && r.target() == "/json") return envoy->HandleJson(r, respond);
+        if (envoy != nullptr && RouteOf(PathOf(r.target())).endpoint == Endpoint::kEnvoyJson) {
+          return envoy->HandleJson(r, respond);
+        }
         api.HandleAsync(std::move(r), std::move(respond));
       }));
   Log(fmt::format("listening on {}:{} with {} threads; policy {}; store {}", http.host,

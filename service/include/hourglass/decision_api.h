@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 
+#include "hourglass/api_route.h"
 #include "hourglass/check_batcher.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
@@ -71,7 +72,9 @@ class DecisionApi {
 
  private:
   std::shared_ptr<const PolicySource> Policies() const;
-  HttpResponse Route(const HttpRequest& request, const boost::urls::url_view& url) const;
+  HttpResponse Route(const HttpRequest& request, const ApiRoute& route,
+                    const boost::urls::url_view& url) const;
+  HttpResponse Metrics() const;
   // A check request (/v1/check, or /v1/auth with `auth_event`) parsed, its policies resolved.
   struct PendingChecks {
     std::shared_ptr<const PolicySource> policies;
@@ -89,8 +92,8 @@ class DecisionApi {
   // 404 naming the known events when the policy has no entry for `event`.
   std::optional<HttpResponse> RefuseUnknownEvent(std::string_view event) const;
   HttpResponse Check(const HttpRequest& request, const std::optional<std::string>& auth) const;
-  // Counts a request to `path` (its endpoint's, for the metrics) that started at `start`.
-  void ObserveRequest(std::string_view path, std::chrono::steady_clock::time_point start) const;
+  // Counts a request to `route` that started at `start`.
+  void ObserveRequest(const ApiRoute& route, std::chrono::steady_clock::time_point start) const;
   HttpResponse Count(const boost::urls::url_view& url) const;
   HttpResponse InspectFeature(const boost::urls::url_view& url) const;
   HttpResponse Hit(const HttpRequest& request) const;

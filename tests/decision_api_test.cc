@@ -1,0 +1,152 @@
+// The HTTP API in process: DecisionApi on a memory store and a manual clock, so that windows pass
+// without sleeping. Routing, decisions over time with their RateLimit fields, all-or-nothing
+// lists, strict bodies, resets reaching this process's cached denials, and the route table.
+#include "hourglass/decision_api.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "hourglass/api_route.h"
+#include "hourglass/memory_store.h"
+
+namespace hourglass {
+namespace {
+
+namespace http = boost::beast::http;
+using nlohmann::json;
+
+constexpr int64_t kStart = 1'700'000'000;
+
+TEST(RouteOf, ClassifiesEveryEndpointInOnePlace) {
+  EXPECT_EQ(RouteOf("/v1/check").endpoint, Endpoint::kCheck);
+  EXPECT_EQ(RouteOf("/v1/check").method, http::verb::post);
+  EXPECT_EQ(RouteOf("/v1/counters").method, http::verb::delete_);
+  const ApiRoute auth = RouteOf("/v1/auth/url_shorten");
+  EXPECT_EQ(auth.endpoint, Endpoint::kAuth);
+  EXPECT_EQ(auth.auth_event, "url_shorten");
+  EXPECT_EQ(auth.label, "/v1/auth");
+  EXPECT_EQ(RouteOf("/v1/auth/").endpoint, Endpoint::kUnknown);
+  EXPECT_EQ(RouteOf("/json").endpoint, Endpoint::kEnvoyJson);
+  EXPECT_EQ(RouteOf("/v1/check/").endpoint, Endpoint::kUnknown);
+  EXPECT_EQ(RouteOf("/v1/nothing").label, "other");
+  EXPECT_TRUE(IsCheck(RouteOf("/v1/check"), http::verb::post));
+  EXPECT_FALSE(IsCheck(RouteOf("/v1/check"), http::verb::get));
+  EXPECT_FALSE(IsCheck(RouteOf("/v1/count"), http::verb::get));
+}
+
+class DecisionApiTest : public ::testing::Test {
+ protected:
+  DecisionApiTest()
+      : clock_(FromUnix(kStart)),
+        store_(clock_),
+        engine_(*Engine::Create(store_, clock_, LongRunning())) {
+    std::ofstream(path_) << "events:\n"
+                            "  signup:\n    limits: [2/m]\n"
+                            "  url_shorten:\n    limits: [100/m]\n"
+                            "    overrides:\n      \"203.0.113.66\": {deny: true}\n";
+    DecisionApiOptions options;
+    options.metrics = &metrics_;
+    options.clock = &clock_;
+    api_ = std::make_unique<DecisionApi>(
+        engine_, std::make_shared<const PolicySource>(*PolicySource::FromFile(path_)), options);
+  }
+  ~DecisionApiTest() override { unlink(path_.c_str()); }
+  // As `hourglass serve --exact-retry-after` builds its engine.
+  static EngineOptions LongRunning() {
+    EngineOptions o;
+    o.hot_path = HotPathOptions::LongRunning(1024);
+    o.exact_retry_after = true;
+    return o;
+  }
+  HttpResponse Send(http::verb method, const std::string& target, const std::string& body = "") {
+    HttpRequest request{method, target, 11};
+    request.body() = body;
+    request.prepare_payload();
+    return api_->Handle(request);
+  }
+  HttpResponse Check(const std::string& event, const std::string& feature) {
+    return Send(http::verb::post, "/v1/check",
+                json{{"event", event}, {"feature", feature}}.dump());
+  }
+  uint64_t CountOf(const std::string& event, const std::string& feature) {
+    HttpResponse r =
+        Send(http::verb::get, "/v1/count?event=" + event + "&feature=" + feature + "&window=1m");
+    EXPECT_EQ(r.result(), http::status::ok) << r.body();
+    return json::parse(r.body())["windows"][0]["count"].get<uint64_t>();
+  }
+
+  ManualClock clock_;
+  MemoryStore store_;
+  Engine engine_;
+  ServiceMetrics metrics_;
+  std::string path_ = ::testing::TempDir() + "/decision_api_test_" + std::to_string(getpid());
+  std::unique_ptr<DecisionApi> api_;
+};
+
+TEST_F(DecisionApiTest, DeniesAtTheLimitAndAdmitsAgainOnceTheFirstHitLeavesTheWindow) {
+  EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+  clock_.Advance(Seconds{20});
+  EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+  HttpResponse denied = Check("signup", "ann");
+  ASSERT_EQ(denied.result(), http::status::too_many_requests);
+  EXPECT_EQ(denied[http::field::retry_after], "40") << "the first hit leaves at +60";
+  EXPECT_EQ(denied["RateLimit"], "\"2/m\";r=0;t=40");
+  clock_.Advance(Seconds{39});
+  EXPECT_EQ(Check("signup", "ann").result(), http::status::too_many_requests);
+  clock_.Advance(Seconds{1});
+  EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+}
+
+TEST_F(DecisionApiTest, ABannedFeatureIsToldNoRetryTime) {
+  HttpResponse r = Check("url_shorten", "203.0.113.66");
+  ASSERT_EQ(r.result(), http::status::too_many_requests);
+  EXPECT_EQ(r["RateLimit"], "\"0/s\";r=0");
+  EXPECT_EQ(r.count(http::field::retry_after), 0u);
+}
+
+TEST_F(DecisionApiTest, AListStandsOrFallsTogether) {
+  const std::string list = json{{"checks",
+                                 {{{"event", "url_shorten"}, {"feature", "198.51.100.1"}},
+                                  {{"event", "signup"}, {"feature", "bob"}}}}}
+                               .dump();
+  EXPECT_EQ(Send(http::verb::post, "/v1/check", list).result(), http::status::ok);
+  EXPECT_EQ(Send(http::verb::post, "/v1/check", list).result(), http::status::ok);
+  HttpResponse denied = Send(http::verb::post, "/v1/check", list);
+  ASSERT_EQ(denied.result(), http::status::too_many_requests);
+  const json body = json::parse(denied.body());
+  EXPECT_TRUE(body["checks"][0]["allowed"].get<bool>()) << "the address itself had room";
+  EXPECT_FALSE(body["checks"][0]["recorded"].get<bool>());
+  EXPECT_EQ(CountOf("url_shorten", "198.51.100.1"), 2u);
+  EXPECT_EQ(CountOf("signup", "bob"), 2u);
+}
+
+TEST_F(DecisionApiTest, AResetReachesThisProcesssCachedDenialAtOnce) {
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(Check("signup", "cy").result(), http::status::ok);
+  ASSERT_EQ(Check("signup", "cy").result(), http::status::too_many_requests);
+  ASSERT_EQ(Send(http::verb::delete_, "/v1/counters?event=signup&feature=cy").result(),
+            http::status::ok);
+  EXPECT_EQ(Check("signup", "cy").result(), http::status::ok) << "no cached denial survives";
+}
+
+TEST_F(DecisionApiTest, StrictBodiesAndRoutes) {
+  HttpResponse r = Send(http::verb::post, "/v1/check", R"({"event":"signup","feature":"d","n":1})");
+  EXPECT_EQ(r.result(), http::status::bad_request);
+  EXPECT_NE(r.body().find("unknown field \\\"n\\\""), std::string::npos) << r.body();
+  r = Send(http::verb::get, "/v1/check");
+  EXPECT_EQ(r.result(), http::status::method_not_allowed);
+  EXPECT_EQ(r[http::field::allow], "POST");
+  EXPECT_EQ(Send(http::verb::get, "/v1/nothing").result(), http::status::not_found);
+  EXPECT_EQ(Send(http::verb::post, "/json", "{}").result(), http::status::not_found)
+      << "Envoy's endpoint is not the API's";
+  EXPECT_EQ(Send(http::verb::get, "/v1/inspect?event=nosuch&feature=d").result(),
+            http::status::not_found);
+  EXPECT_EQ(CountOf("signup", "d"), 0u);
+  EXPECT_NE(metrics_.Render().find("endpoint=\"/v1/check\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hourglass
