@@ -7,8 +7,8 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
@@ -119,8 +119,8 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hourglass ") + HOURGLASS_VERSION);
   app.footer(
-      "Exit codes: 0 ok, 1 check denied, 2 bad usage or input, 3 store unreachable, 4 serve cannot\n"
-      "listen.\n"
+      "Exit codes: 0 ok, 1 check denied, 2 bad usage or input, 3 store unreachable,\n"
+      "4 serve cannot listen.\n"
       "Examples:\n"
       "  hourglass check url_shorten 203.0.113.7 --limit 2/s --limit 5/m --limit 100/d\n"
       "  hourglass count signup ann@example.com --window 1h --window 1d --json\n"

@@ -13,9 +13,9 @@
 namespace hourglass::cli {
 
 enum class EngineUse {
-  kOneShot,       // one command, one feature: bounds only, nothing worth caching
-  kOneShotExact,  // the same, with retry_after exact to the second (check)
-  kLongRunning,   // many checks in one process (replay): both hot-path caches on
+  kOneShot,           // one command, one feature: bounds only, nothing worth caching
+  kOneShotExact,      // the same, with retry_after exact to the second (check)
+  kLongRunning,       // many checks in one process (replay): both hot-path caches on
   kLongRunningExact,  // the same, with retry_after exact to the second (serve --exact-retry-after)
 };
 

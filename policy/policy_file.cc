@@ -277,7 +277,7 @@ struct Located {
 };
 
 std::vector<Located> PoliciesOf(const std::string& file, const std::string& event,
-                                 const EventPolicy& entry) {
+                                const EventPolicy& entry) {
   std::vector<Located> all = {
       {fmt::format("{}:{}: event \"{}\"", file, entry.line, event), &entry.policy, false}};
   for (const auto& [feature, policy] : entry.overrides) {
@@ -320,15 +320,14 @@ std::vector<std::string> PolicyFile::Remarks() const {
           const Limit& b = limits[j];
           if (a == b) {
             if (i < j) {
-              remarks.push_back(
-                  fmt::format("{}: limit {} is given twice", p.where, a.ToString()));
+              remarks.push_back(fmt::format("{}: limit {} is given twice", p.where, a.ToString()));
             }
             continue;
           }
           // b never binds when a allows no more hits over a window b's contains: any hits b
           // would deny, a denies first. Sliding windows only: calendar and fixed ones reset.
-          const bool sliding = a.window.kind() == WindowKind::kSliding &&
-                               b.window.kind() == WindowKind::kSliding;
+          const bool sliding =
+              a.window.kind() == WindowKind::kSliding && b.window.kind() == WindowKind::kSliding;
           if (sliding && a.window.length() >= b.window.length() && a.max_hits <= b.max_hits) {
             std::string remark = fmt::format(
                 "{}: limit {} never binds: {} allows no more hits over a window at least as long",

@@ -328,8 +328,8 @@ Status CheckNodeWindows(const EnvoyConfig::Node& node, Seconds retention) {
     return InvalidArgument(fmt::format(
         "{}: descriptor \"{}\": a {} window is longer than the retention ({}): no request could "
         "be answered; use a shorter unit or raise --retention (the same on every client)",
-        node.rate_limit->origin, node.path,
-        FormatDuration(node.rate_limit->limit->window.length()), FormatDuration(retention)));
+        node.rate_limit->origin, node.path, FormatDuration(node.rate_limit->limit->window.length()),
+        FormatDuration(retention)));
   }
   for (const auto& child : node.children) {
     if (Status s = CheckNodeWindows(*child, retention); !s.ok()) return s;

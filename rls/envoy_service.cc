@@ -105,7 +105,8 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
           engine_.CheckAllIfBlocked(RequestsOf(plan->checks()))) {
     return done(plan->Answer(std::move(*local), metrics_));
   }
-  if (plan->checks().empty()) return done(plan->Answer(Engine::RequestDecision{true, {}}, metrics_));
+  if (plan->checks().empty())
+    return done(plan->Answer(Engine::RequestDecision{true, {}}, metrics_));
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   CheckJob job{plan->checks(), nullptr};
   job.done = [this, plan, done = std::move(done)](std::vector<OwnedCheck>,

@@ -7,11 +7,10 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
-
-#include "hourglass/api_route.h"
 #include <string>
 #include <vector>
 
+#include "hourglass/api_route.h"
 #include "hourglass/inspection.h"
 #include "hourglass/json.h"
 #include "hourglass/ratelimit_headers.h"
@@ -71,8 +70,8 @@ Result<HitRequest> ParseHit(const json& j, const std::string& where) {
   if (!j.is_object()) return InvalidArgument(where + "expected a JSON object");
   for (const auto& [key, value] : j.items()) {
     if (key != "event" && key != "feature" && key != "cost") {
-      return InvalidArgument(fmt::format("{}unknown field {}: a check has event, feature, cost",
-                                         where, Quoted(key)));
+      return InvalidArgument(
+          fmt::format("{}unknown field {}: a check has event, feature, cost", where, Quoted(key)));
     }
   }
   HitRequest hit;
@@ -117,9 +116,8 @@ Result<json> ParseBody(const HttpRequest& request) {
         "other bytes)");
   }
   if (duplicate) {
-    return InvalidArgument(
-        fmt::format("field {} is given twice in one object: give each field once",
-                    Quoted(*duplicate)));
+    return InvalidArgument(fmt::format(
+        "field {} is given twice in one object: give each field once", Quoted(*duplicate)));
   }
   return body;
 }
@@ -274,8 +272,7 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, const ApiRoute& rout
   if (route.endpoint == Endpoint::kUnknown ||
       (route.endpoint == Endpoint::kMetrics && options_.metrics == nullptr) ||
       route.endpoint == Endpoint::kEnvoyJson) {
-    return ErrorResponse(http::status::not_found,
-                         "no such endpoint: see `hourglass serve --help`");
+    return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
   }
   if (request.method() != route.method) {
     return MethodNotAllowed(std::string(boost::beast::http::to_string(route.method)));
@@ -348,9 +345,9 @@ std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& reques
     const std::string label = requested.size() > 1 ? fmt::format("checks[{}]", i) : "";
     Result<Policy> policy = pending.policies->For(c.event, c.feature);
     if (!policy.ok()) {
-      return ErrorResponse(StatusFor(policy.error()),
-                           label.empty() ? policy.error().message()
-                                         : label + ": " + policy.error().message());
+      return ErrorResponse(
+          StatusFor(policy.error()),
+          label.empty() ? policy.error().message() : label + ": " + policy.error().message());
     }
     OwnedCheck check;
     check.binding = !pending.policies->IsShadow(c.event);

@@ -47,9 +47,9 @@ RateLimitFields RateLimitFieldsFor(const Decision& d) {
     const bool never = !d.allowed && o.exceeded && !o.retry_after;  // a ban, or too costly
     const bool waits = !d.allowed && o.exceeded && o.retry_after.has_value();
     const int64_t t = waits ? o.retry_after->count() : o.limit.window.length().count();
-    fields.current = never ? fmt::format("{};r={}", SfString(o.limit.ToString()), o.remaining)
-                           : fmt::format("{};r={};t={}", SfString(o.limit.ToString()),
-                                         o.remaining, t);
+    fields.current =
+        never ? fmt::format("{};r={}", SfString(o.limit.ToString()), o.remaining)
+              : fmt::format("{};r={};t={}", SfString(o.limit.ToString()), o.remaining, t);
   }
   if (!d.allowed && d.retry_after) fields.retry_after = std::to_string(d.retry_after->count());
   return fields;

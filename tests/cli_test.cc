@@ -551,8 +551,7 @@ TEST_F(CliTest, TyposAreNamedWithTheirClosestMatch) {
   EXPECT_NE(r.err.find("serve"), std::string::npos) << "every command is listed: " << r.err;
   r = RunBare({"--store", "memory", "check", "a", "b", "--limt", "5/m"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown option \"--limt\" (did you mean \"--limit\"?)"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("unknown option \"--limt\" (did you mean \"--limit\"?)"), std::string::npos)
       << r.err;
   r = Run({"reset", "sigup", "ann", "--policy", Policy()});
   EXPECT_EQ(r.code, 0) << r.err;

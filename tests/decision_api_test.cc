@@ -69,8 +69,7 @@ class DecisionApiTest : public ::testing::Test {
     return api_->Handle(request);
   }
   HttpResponse Check(const std::string& event, const std::string& feature) {
-    return Send(http::verb::post, "/v1/check",
-                json{{"event", event}, {"feature", feature}}.dump());
+    return Send(http::verb::post, "/v1/check", json{{"event", event}, {"feature", feature}}.dump());
   }
   uint64_t CountOf(const std::string& event, const std::string& feature) {
     HttpResponse r =

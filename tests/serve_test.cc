@@ -3,10 +3,10 @@
 // back per draft-ietf-httpapi-ratelimit-headers-10, bad and hostile input, reload, drain, a store
 // killed and restarted, and no over-admission across two servers sharing one memcached.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -519,7 +519,8 @@ TEST_F(ServeTest, APolicyLongerThanTheRetentionIsRefusedAtStartAndOnReload) {
 TEST_F(ServeTest, AResetClearsTheServicesOwnDenialAtOnce) {
   auto serve = Serve("events:\n  signup:\n    limits: [2/h]\n");
   HttpClient client(serve->port());
-  for (int i = 0; i < 2; ++i) ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "b")).status, 200);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "b")).status, 200);
   HttpReply denied = client.Post("/v1/check", CheckBody("signup", "b"));
   ASSERT_EQ(denied.status, 429);
   ASSERT_EQ(client.Send("DELETE", "/v1/counters?event=signup&feature=b").status, 200);

@@ -40,7 +40,7 @@ Command AddCountCommand(CLI::App& app, const Globals& g) {
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyCheckOption(sub, args->policy);
   sub->add_option("--window", args->windows,
-                  "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d, those "
+                  "window length (s, m, h, d: 1d, 10m, 90s), repeatable; default 1s 1m 1h 1d "
                   "within --retention")
       ->expected(1)
       ->allow_extra_args(false)

@@ -122,8 +122,8 @@ void Reload(const ServeArgs& a, Seconds retention, DecisionApi& api, EnvoyServic
 }
 
 // Waits for SIGHUP (reload), SIGTERM or SIGINT (drain and stop).
-void HandleSignals(const sigset_t& signals, const ServeArgs& a, Seconds retention,
-                   DecisionApi& api, EnvoyService* envoy, HttpServer& server) {
+void HandleSignals(const sigset_t& signals, const ServeArgs& a, Seconds retention, DecisionApi& api,
+                   EnvoyService* envoy, HttpServer& server) {
   for (;;) {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) continue;

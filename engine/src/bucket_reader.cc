@@ -47,10 +47,9 @@ PendingRead BucketReader::Prepare(const std::string& group, std::span<const Buck
   return p;
 }
 
-std::optional<Result<BucketRead>> BucketReader::Advance(const std::string& group,
-                                                        std::span<const Bucket> buckets,
-                                                        PendingRead& pending,
-                                                        Result<std::vector<uint64_t>> answer) const {
+std::optional<Result<BucketRead>> BucketReader::Advance(
+    const std::string& group, std::span<const Bucket> buckets, PendingRead& pending,
+    Result<std::vector<uint64_t>> answer) const {
   BucketRead& read = pending.read;
   if (!pending.needs_store) return std::move(read);
   if (pending.rereading) return CompleteReread(group, buckets, pending, std::move(answer));

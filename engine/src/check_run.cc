@@ -303,7 +303,8 @@ std::optional<Seconds> CheckRun::FillRetryAfter() {
 }
 
 void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
-  if (core_.blocked == nullptr || !live() || !rememberable_ || (earliest && *earliest <= Seconds{0})) {
+  if (core_.blocked == nullptr || !live() || !rememberable_ ||
+      (earliest && *earliest <= Seconds{0})) {
     return;
   }
   if (blocked_key_.empty()) blocked_key_ = BlockedKey(group_, policy_);

@@ -99,18 +99,18 @@ class CheckRun {
   std::vector<Span> spans_;
   Step step_;
   std::optional<PendingRead> pending_;
-  std::vector<Bound> bounds_;             // kBounds: per window
-  std::vector<Bucket> reads_;             // the buckets the pending read asks for
-  std::shared_ptr<const ReadPlan> plan_;  // kExact*: the plan read
+  std::vector<Bound> bounds_;              // kBounds: per window
+  std::vector<Bucket> reads_;              // the buckets the pending read asks for
+  std::shared_ptr<const ReadPlan> plan_;   // kExact*: the plan read
   std::unique_ptr<RetryRefiner> refiner_;  // kRefine
-  std::optional<Error> failed_;           // a read failed: the decision is degraded
+  std::optional<Error> failed_;            // a read failed: the decision is degraded
   WindowTally tally_;
   bool settled_ = false;
   Decision decision_;
   std::string blocked_key_;
   std::optional<BlockedCache::Entry> blocked_;  // answered from the blocked-client cache
   bool rememberable_ = true;
-  bool attempt_sent_ = false;                   // kAttempt: the blocked client's hit was sent
+  bool attempt_sent_ = false;  // kAttempt: the blocked client's hit was sent
 };
 
 }  // namespace hourglass::internal

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <memory>
 
-#include "request_runs.h"
 #include "engine_core.h"
+#include "request_runs.h"
 #include "reset.h"
 
 namespace hourglass {

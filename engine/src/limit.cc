@@ -45,8 +45,9 @@ std::string Normalized(std::string_view text) {
                      std::tolower(static_cast<unsigned char>(word[2])) == 'r';
     if (per) word = "/";
     const bool join =
-        !out.empty() && (out.back() == '/' || word.front() == '/' ||
-                         (EndsWithSlashCount(out) && std::isalpha(static_cast<unsigned char>(word.front()))));
+        !out.empty() &&
+        (out.back() == '/' || word.front() == '/' ||
+         (EndsWithSlashCount(out) && std::isalpha(static_cast<unsigned char>(word.front()))));
     if (!out.empty() && !join) out += ' ';
     out += word;
   }
@@ -84,7 +85,6 @@ Result<Limit> ParseLimit(std::string_view text) {
   if (!window.ok()) return window.error();
   return Limit{*window, max_hits};
 }
-
 
 Result<std::vector<Limit>> ParseLimits(std::string_view text) {
   const std::string normalized = Normalized(text);

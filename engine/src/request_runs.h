@@ -39,7 +39,7 @@ class RequestRuns {
   struct Request {
     std::span<const Engine::CheckRequest> checks;
     std::vector<std::string> groups;
-    std::vector<std::vector<size_t>> layers;  // check indices; a repeated group a layer later
+    std::vector<std::vector<size_t>> layers;      // check indices; a repeated group a layer later
     std::vector<std::unique_ptr<CheckRun>> runs;  // per check, once its layer has started
     std::vector<bool> taken_back;                 // per check: its take-back was sent or tried
     bool denied = false;

@@ -236,7 +236,8 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
     const bool ready = s.ok();
     if (ready) s = SendBatches(c, batches, by_pool[p], now);
     if (s.ok()) {
-      c->unread_noops += static_cast<int>(by_pool[p].size());  // each batch's answer, read by the next user
+      c->unread_noops +=
+          static_cast<int>(by_pool[p].size());  // each batch's answer, read by the next user
       continue;
     }
     for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;

@@ -23,9 +23,9 @@
 #pragma once
 
 #include <map>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hourglass/limit.h"
 #include "hourglass/status.h"

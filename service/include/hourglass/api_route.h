@@ -6,33 +6,32 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <boost/beast/http/verb.hpp>
 #include <optional>
 #include <ostream>  // boost::core::string_view, which verb.hpp uses, prints with it
 #include <string>
 #include <string_view>
 
-#include <boost/beast/http/verb.hpp>
-
 namespace hourglass {
 
 enum class Endpoint {
-  kCheck,     // POST /v1/check
-  kCount,     // GET /v1/count
-  kInspect,   // GET /v1/inspect
-  kHit,       // POST /v1/hit (admin)
-  kCounters,  // DELETE /v1/counters (admin)
-  kAuth,      // GET /v1/auth/{event}
-  kHealthz,   // GET /healthz
-  kReadyz,    // GET /readyz
-  kMetrics,   // GET /metrics
-  kEnvoyJson, // POST /json (Envoy's RateLimitRequest in JSON)
+  kCheck,      // POST /v1/check
+  kCount,      // GET /v1/count
+  kInspect,    // GET /v1/inspect
+  kHit,        // POST /v1/hit (admin)
+  kCounters,   // DELETE /v1/counters (admin)
+  kAuth,       // GET /v1/auth/{event}
+  kHealthz,    // GET /healthz
+  kReadyz,     // GET /readyz
+  kMetrics,    // GET /metrics
+  kEnvoyJson,  // POST /json (Envoy's RateLimitRequest in JSON)
   kUnknown,
 };
 
 struct ApiRoute {
   Endpoint endpoint = Endpoint::kUnknown;
   boost::beast::http::verb method = boost::beast::http::verb::get;  // the one it takes
-  std::string_view label = "other";  // the endpoint in metrics: "/v1/check", "/v1/auth", ...
+  std::string_view label = "other";       // the endpoint in metrics: "/v1/check", "/v1/auth", ...
   std::optional<std::string> auth_event;  // kAuth: the event named by the path
 };
 

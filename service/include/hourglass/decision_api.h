@@ -73,7 +73,7 @@ class DecisionApi {
  private:
   std::shared_ptr<const PolicySource> Policies() const;
   HttpResponse Route(const HttpRequest& request, const ApiRoute& route,
-                    const boost::urls::url_view& url) const;
+                     const boost::urls::url_view& url) const;
   HttpResponse Metrics() const;
   // A check request (/v1/check, or /v1/auth with `auth_event`) parsed, its policies resolved.
   struct PendingChecks {
