@@ -11,45 +11,14 @@
 #include <map>
 #include <sstream>
 
+#include "yaml_fields.h"
+
 namespace hourglass {
 namespace {
 
-// A YAML error with the file, line and column of `node`.
-Error At(const std::string& name, const YAML::Node& node, const std::string& what) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return InvalidArgument(fmt::format("{}: {}", name, what));
-  return InvalidArgument(fmt::format("{}:{}:{}: {}", name, mark.line + 1, mark.column + 1, what));
-}
-
-// YAML lets a map repeat a key and a reader keep either value: a repeated event, override or
-// field is an error naming both lines, so that a later entry can never silently undo an earlier
-// one (a ban followed by limits for the same feature).
-Status CheckUnique(const std::string& name, const YAML::Node& map, std::string_view what) {
-  std::map<std::string, int> first_line;
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    const auto [it, inserted] = first_line.emplace(key, kv.first.Mark().line + 1);
-    if (!inserted) {
-      return At(name, kv.first,
-                fmt::format("duplicate {} \"{}\" (first at line {})", what, key, it->second));
-    }
-  }
-  return {};
-}
-
-Status CheckFields(const std::string& name, const YAML::Node& node,
-                   std::initializer_list<std::string_view> known, std::string_view what) {
-  if (Status s = CheckUnique(name, node, fmt::format("{}field", what)); !s.ok()) return s;
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      std::string list;
-      for (std::string_view k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-      return At(name, kv.first, fmt::format("unknown {}field \"{}\" ({})", what, key, list));
-    }
-  }
-  return {};
-}
+using yaml::At;
+using yaml::CheckFields;
+using yaml::CheckUnique;
 
 Result<Seconds> ParseOffset(std::string_view text) {
   // "+02:00", "-05:30", "Z", "+0"
@@ -112,7 +81,8 @@ Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) {
     return At(name, node, "a limit is \"N/DUR\" (e.g. 5/m) or {max: N, window: DUR, kind: K}");
   }
-  if (Status s = CheckFields(name, node, {"max", "window", "kind", "utc_offset"}, "limit ");
+  if (Status s = CheckFields(name, node, {"max", "window", "kind", "utc_offset"}, "limit field",
+                             "a limit");
       !s.ok()) {
     return s.error();
   }
@@ -162,7 +132,8 @@ Status ParseModes(const std::string& name, const YAML::Node& node, Policy& polic
 // One override, {limits: [...]} or {deny: true}, starting from the event's policy.
 Result<Policy> ParseOverride(const std::string& name, const YAML::Node& o, Policy policy) {
   if (!o.IsMap()) return At(name, o, "an override is {limits: [...]} or {deny: true}");
-  if (Status s = CheckFields(name, o, {"limits", "deny"}, "override "); !s.ok()) return s.error();
+  if (Status s = CheckFields(name, o, {"limits", "deny"}, "override field", "an override"); !s.ok())
+    return s.error();
   const bool deny = o["deny"] && o["deny"].as<std::string>() == "true";
   if (o["deny"] && !deny && o["deny"].as<std::string>() != "false") {
     return At(name, o["deny"], "deny is true or false");
@@ -181,8 +152,9 @@ Result<Policy> ParseOverride(const std::string& name, const YAML::Node& o, Polic
 
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  if (Status s = CheckFields(name, node,
-                             {"limits", "mode", "on_store_failure", "shadow", "overrides"}, "");
+  if (Status s =
+          CheckFields(name, node, {"limits", "mode", "on_store_failure", "shadow", "overrides"},
+                      "field", "an event entry");
       !s.ok()) {
     return s.error();
   }

@@ -10,6 +10,8 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "yaml_fields.h"
+
 namespace hourglass {
 
 namespace {
@@ -67,43 +69,13 @@ struct EnvoyConfig::Node {
 
 namespace {
 
-// An error at `node` of file `name`: "name:line:column: what".
-Error At(const std::string& name, const YAML::Node& node, const std::string& what) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return InvalidArgument(fmt::format("{}: {}", name, what));
-  return InvalidArgument(fmt::format("{}:{}:{}: {}", name, mark.line + 1, mark.column + 1, what));
-}
+using yaml::At;
+using yaml::Scalar;
 
-// Unknown or repeated fields of a map are errors naming them and the fields allowed.
+// A map of known keys, each once; `where` names the map in errors ("a descriptor").
 Status CheckFields(const std::string& name, const YAML::Node& map,
-                   std::initializer_list<std::string_view> known, std::string_view what) {
-  if (!map.IsMap()) return At(name, map, fmt::format("{} must be a map", what));
-  std::vector<std::string> seen;
-  for (const auto& kv : map) {
-    const std::string key = kv.first.Scalar();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return At(
-          name, kv.first,
-          fmt::format("unknown key \"{}\" in {} (known: {})", key, what, fmt::join(known, ", ")));
-    }
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      return At(name, kv.first, fmt::format("key \"{}\" repeated in {}", key, what));
-    }
-    seen.push_back(key);
-  }
-  return {};
-}
-
-// A scalar field as T, or an error naming the field and the expected form.
-template <typename T>
-Result<T> Scalar(const std::string& name, const YAML::Node& node, std::string_view field,
-                 std::string_view expected) {
-  try {
-    if (!node.IsScalar()) throw YAML::BadConversion(node.Mark());
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    return At(name, node, fmt::format("\"{}\" must be {}", field, expected));
-  }
+                   std::initializer_list<std::string_view> known, std::string_view where) {
+  return yaml::CheckFields(name, map, known, "key", where);
 }
 
 Result<EnvoyUnit> ParseUnit(const std::string& name, const YAML::Node& node) {
