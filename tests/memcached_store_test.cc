@@ -73,17 +73,33 @@ TEST_F(MemcachedStoreTest, AValueThatIsNotACounterIsNamedAndCanBeReadForDeletion
   EXPECT_TRUE(Add("g:ok", 1).ok()) << "the connection stayed in step";
 }
 
+// One fire-and-forget batch (Store::Send).
+Status SendOne(Store& store, const Batch& batch) { return store.Send({&batch, 1}).front(); }
+
+// Apply waits for a write-only batch's answer: a refusal is its own error, not counted later.
+TEST_F(MemcachedStoreTest, ApplyOfAWriteOnlyBatchWaitsForItsAnswer) {
+  Open();
+  ASSERT_EQ(server().Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
+  Result<std::vector<uint64_t>> refused = store().Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("non-numeric value"), std::string::npos)
+      << refused.error().message();
+  EXPECT_EQ(store().Flush(), 0u) << "nothing was left to learn later";
+  ASSERT_TRUE(store().Apply(Batch{"g", {{"n", 3, Seconds{60}}}, {}}).ok());
+  EXPECT_EQ(*store().Apply(Batch{"g", {}, {"n"}}), (std::vector<uint64_t>{3}));
+}
+
 TEST_F(MemcachedStoreTest, FireAndForgetFailuresAreCountedNotLost) {
   Open();
   ASSERT_EQ(server().Raw("set text 0 60 5\r\nhello\r\n"), "STORED\r\n");
-  ASSERT_TRUE(store().Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
+  ASSERT_TRUE(SendOne(store(), Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
   EXPECT_EQ(store().unconfirmed_failures(), 0u) << "not known yet: nothing was read";
   Result<std::vector<uint64_t>> next = Add("number", 1);
   ASSERT_TRUE(next.ok()) << next.error().ToString();
   EXPECT_EQ(*next, (std::vector<uint64_t>{1})) << "the earlier failure is not this batch's";
   EXPECT_EQ(store().unconfirmed_failures(), 1u);
   // Flush learns the same without another batch.
-  ASSERT_TRUE(store().Apply(Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
+  ASSERT_TRUE(SendOne(store(), Batch{"g", {{"text", 1, Seconds{60}}}, {}}).ok());
   EXPECT_EQ(store().Flush(), 2u);
   EXPECT_EQ(store().Flush(), 2u) << "nothing left to read";
 }
@@ -96,7 +112,7 @@ TEST_F(MemcachedStoreTest, FireAndForgetWritesSurviveTheStoreEndingAtOnce) {
     auto store =
         std::move(*MemcachedStore::Create(MemcachedOptions{.servers = {server().address()}}));
     ASSERT_TRUE(store->Apply(Batch{"g", {{"k", 2, Seconds{60}}}, {"k"}}).ok());
-    ASSERT_TRUE(store->Apply(Batch{"g", {{"k", -1, Seconds{60}}}, {}}).ok());
+    ASSERT_TRUE(SendOne(*store, Batch{"g", {{"k", -1, Seconds{60}}}, {}}).ok());
   }  // each store ends right after its fire-and-forget batch
   Result<std::vector<uint64_t>> values = store().Apply(Batch{"g", {}, {"k"}});
   ASSERT_TRUE(values.ok()) << values.error().ToString();

@@ -179,7 +179,7 @@ Result<Cost> Engine::Unrecord(std::string_view event, std::string_view feature, 
   if (Status s = CheckInstant(at); !s.ok()) return s.error();
   const int64_t t = ToUnix(at);
   Batch undo{*group, core_->keys.HitIncrements(*group, t, -static_cast<int64_t>(hits)), {}};
-  Result<std::vector<uint64_t>> sent = core_->store->Apply(undo);
+  Status sent = core_->store->Send({&undo, 1}).front();
   core_->ForgetCachedIfSettled(*group, t, core_->clock->Now());
   if (!sent.ok()) return sent.error();
   return Cost{undo.increments.size(), 0, 0};

@@ -164,6 +164,7 @@ uint64_t MemcachedStore::unconfirmed_failures() const {
 }
 
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
+  if (batch.reads.empty()) return std::move(ApplyMany({&batch, 1}).front());  // waits for it
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
   memcached::ServerPool& pool = impl_->PoolOf(batch.group);
   memcached::Lease c(pool);
@@ -171,10 +172,6 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   thread_local std::string request;
   memcached::BuildRequest(batch, impl_->clock.Now(), request);
   if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
-  if (batch.reads.empty()) {
-    ++c->unread_noops;  // fire-and-forget: its answer is read by the connection's next user
-    return std::vector<uint64_t>{};
-  }
   if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
       !s.ok()) {
     return MaybeApplied(c.Fail(s.error()), batch);

@@ -50,8 +50,8 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Applies the increments, then reads. values[i] is the value of batch.reads[i].
-  // A batch without reads may return before the store has applied it (fire-and-forget).
+  // Applies the increments, then reads. values[i] is the value of batch.reads[i]. Returns once
+  // the store answered, reads or not (Send is the fire-and-forget call).
   // Errors: kUnavailable / kDeadlineExceeded when the store cannot answer (some increments may
   // then have been applied), kInvalidArgument for a malformed key.
   virtual Result<std::vector<uint64_t>> Apply(const Batch& batch) = 0;

@@ -77,7 +77,7 @@ class MemcachedStore final : public Store {
   uint64_t Flush() override;
   std::string Describe() const override;
 
-  // Failures of fire-and-forget increments (batches without reads), learnt after their callers
+  // Failures of fire-and-forget increments (Send's batches), learnt after their callers
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.
   uint64_t unconfirmed_failures() const override;
 
