@@ -46,12 +46,24 @@ memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
 
 using BatchResults = std::vector<Result<std::vector<uint64_t>>>;
 
+// Reads the answers `c` still owes: earlier callers' failures go to `unconfirmed`; with `own`,
+// the failures before the last MN are the caller's own request's (the first in *own).
+Status ReadUnread(std::string_view server, memcached::PooledConnection& c,
+                  std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own = nullptr) {
+  memcached::NoopAnswers answers;
+  Status s = memcached::ReadNoops(server, *c.socket, c.unread_noops, own != nullptr, answers);
+  c.unread_noops -= answers.read;
+  unconfirmed.fetch_add(answers.failures, std::memory_order_relaxed);
+  if (own != nullptr && answers.own) *own = std::move(answers.own);
+  return s;
+}
+
 // Takes a connection of `pool` ready for a request: no more unread answers than allowed.
 Status Ready(memcached::ServerPool& pool, memcached::Lease& c, std::atomic<uint64_t>& unconfirmed) {
   if (Status s = c.Acquire(); !s.ok()) return s;
   c->socket->BeginExchange();  // io_timeout bounds the whole exchange, not each read
   if (c->unread_noops >= kMaxUnreadNoops) {
-    if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, unconfirmed); !s.ok()) {
+    if (Status s = ReadUnread(pool.name(), *c, unconfirmed); !s.ok()) {
       return c.Fail(s.error());
     }
   }
@@ -75,14 +87,14 @@ Status SendBatches(memcached::Lease& c, std::span<const Batch> batches,
 void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c, std::span<const Batch> batches,
                  const std::vector<size_t>& indices, std::atomic<uint64_t>& unconfirmed,
                  BatchResults& results) {
-  Status s = memcached::ReadUnreadNoops(pool.name(), *c, unconfirmed);  // earlier requests'
+  Status s = ReadUnread(pool.name(), *c, unconfirmed);  // earlier requests'
   for (size_t k = 0; k < indices.size(); ++k) {
     const Batch& batch = batches[indices[k]];
     Result<std::vector<uint64_t>>& result = results[indices[k]];
     if (s.ok() && batch.reads.empty()) {
       std::optional<Error> own;
       c->unread_noops = 1;  // this batch's "mn"
-      s = memcached::ReadUnreadNoops(pool.name(), *c, unconfirmed, &own);
+      s = ReadUnread(pool.name(), *c, unconfirmed, &own);
       if (s.ok()) result = own ? Result<std::vector<uint64_t>>(*own) : std::vector<uint64_t>{};
     } else if (s.ok()) {
       Result<memcached::GetAnswer> answer =
@@ -122,8 +134,7 @@ struct MemcachedStore::Impl {
     for (const auto& pool : pools) {
       pool->SweepIdle([&](memcached::PooledConnection& c) {
         if (c.unread_noops > 0) c.socket->BeginExchange();
-        if (c.unread_noops == 0 ||
-            memcached::ReadUnreadNoops(pool->name(), c, unconfirmed_failures).ok()) {
+        if (c.unread_noops == 0 || ReadUnread(pool->name(), c, unconfirmed_failures).ok()) {
           return true;
         }
         unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
@@ -172,8 +183,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   thread_local std::string request;
   memcached::BuildRequest(batch, impl_->clock.Now(), request);
   if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
-  if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures);
-      !s.ok()) {
+  if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures); !s.ok()) {
     return MaybeApplied(c.Fail(s.error()), batch);
   }
   Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer(pool.name(), *c->socket, batch);
@@ -254,8 +264,7 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   ++c->unread_noops;
   // The deletes' own failures come before the last MN; anything else is an earlier request's.
   std::optional<Error> error;
-  if (Status s = memcached::ReadUnreadNoops(pool.name(), *c, impl_->unconfirmed_failures, &error);
-      !s.ok()) {
+  if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures, &error); !s.ok()) {
     return c.Fail(s.error());
   }
   if (error) return *error;

@@ -132,20 +132,20 @@ Error IncrementError(std::string_view server, std::string_view line,
                            server, line, keys));
 }
 
-Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
-                       std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own) {
-  while (c.unread_noops > 0) {
-    Result<std::string_view> line = c.socket->ReadLine();
+Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, bool own_last,
+                 NoopAnswers& out) {
+  while (out.read < noops) {
+    Result<std::string_view> line = c.ReadLine();
     if (!line.ok()) return line.error();
     if (*line == "MN") {
-      --c.unread_noops;
+      ++out.read;
     } else if (*line == "ERROR") {
       return LineError(server, *line);
     } else if (*line != "HD" && *line != "NF") {
-      if (own != nullptr && c.unread_noops == 1) {
-        if (!*own) *own = LineError(server, *line);
+      if (own_last && out.read == noops - 1) {
+        if (!out.own) out.own = LineError(server, *line);
       } else {
-        unconfirmed.fetch_add(1, std::memory_order_relaxed);
+        ++out.failures;
       }
     }
   }

@@ -6,10 +6,10 @@
 // when nothing is read. Quiet commands answer only when they create a key ("HD"), miss one
 // ("NF") or fail; "mn" answers "MN" after everything sent before it.
 //
-// Thread-safety: pure functions; the readers use one connection, from one thread.
+// Thread-safety: pure functions; the readers use one connection, from one thread. Nothing here
+// knows of pools or counters: the store keeps that bookkeeping.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "connection.h"
 #include "hourglass/clock.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
-#include "pool.h"
 
 namespace hourglass::memcached {
 
@@ -37,12 +37,18 @@ Error LineError(std::string_view server, std::string_view line);
 Error IncrementError(std::string_view server, std::string_view line,
                      std::span<const Increment> increments);
 
-// Reads the answers up to every unread "MN" on `c`. Failures there belong to requests whose
-// callers did not wait: each adds one to `unconfirmed`. With `own`, the failures before the last
-// MN belong to the caller's own request instead, and the first is stored in *own.
-// An error return leaves the connection out of step: the caller drops it.
-Status ReadUnreadNoops(std::string_view server, PooledConnection& c,
-                       std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own = nullptr);
+// What the answers up to some "MN" lines said.
+struct NoopAnswers {
+  int read = 0;              // "MN" lines read
+  uint64_t failures = 0;     // failures of requests whose callers did not wait
+  std::optional<Error> own;  // with own_last: the first failure before the last MN
+};
+// Reads the answers on `c` up to `noops` "MN" lines into `out` (partly, on an error). Failures
+// there belong to requests whose callers did not wait; with `own_last`, those before the last MN
+// belong to the caller's own request instead. An error return leaves the connection out of
+// step: the caller drops it.
+Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, bool own_last,
+                 NoopAnswers& out);
 
 // The answer to a get of `reads` (missing keys read 0).
 struct GetAnswer {
