@@ -3,9 +3,11 @@
 #   find_package(hourglass REQUIRED)                      # hourglass::engine and the stores
 #   find_package(hourglass REQUIRED COMPONENTS policy json)  # also the policy and JSON libraries
 #   find_package(hourglass REQUIRED COMPONENTS service)      # the HTTP decision service
+#   find_package(hourglass REQUIRED COMPONENTS rls)          # Envoy's rate limit configurations
+#   find_package(hourglass REQUIRED COMPONENTS rls_service)  # Envoy's rate limit service (gRPC)
 # The engine and stores need fmt, OpenSSL and libmemcached; only the components need yaml-cpp,
-# nlohmann-json, and for the service Boost (headers) and prometheus-cpp; nothing installed needs
-# CLI11.
+# nlohmann-json, for the service Boost (headers) and prometheus-cpp, for rls_service protobuf
+# and gRPC; nothing installed needs CLI11.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -33,9 +35,14 @@ if(HOURGLASS_BUILD_CLI)
   hourglass_install_set(Policy hourglass_policy)
   hourglass_install_set(Json hourglass_json)
   hourglass_install_set(Service hourglass_service)
+  hourglass_install_set(Rls hourglass_rls)
+  hourglass_install_set(RlsService hourglass_rls_proto hourglass_rls_service)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/policy/include/ ${PROJECT_SOURCE_DIR}/json/include/
-    ${PROJECT_SOURCE_DIR}/service/include/
+    ${PROJECT_SOURCE_DIR}/service/include/ ${PROJECT_SOURCE_DIR}/rls/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  # The protocol's generated message headers (envoy/service/ratelimit/v3/rls.pb.h, ...).
+  install(DIRECTORY ${PROJECT_BINARY_DIR}/rls/hourglass_rls_proto_gen/
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
   install(TARGETS hourglass RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 

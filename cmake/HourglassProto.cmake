@@ -27,6 +27,7 @@ function(hourglass_grpc_library target)
   add_library(${target} STATIC ${sources})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   # Generated code: the project's warning flags do not apply; its headers are system headers.
-  target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${out}>)
+  target_include_directories(${target} SYSTEM PUBLIC $<BUILD_INTERFACE:${out}>
+                                                    $<INSTALL_INTERFACE:include>)
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf gRPC::grpc++)
 endfunction()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build tree into a scratch prefix, then builds and runs, against it, tests/consumer
-# (the engine and stores only), tests/consumer/components (policy and json too) and
-# tests/consumer/service (the decision service as a library).
+# (the engine and stores only), tests/consumer/components (policy and json too),
+# tests/consumer/service (the decision service as a library) and tests/consumer/rls (Envoy's rate
+# limit service in process).
 #   run.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build="$1"
@@ -21,3 +22,6 @@ cmake --build "$work/components" >/dev/null
 cmake -S "$here/service" -B "$work/service" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/service" >/dev/null
 "$work/service/service_consumer"
+cmake -S "$here/rls" -B "$work/rls" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/rls" >/dev/null
+"$work/rls/rls_consumer"
