@@ -56,9 +56,10 @@ std::string Normalized(std::string_view text) {
 
 }  // namespace
 
-Result<Limit> ParseLimit(std::string_view text) {
-  const std::string normalized = Normalized(text);
-  const std::string_view spec = normalized;
+namespace {
+
+// One normalized spec.
+Result<Limit> ParseOne(std::string_view spec) {
   const std::string_view kExample = "write N/DUR, e.g. 5/m, 20/10m, 100/d";
   const size_t slash = spec.find('/');
   if (slash == std::string_view::npos) {
@@ -86,6 +87,21 @@ Result<Limit> ParseLimit(std::string_view text) {
   return Limit{*window, max_hits};
 }
 
+// An error about `normalized`, which `text` was rewritten to: it names what the user typed too.
+Error AsTyped(std::string_view text, std::string_view normalized, const Error& e) {
+  if (text == normalized) return e;
+  return InvalidArgument(fmt::format("\"{}\" (read as \"{}\"): {}", text, normalized, e.message()));
+}
+
+}  // namespace
+
+Result<Limit> ParseLimit(std::string_view text) {
+  const std::string normalized = Normalized(text);
+  Result<Limit> limit = ParseOne(normalized);
+  if (!limit.ok()) return AsTyped(text, normalized, limit.error());
+  return limit;
+}
+
 Result<std::vector<Limit>> ParseLimits(std::string_view text) {
   const std::string normalized = Normalized(text);
   const std::string_view specs = normalized;
@@ -99,8 +115,8 @@ Result<std::vector<Limit>> ParseLimits(std::string_view text) {
     }
     size_t end = specs.find_first_of(", \t", pos);
     if (end == std::string_view::npos) end = specs.size();
-    Result<Limit> limit = ParseLimit(specs.substr(pos, end - pos));
-    if (!limit.ok()) return limit.error();
+    Result<Limit> limit = ParseOne(specs.substr(pos, end - pos));
+    if (!limit.ok()) return AsTyped(text, normalized, limit.error());
     limits.push_back(*limit);
     pos = end;
   }
