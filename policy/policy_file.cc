@@ -267,12 +267,8 @@ std::vector<Located> PoliciesOf(const std::string& file, const std::string& even
 Status PolicyFile::CheckWindows(Seconds retention) const {
   for (const auto& [event, entry] : events_) {
     for (const Located& p : PoliciesOf(name_, event, entry)) {
-      for (const Limit& limit : p.policy->limits) {
-        if (limit.window.length() <= retention) continue;
-        return InvalidArgument(fmt::format(
-            "{}: limit {} is longer than the retention ({}): no check of it could be answered; "
-            "shorten the window or raise --retention (the same on every client)",
-            p.where, limit.ToString(), FormatDuration(retention)));
+      if (Status s = ValidateLimits(p.policy->limits, retention); !s.ok()) {
+        return InvalidArgument(fmt::format("{}: {}", p.where, s.error().message()));
       }
     }
   }

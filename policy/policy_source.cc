@@ -1,7 +1,5 @@
 #include "hourglass/policy_source.h"
 
-#include <fmt/format.h>
-
 namespace hourglass {
 
 Result<PolicySource> PolicySource::FromLimits(std::span<const std::string> specs,
@@ -34,14 +32,7 @@ Result<Policy> PolicySource::For(std::string_view event, std::string_view featur
 
 Status PolicySource::CheckWindows(Seconds retention) const {
   if (file_) return file_->CheckWindows(retention);
-  for (const Limit& limit : inline_.limits) {
-    if (limit.window.length() <= retention) continue;
-    return InvalidArgument(fmt::format(
-        "limit {} is longer than the retention ({}): raise --retention (the same on every "
-        "client)",
-        limit.ToString(), FormatDuration(retention)));
-  }
-  return {};
+  return ValidateLimits(inline_.limits, retention);
 }
 
 bool PolicySource::IsShadow(std::string_view event) const {

@@ -295,13 +295,11 @@ EnvoyConfig::~EnvoyConfig() = default;
 namespace {
 
 Status CheckNodeWindows(const EnvoyConfig::Node& node, Seconds retention) {
-  if (node.rate_limit && node.rate_limit->limit &&
-      node.rate_limit->limit->window.length() > retention) {
-    return InvalidArgument(fmt::format(
-        "{}: descriptor \"{}\": a {} window is longer than the retention ({}): no request could "
-        "be answered; use a shorter unit or raise --retention (the same on every client)",
-        node.rate_limit->origin, node.path, FormatDuration(node.rate_limit->limit->window.length()),
-        FormatDuration(retention)));
+  if (node.rate_limit && node.rate_limit->limit) {
+    if (Status s = ValidateLimits({&*node.rate_limit->limit, 1}, retention); !s.ok()) {
+      return InvalidArgument(fmt::format("{}: descriptor \"{}\": {}", node.rate_limit->origin,
+                                         node.path, s.error().message()));
+    }
   }
   for (const auto& child : node.children) {
     if (Status s = CheckNodeWindows(*child, retention); !s.ok()) return s;

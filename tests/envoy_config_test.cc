@@ -399,7 +399,7 @@ TEST(EnvoyConfigWindows, AUnitLongerThanTheRetentionIsRefusedNamingItsLine) {
   Status day = config->CheckWindows(Seconds{86400});
   ASSERT_FALSE(day.ok());
   EXPECT_EQ(day.error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(day.error().message().find("shop.yaml:5: descriptor \"shop.account\": a 1w window is "
+  EXPECT_NE(day.error().message().find("shop.yaml:5: descriptor \"shop.account\": limit 500/w is "
                                        "longer than the retention (1d)"),
             std::string::npos)
       << day.error().message();

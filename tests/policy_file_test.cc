@@ -158,8 +158,8 @@ TEST(PolicyFile, WindowsBeyondTheRetentionAreRefusedAndDoubtfulLimitsNoted) {
   EXPECT_EQ(fits.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(fits.error().message(),
             "p.yaml:7: event \"weekly\" override \"vip\": limit 500/w is longer than the retention "
-            "(1d): no check of it could be answered; shorten the window or raise --retention (the "
-            "same on every client)");
+            "(1d): no check of it could be answered; shorten the window or raise the retention "
+            "(--retention, the same on every client)");
   EXPECT_TRUE(file->CheckWindows(Seconds{7 * 86400}).ok());
   const std::vector<std::string> remarks = file->Remarks();
   ASSERT_EQ(remarks.size(), 2u) << ::testing::PrintToString(remarks);

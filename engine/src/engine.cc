@@ -215,9 +215,9 @@ Result<std::string> Engine::ValidateCheck(const CheckRequest& check, Instant now
   Result<std::string> group = GroupKeyFor(check.event, check.feature);
   if (!group.ok()) return named(group.error());
   if (Status s = CheckHits(check.hits); !s.ok()) return named(s.error());
-  std::vector<Window> windows;
-  for (const Limit& limit : check.policy->limits) windows.push_back(limit.window);
-  if (Status s = CheckWindows(windows); !s.ok()) return named(s.error());
+  if (Status s = ValidateLimits(check.policy->limits, core_->options.retention); !s.ok()) {
+    return named(s.error());
+  }
   if (Status s = CheckInstant(check.at.value_or(now)); !s.ok()) return named(s.error());
   return group;
 }

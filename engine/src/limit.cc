@@ -124,6 +124,17 @@ Result<std::vector<Limit>> ParseLimits(std::string_view text) {
   return limits;
 }
 
+Status ValidateLimits(std::span<const Limit> limits, Seconds retention) {
+  for (const Limit& limit : limits) {
+    if (limit.window.length() <= retention) continue;
+    return InvalidArgument(fmt::format(
+        "limit {} is longer than the retention ({}): no check of it could be answered; shorten "
+        "the window or raise the retention (--retention, the same on every client)",
+        limit.ToString(), FormatDuration(retention)));
+  }
+  return {};
+}
+
 std::string_view CountingModeName(CountingMode mode) {
   return mode == CountingMode::kAdmitted ? "admitted" : "attempts";
 }

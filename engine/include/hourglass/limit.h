@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,12 @@ struct Policy {
   CountingMode mode = CountingMode::kAdmitted;
   FailureMode on_store_failure = FailureMode::kFailOpen;
 };
+
+// Whether an engine keeping `retention` (EngineOptions::retention) can answer every limit: the
+// one rule that checks and the configuration loaders share, so that a policy is refused where it
+// is loaded rather than failing every check. kInvalidArgument naming the first limit whose window
+// is longer than the retention.
+Status ValidateLimits(std::span<const Limit> limits, Seconds retention);
 
 std::string_view CountingModeName(CountingMode mode);  // "admitted" / "attempts"
 std::string_view FailureModeName(FailureMode mode);    // "open" / "closed"
