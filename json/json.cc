@@ -26,6 +26,7 @@ nlohmann::json DecisionJson(const Decision& d) {
                       {"count_min", o.count_min}});
   }
   nlohmann::json j = {{"allowed", d.allowed},
+                      {"at", ToUnix(d.at)},
                       {"degraded", d.degraded},
                       {"recorded", d.recorded},
                       {"retry_after", d.retry_after ? nlohmann::json(d.retry_after->count())
@@ -70,8 +71,10 @@ void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out)
   // nlohmann::json objects keep their keys sorted: so are these.
   auto it = std::back_inserter(out);
   fmt::format_to(
-      it, FMT_COMPILE("{{\"allowed\":{},\"blocked_hits\":{},\"cache_hits\":{},\"degraded\":{},"),
-      d.allowed, d.cost.blocked_hits, d.cost.cache_hits, d.degraded);
+      it,
+      FMT_COMPILE(
+          "{{\"allowed\":{},\"at\":{},\"blocked_hits\":{},\"cache_hits\":{},\"degraded\":{},"),
+      d.allowed, ToUnix(d.at), d.cost.blocked_hits, d.cost.cache_hits, d.degraded);
   if (d.store_error) {
     out += "\"error\":";
     AppendString(d.store_error->ToString(), out);

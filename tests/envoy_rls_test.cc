@@ -527,6 +527,16 @@ TEST_F(EnvoyRlsTest, ABadConfigurationIsRefusedWithFileAndLineAndAReloadKeepsThe
       {HOURGLASS_CLI, "--store", "memory", "serve", "--envoy-config", dir_ + "/bad"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("oops.yaml:7:7: unknown key \"burst\""), std::string::npos) << r.err;
+  // A unit the retention cannot answer is refused at start, not on every request.
+  Write("bad/oops.yaml",
+        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: week, requests_per_unit: 9}\n");
+  r = testing::RunProcess(
+      {HOURGLASS_CLI, "--store", "memory", "serve", "--envoy-config", dir_ + "/bad"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("oops.yaml:3: descriptor \"d.k\": limit 9/w is longer than the retention "
+                       "(1d)"),
+            std::string::npos)
+      << r.err;
   // Running: a bad file on SIGHUP keeps what is in force; a good one takes over.
   auto serve = Serve();
   RlsClient client(grpc_port_);

@@ -590,6 +590,23 @@ TEST_F(ServeTest, DefaultWindowsStopAtTheRetention) {
   EXPECT_EQ(client.Get("/v1/inspect?event=signup&feature=x").status, 200);
 }
 
+// --exact-retry-after: Retry-After names the second the first hit leaves, as `check` does.
+TEST_F(ServeTest, ExactRetryAfterNamesTheSecondTheFirstHitLeaves) {
+  auto serve = Serve("events:\n  signup:\n    limits: [2/m]\n", {"--exact-retry-after"});
+  HttpClient client(serve->port());
+  HttpReply first = client.Post("/v1/check", CheckBody("signup", "eve"));
+  ASSERT_EQ(first.status, 200);
+  const int64_t first_at = json::parse(first.body)["at"].get<int64_t>();
+  std::this_thread::sleep_for(std::chrono::milliseconds{1100});
+  ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "eve")).status, 200);
+  HttpReply denied = client.Post("/v1/check", CheckBody("signup", "eve"));
+  ASSERT_EQ(denied.status, 429);
+  const int64_t denied_at = json::parse(denied.body)["at"].get<int64_t>();
+  ASSERT_GT(denied_at, first_at);
+  EXPECT_EQ(std::stoll(denied.Header("retry-after")), first_at + 60 - denied_at)
+      << "exact: the first hit leaves the window then";
+}
+
 // An address in use is exit 4, not 3 (the store): the message names the address.
 TEST_F(ServeTest, AnAddressInUseExitsWithItsOwnCode) {
   auto first = Serve("events:\n  signup:\n    limits: [3/m]\n");

@@ -76,6 +76,7 @@ Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
   decision.allowed = policy_.on_store_failure == FailureMode::kFailOpen;
   decision.degraded = true;
   decision.store_error = error;
+  decision.at = t_;
   decision.retry_after = decision.allowed ? Seconds{0} : Seconds{1};
   decision.cost = cost;
   return decision;

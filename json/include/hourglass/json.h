@@ -19,9 +19,10 @@ namespace hourglass {
 // Any bytes as JSON text: invalid UTF-8 is replaced (U+FFFD), never a crash.
 std::string Dump(const nlohmann::json& j);
 
-// {"allowed","degraded","recorded","retry_after","limits":[{"window","limit","count",
+// {"allowed","at","degraded","recorded","retry_after","limits":[{"window","limit","count",
 //  "remaining","retry_after","spec","exact","count_min"}],"keys_read","keys_written",
 //  "round_trips","cache_hits","blocked_hits"[,"error"]}
+// "at" is the Unix second the hit was decided at: where its increments are.
 // When a limit's "exact" is false, bounds settled the decision: the true count lies in
 // [count_min, count].
 nlohmann::json DecisionJson(const Decision& d);
