@@ -225,27 +225,34 @@ Result<std::string> Engine::ValidateCheck(const CheckRequest& check, Instant now
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t hits,
                                std::optional<Instant> at) const {
-  const CheckRequest check = OneCheck(event, feature, policy, hits, at, true);
-  Result<RequestDecision> d = CheckAll({&check, 1});
-  if (!d.ok()) return d.error();
-  return std::move(d->decisions.front());
+  const Instant now = core_->clock->Now();
+  Result<std::string> group = ValidateCheck(OneCheck(event, feature, policy, hits, at, true), now);
+  if (!group.ok()) return group.error();
+  internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now);
+  run.AnswerBlocked();
+  return internal::RequestRuns::DecideAlone(*core_, run);
 }
 
 Result<Decision> Engine::Peek(std::string_view event, std::string_view feature,
                               const Policy& policy, uint64_t hits,
                               std::optional<Instant> at) const {
-  const CheckRequest check = OneCheck(event, feature, policy, hits, at, false);
-  Result<RequestDecision> d = CheckAll({&check, 1});
-  if (!d.ok()) return d.error();
-  return std::move(d->decisions.front());
+  const Instant now = core_->clock->Now();
+  Result<std::string> group = ValidateCheck(OneCheck(event, feature, policy, hits, at, false), now);
+  if (!group.ok()) return group.error();
+  internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now, false);
+  return internal::RequestRuns::DecideAlone(*core_, run);
 }
 
 std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::string_view feature,
                                                const Policy& policy, uint64_t hits) const {
-  const CheckRequest check = OneCheck(event, feature, policy, hits, std::nullopt, true);
-  std::optional<RequestDecision> d = CheckAllIfBlocked({&check, 1});
-  if (!d) return std::nullopt;
-  return std::move(d->decisions.front());
+  if (core_->blocked == nullptr) return std::nullopt;
+  const Instant now = core_->clock->Now();
+  Result<std::string> group =
+      ValidateCheck(OneCheck(event, feature, policy, hits, std::nullopt, true), now);
+  if (!group.ok()) return std::nullopt;
+  internal::CheckRun run(*core_, std::move(*group), policy, hits, now, now);
+  if (!run.AnswerBlocked()) return std::nullopt;
+  return internal::RequestRuns::DecideAlone(*core_, run);
 }
 
 std::vector<Result<Decision>> Engine::CheckMany(std::span<const CheckRequest> checks) const {

@@ -4,6 +4,29 @@
 #include <unordered_set>
 
 namespace hourglass::internal {
+namespace {
+
+// A fire-and-forget send's outcome as the answer a run takes.
+Result<std::vector<uint64_t>> AsAnswer(const Status& sent) {
+  if (sent.ok()) return std::vector<uint64_t>{};
+  return sent.error();
+}
+
+}  // namespace
+
+Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run) {
+  while (Batch* batch = run.NextBatch()) {
+    if (batch->reads.empty()) {
+      run.TakeAnswer(AsAnswer(core.store->Send({batch, 1}).front()));
+    } else {
+      run.TakeAnswer(core.store->Apply(*batch));
+    }
+  }
+  if (std::optional<Batch> undo = run.TakeBack(false)) {
+    run.TookBack(core.store->Send({&*undo, 1}).front().ok());
+  }
+  return run.Finish();
+}
 
 void RequestRuns::Add(std::span<const Engine::CheckRequest> checks,
                       std::vector<std::string> groups) {
@@ -111,10 +134,7 @@ void RequestRuns::Step(const std::vector<CheckRun*>& runs) const {
     }
     if (!writing.empty()) {
       std::vector<Status> sent = core_.store->Send(writing);
-      for (size_t k = 0; k < writers.size(); ++k) {
-        writers[k]->TakeAnswer(sent[k].ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
-                                            : Result<std::vector<uint64_t>>(sent[k].error()));
-      }
+      for (size_t k = 0; k < writers.size(); ++k) writers[k]->TakeAnswer(AsAnswer(sent[k]));
     }
     if (!reading.empty()) {
       std::vector<Result<std::vector<uint64_t>>> answers = core_.store->ApplyMany(reading);

@@ -35,6 +35,10 @@ class RequestRuns {
   // which would need a store read is left undecided (nullopt) and nothing of it is done.
   std::vector<std::optional<Engine::RequestDecision>> Decide(bool blocked_only = false);
 
+  // One check alone (Engine::Check, Peek): the same steps as a request of one check, without the
+  // containers a request needs. AnswerBlocked is the caller's to ask first.
+  static Decision DecideAlone(const EngineCore& core, CheckRun& run);
+
  private:
   struct Request {
     std::span<const Engine::CheckRequest> checks;
