@@ -5,7 +5,9 @@
 // one keeps all.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 #include <random>
 #include <string>
 #include <vector>
@@ -177,6 +179,56 @@ TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest, ::testing::Values("memory", "memcached"));
+
+// 8 threads send requests of two checks, one shared 30/h feature and one of their own, through
+// real memcached: never more than 30 requests admitted, and afterwards every count equals what was
+// admitted exactly (denied requests took back their own checks' hits, whatever the interleaving).
+TEST(CheckAllConcurrency, ThreadsSharingAFeatureNeverOverAdmitAndCountsEqualTheAdmitted) {
+  testing::MemcachedHarness harness;
+  EngineOptions options;
+  options.hot_path = HotPathOptions::LongRunning(1024);
+  Engine engine = *Engine::Create(harness.store(), harness.clock(), options);
+  const Policy shared{*ParseLimits("30/h")};
+  const Policy own{*ParseLimits("1000/h")};
+  constexpr int kThreads = 8, kRequests = 25;
+  std::atomic<int> admitted{0};
+  std::vector<int> admitted_of(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string mine = "own" + std::to_string(t);
+      for (int r = 0; r < kRequests; ++r) {
+        std::vector<Engine::CheckRequest> checks(2);
+        checks[0].event = "e";
+        checks[0].feature = "shared";
+        checks[0].policy = &shared;
+        checks[1].event = "e";
+        checks[1].feature = mine;
+        checks[1].policy = &own;
+        if (r % 2 == 1) std::swap(checks[0], checks[1]);  // either order
+        Result<Engine::RequestDecision> d = engine.CheckAll(checks);
+        if (d.ok() && d->allowed) {
+          ++admitted;
+          ++admitted_of[t];
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(harness.store().Flush(), 0u) << "every take-back was applied";
+  EXPECT_LE(admitted.load(), 30);
+  EXPECT_GT(admitted.load(), 0);
+  const Window hour = *Window::Sliding(Seconds{3600});
+  const auto count = [&](const std::string& feature) {
+    Result<Counts> c = engine.Count("e", feature, {&hour, 1});
+    EXPECT_TRUE(c.ok());
+    return c.ok() ? c->windows[0].count : 0;
+  };
+  EXPECT_EQ(count("shared"), static_cast<uint64_t>(admitted.load()));
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(count("own" + std::to_string(t)), static_cast<uint64_t>(admitted_of[t])) << t;
+  }
+}
 
 // The take-backs of every denied request in one batch go out in one Store::Send.
 class CountingStore final : public Store {
