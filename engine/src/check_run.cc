@@ -237,10 +237,11 @@ bool CheckRun::allowed() const {
 }
 
 std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
-  if (failed_ || blocked_ || !record_ || policy_.mode != CountingMode::kAdmitted) {
+  if (failed_ || blocked_ || !record_ || policy_.mode != CountingMode::kAdmitted || taking_back_) {
     return std::nullopt;
   }
   if (decision_.allowed && !request_denied) return std::nullopt;
+  taking_back_ = true;
   decision_.cost.keys_written += core_.keys.ladder().levels();
   return Batch{group_, HitIncrements(-1), {}};
 }

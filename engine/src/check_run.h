@@ -54,6 +54,7 @@ class CheckRun {
   bool allowed() const;
   // Once NextBatch gives null: the batch undoing this check's hit, when it stays counted and must
   // not: admitted mode, recorded, and denied (or `request_denied`). Fire-and-forget: no reads.
+  // Given at most once per run.
   std::optional<Batch> TakeBack(bool request_denied);
   // Whether that take-back was sent.
   void TookBack(bool sent);
@@ -110,6 +111,7 @@ class CheckRun {
   std::string blocked_key_;
   std::optional<BlockedCache::Entry> blocked_;  // answered from the blocked-client cache
   bool rememberable_ = true;
+  bool taking_back_ = false;   // TakeBack gave its batch
   bool attempt_sent_ = false;  // kAttempt: the blocked client's hit was sent
 };
 

@@ -30,15 +30,13 @@ Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run) {
 
 void RequestRuns::Add(std::span<const Engine::CheckRequest> checks,
                       std::vector<std::string> groups) {
-  Request r{checks, std::move(groups), {}, {}, {}, false};
-  for (size_t i = 0; i < r.checks.size(); ++i) {
-    const size_t layer = static_cast<size_t>(
-        std::count(r.groups.begin(), r.groups.begin() + static_cast<long>(i), r.groups[i]));
-    if (r.layers.size() <= layer) r.layers.resize(layer + 1);
-    r.layers[layer].push_back(i);
+  Request r{checks, std::move(groups), {}, 1, {}, false};
+  r.layer_of.assign(r.checks.size(), 0);
+  for (size_t i = 1; i < r.checks.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) r.layer_of[i] += r.groups[j] == r.groups[i] ? 1 : 0;
+    r.layers = std::max<size_t>(r.layers, r.layer_of[i] + 1);
   }
   r.runs.resize(r.checks.size());
-  r.taken_back.assign(r.checks.size(), false);
   requests_.push_back(std::move(r));
 }
 
@@ -59,7 +57,7 @@ std::vector<std::optional<Engine::RequestDecision>> RequestRuns::Decide(bool blo
 }
 
 bool RequestRuns::AllBlocked(Request& request) {
-  if (request.layers.size() != 1) return false;  // a repeated feature reads its first check
+  if (request.layers != 1) return false;  // a repeated feature reads its first check
   for (size_t i = 0; i < request.checks.size(); ++i) {
     request.runs[i] = MakeRun(request, i);
     if (!request.runs[i]->AnswerBlocked()) {
@@ -86,7 +84,7 @@ std::vector<size_t> RequestRuns::NextRound(std::vector<size_t>& waiting) const {
 
 void RequestRuns::DecideRound(const std::vector<size_t>& round) {
   size_t layers = 0;
-  for (size_t r : round) layers = std::max(layers, requests_[r].layers.size());
+  for (size_t r : round) layers = std::max(layers, requests_[r].layers);
   for (size_t layer = 0; layer < layers; ++layer) {
     Step(StartLayer(round, layer));
     TakeBack(round, layer);
@@ -98,8 +96,9 @@ std::vector<CheckRun*> RequestRuns::StartLayer(const std::vector<size_t>& round,
   std::vector<CheckRun*> runs;
   for (size_t r : round) {
     Request& request = requests_[r];
-    if (layer >= request.layers.size()) continue;
-    for (size_t i : request.layers[layer]) {
+    if (layer >= request.layers) continue;
+    for (size_t i = 0; i < request.checks.size(); ++i) {
+      if (request.layer_of[i] != layer) continue;
       if (request.runs[i] == nullptr) {  // AllBlocked may have made it already
         request.runs[i] = MakeRun(request, i);
         if (layer > 0) request.runs[i]->DoNotRememberBlocked();
@@ -147,18 +146,18 @@ void RequestRuns::TakeBack(const std::vector<size_t>& round, size_t layer) {
   std::vector<Batch> undo;
   std::vector<CheckRun*> owners;
   const auto ask = [&](Request& request, size_t i, bool request_denied) {
-    if (request.taken_back[i]) return;
     if (std::optional<Batch> batch = request.runs[i]->TakeBack(request_denied)) {
-      request.taken_back[i] = true;
       undo.push_back(std::move(*batch));
       owners.push_back(request.runs[i].get());
     }
   };
   for (size_t r : round) {
     Request& request = requests_[r];
-    if (layer >= request.layers.size()) continue;
-    if (layer + 1 < request.layers.size()) {
-      for (size_t i : request.layers[layer]) ask(request, i, false);
+    if (layer >= request.layers) continue;
+    if (layer + 1 < request.layers) {
+      for (size_t i = 0; i < request.checks.size(); ++i) {
+        if (request.layer_of[i] == layer) ask(request, i, false);
+      }
       continue;
     }
     for (size_t i = 0; i < request.checks.size(); ++i) {

@@ -43,9 +43,10 @@ class RequestRuns {
   struct Request {
     std::span<const Engine::CheckRequest> checks;
     std::vector<std::string> groups;
-    std::vector<std::vector<size_t>> layers;      // check indices; a repeated group a layer later
+    // Per check, its layer: how many checks before it share its group (usually all 0).
+    std::vector<uint32_t> layer_of;
+    size_t layers = 1;
     std::vector<std::unique_ptr<CheckRun>> runs;  // per check, once its layer has started
-    std::vector<bool> taken_back;                 // per check: its take-back was sent or tried
     bool denied = false;
   };
   // The requests (indices into requests_) of the next round, from those waiting.
