@@ -7,13 +7,13 @@
 
 #include <atomic>
 #include <map>
-#include <thread>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hourglass/engine.h"
-#include "support/failing_store.h"
+#include "support/counting_store.h"
 #include "support/sliding_log.h"
 #include "support/store_harness.h"
 
@@ -231,35 +231,9 @@ TEST(CheckAllConcurrency, ThreadsSharingAFeatureNeverOverAdmitAndCountsEqualTheA
 }
 
 // The take-backs of every denied request in one batch go out in one Store::Send.
-class CountingStore final : public Store {
- public:
-  explicit CountingStore(Store& inner) : inner_(inner) {}
-  Result<std::vector<uint64_t>> Apply(const Batch& batch) override {
-    ++applies;
-    return inner_.Apply(batch);
-  }
-  std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override {
-    ++apply_manys;
-    return inner_.ApplyMany(batches);
-  }
-  std::vector<Status> Send(std::span<const Batch> batches) override {
-    sends.push_back(batches.size());
-    return inner_.Send(batches);
-  }
-  Status Delete(const std::string& group, std::span<const std::string> keys) override {
-    return inner_.Delete(group, keys);
-  }
-  std::string Describe() const override { return inner_.Describe(); }
-  int applies = 0, apply_manys = 0;
-  std::vector<size_t> sends;
-
- private:
-  Store& inner_;
-};
-
 TEST(CheckAllSends, TheTakeBacksOfManyDeniedRequestsGoOutInOneSend) {
   testing::MemoryHarness harness;
-  CountingStore store(harness.store());
+  testing::CountingStore store(harness.store());
   EngineOptions options;
   options.hot_path = HotPathOptions::Off();
   Engine engine = *Engine::Create(store, harness.clock(), options);
@@ -282,9 +256,9 @@ TEST(CheckAllSends, TheTakeBacksOfManyDeniedRequestsGoOutInOneSend) {
     ASSERT_TRUE(d.ok());
     EXPECT_FALSE(d->allowed);
   }
-  EXPECT_EQ(store.applies, 0) << "no store call outside the shared steps";
-  EXPECT_EQ(store.apply_manys, 1) << "one step read all 16 checks";
-  EXPECT_EQ(store.sends, (std::vector<size_t>{16})) << "all 16 take-backs in one send";
+  EXPECT_EQ(store.applies.load(), 0) << "no store call outside the shared steps";
+  EXPECT_EQ(store.apply_manys.load(), 1) << "one step read all 16 checks";
+  EXPECT_EQ(store.sends(), (std::vector<size_t>{16})) << "all 16 take-backs in one send";
 }
 
 }  // namespace

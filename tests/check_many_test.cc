@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "counting_store.h"
 #include "hourglass/engine.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
@@ -17,30 +18,7 @@ namespace {
 
 constexpr int64_t kStart = 1'431'820'800;  // 2015-05-17 00:00:00 UTC
 
-// A store that counts the calls made to another one.
-class CountingStore final : public Store {
- public:
-  explicit CountingStore(Store& inner) : inner_(inner) {}
-  Result<std::vector<uint64_t>> Apply(const Batch& batch) override {
-    ++applies;
-    return inner_.Apply(batch);
-  }
-  std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override {
-    ++apply_manys;
-    batches_in_apply_many += batches.size();
-    return inner_.ApplyMany(batches);
-  }
-  Status Delete(const std::string& group, std::span<const std::string> keys) override {
-    return inner_.Delete(group, keys);
-  }
-  std::string Describe() const override { return inner_.Describe(); }
-
-  std::atomic<int> applies{0}, apply_manys{0};
-  std::atomic<size_t> batches_in_apply_many{0};
-
- private:
-  Store& inner_;
-};
+using testing::CountingStore;
 
 Engine::CheckRequest CheckOf(std::string_view event, std::string_view feature,
                              const Policy& policy) {
@@ -207,8 +185,10 @@ TEST(CheckMany, DistinctFeaturesShareOneStoreCallPerStep) {
   std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
   EXPECT_EQ(store.apply_manys.load(), 4) << "one call, then one per repeat of f0";
   EXPECT_EQ(store.batches_in_apply_many.load(), 53u);
-  // The 3rd and 4th of f0 are over 2/s; their take-backs go alone, fire-and-forget.
-  EXPECT_EQ(store.applies.load(), 2);
+  // The 3rd and 4th of f0 are over 2/s; their take-backs go alone, fire-and-forget, each after
+  // its own step.
+  EXPECT_EQ(store.applies.load(), 0);
+  EXPECT_EQ(store.sends(), (std::vector<size_t>{1, 1}));
   for (size_t i = 0; i < 51; ++i) EXPECT_TRUE(decisions[i]->allowed) << i;
   EXPECT_FALSE(decisions[51]->allowed);
   EXPECT_FALSE(decisions[52]->allowed);

@@ -102,6 +102,24 @@ class ServeTest : public ::testing::Test {
     return r.status == 200 ? json::parse(r.body)["windows"][0]["count"].get<uint64_t>() : ~0ull;
   }
 
+  // A request the server must refuse with `status` and an error naming `says`.
+  struct Refusal {
+    std::string method, target, body;
+    int status;
+    std::string says;
+  };
+  static void ExpectRefused(HttpClient& client, const std::vector<Refusal>& cases) {
+    for (const Refusal& c : cases) {
+      HttpReply r = client.Send(c.method, c.target, c.body);
+      EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body.substr(0, 60);
+      if (r.status == 0) continue;
+      const json body = json::parse(r.body, nullptr, false);
+      ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body.substr(0, 200);
+      EXPECT_NE(body["error"].get<std::string>().find(c.says), std::string::npos)
+          << c.target << ": " << body["error"];
+    }
+  }
+
   testing::MemcachedServer memcached_;
   std::string policy_path_ = "/tmp/hourglass-serve-test-" + std::to_string(getpid()) + ".yaml";
 };
@@ -163,40 +181,29 @@ TEST_F(ServeTest, AListIsDeniedIfAnyIsAndThenNoneOfItIsCounted) {
 TEST_F(ServeTest, BadInputIsAClearErrorWithTheRightStatus) {
   auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
   HttpClient client(serve->port());
-  struct Case {
-    std::string method, target, body;
-    int status;
-    std::string says;
-  };
-  const std::vector<Case> cases = {
-      {"POST", "/v1/check", "{\"event\":", 400, "not valid JSON"},
-      {"POST", "/v1/check", "{\"event\":\"signup\"}", 400, "\"feature\" must be a string"},
-      {"POST", "/v1/check", "{\"event\":\"\",\"feature\":\"x\"}", 400, "\"event\" must be"},
-      {"POST", "/v1/check", CheckBody("signup", "x", 0), 400, "\"cost\" must be"},
-      {"POST", "/v1/check", "[1,2]", 400, "expected a JSON object"},
-      {"POST", "/v1/check", "{\"checks\":[]}", 400, "list of 1 to 16"},
-      {"POST", "/v1/check", CheckBody("nosuch", "x"), 404, "unknown event \"nosuch\""},
-      {"POST", "/v1/check", CheckBody("signup", std::string(65537, 'f')), 400,
-       "at most 65536 bytes"},
-      {"POST", "/v1/check", CheckBody("signup", std::string(300'000, 'f')), 413,
-       "larger than 262144 bytes"},
-      {"GET", "/v1/count?event=signup&feature=x&window=5q", "", 400, "window \"5q\""},
-      {"GET", "/v1/count?event=signup&feature=x&window=2d", "", 400, "retention"},
-      {"GET", "/v1/count?event=signup", "", 400, "\"feature\" is missing"},
-      {"GET", "/v1/count?event=signup&feature=x&colour=red", "", 400, "unknown query parameter"},
-      {"PUT", "/v1/check", "", 405, "use POST"},
-      {"GET", "/v2/nothing", "", 404, "no such endpoint"},
-      {"GET", "/v1/auth/signup", "", 400, "X-Real-IP is missing"},
-  };
-  for (const Case& c : cases) {
-    HttpReply r = client.Send(c.method, c.target, c.body);
-    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body.substr(0, 60);
-    if (r.status == 0) continue;
-    const json body = json::parse(r.body, nullptr, false);
-    ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body.substr(0, 200);
-    EXPECT_NE(body["error"].get<std::string>().find(c.says), std::string::npos)
-        << c.target << ": " << body["error"];
-  }
+  ExpectRefused(
+      client,
+      {
+          {"POST", "/v1/check", "{\"event\":", 400, "not valid JSON"},
+          {"POST", "/v1/check", "{\"event\":\"signup\"}", 400, "\"feature\" must be a string"},
+          {"POST", "/v1/check", "{\"event\":\"\",\"feature\":\"x\"}", 400, "\"event\" must be"},
+          {"POST", "/v1/check", CheckBody("signup", "x", 0), 400, "\"cost\" must be"},
+          {"POST", "/v1/check", "[1,2]", 400, "expected a JSON object"},
+          {"POST", "/v1/check", "{\"checks\":[]}", 400, "list of 1 to 16"},
+          {"POST", "/v1/check", CheckBody("nosuch", "x"), 404, "unknown event \"nosuch\""},
+          {"POST", "/v1/check", CheckBody("signup", std::string(65537, 'f')), 400,
+           "at most 65536 bytes"},
+          {"POST", "/v1/check", CheckBody("signup", std::string(300'000, 'f')), 413,
+           "larger than 262144 bytes"},
+          {"GET", "/v1/count?event=signup&feature=x&window=5q", "", 400, "window \"5q\""},
+          {"GET", "/v1/count?event=signup&feature=x&window=2d", "", 400, "retention"},
+          {"GET", "/v1/count?event=signup", "", 400, "\"feature\" is missing"},
+          {"GET", "/v1/count?event=signup&feature=x&colour=red", "", 400,
+           "unknown query parameter"},
+          {"PUT", "/v1/check", "", 405, "use POST"},
+          {"GET", "/v2/nothing", "", 404, "no such endpoint"},
+          {"GET", "/v1/auth/signup", "", 400, "X-Real-IP is missing"},
+      });
   // Nothing was counted by any of them, and the server still answers.
   EXPECT_EQ(CountOf(client, "signup", "x", "1m"), 0u);
 }
@@ -533,36 +540,25 @@ TEST_F(ServeTest, AResetClearsTheServicesOwnDenialAtOnce) {
 TEST_F(ServeTest, TyposAndAmbiguousBodiesAreRefusedAndUnknownEventsAre404Everywhere) {
   auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
   HttpClient client(serve->port());
-  struct Case {
-    std::string method, target, body;
-    int status;
-    std::string says;
-  };
-  const std::vector<Case> cases = {
-      {"POST", "/v1/check", R"({"event":"signup","feature":"x","cots":5})", 400,
-       "unknown field \"cots\""},
-      {"POST", "/v1/check", R"({"event":"signup","feature":"x","limit":"5/m"})", 400,
-       "unknown field \"limit\""},
-      {"POST", "/v1/check", R"({"event":"nosuch","event":"signup","feature":"x"})", 400,
-       "field \"event\" is given twice"},
-      {"POST", "/v1/check",
-       R"({"event":"signup","feature":"y","checks":[{"event":"signup","feature":"x"}]})", 400,
-       "a body with \"checks\" takes no other field (found \"event\")"},
-      {"POST", "/v1/check", R"({"checks":[{"event":"signup","feature":"x","cots":1}]})", 400,
-       "checks[0]: unknown field \"cots\""},
-      {"GET", "/v1/count?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
-      {"GET", "/v1/inspect?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
-      {"DELETE", "/v1/counters?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
-      {"POST", "/v1/hit", CheckBody("nosuch", "x"), 404, "unknown event \"nosuch\""},
-  };
-  for (const Case& c : cases) {
-    HttpReply r = client.Send(c.method, c.target, c.body);
-    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body;
-    const json body = json::parse(r.body, nullptr, false);
-    ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body.substr(0, 200);
-    EXPECT_NE(body["error"].get<std::string>().find(c.says), std::string::npos)
-        << c.target << ": " << body["error"];
-  }
+  ExpectRefused(
+      client,
+      {
+          {"POST", "/v1/check", R"({"event":"signup","feature":"x","cots":5})", 400,
+           "unknown field \"cots\""},
+          {"POST", "/v1/check", R"({"event":"signup","feature":"x","limit":"5/m"})", 400,
+           "unknown field \"limit\""},
+          {"POST", "/v1/check", R"({"event":"nosuch","event":"signup","feature":"x"})", 400,
+           "field \"event\" is given twice"},
+          {"POST", "/v1/check",
+           R"({"event":"signup","feature":"y","checks":[{"event":"signup","feature":"x"}]})", 400,
+           "a body with \"checks\" takes no other field (found \"event\")"},
+          {"POST", "/v1/check", R"({"checks":[{"event":"signup","feature":"x","cots":1}]})", 400,
+           "checks[0]: unknown field \"cots\""},
+          {"GET", "/v1/count?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
+          {"GET", "/v1/inspect?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
+          {"DELETE", "/v1/counters?event=nosuch&feature=x", "", 404, "unknown event \"nosuch\""},
+          {"POST", "/v1/hit", CheckBody("nosuch", "x"), 404, "unknown event \"nosuch\""},
+      });
   EXPECT_EQ(CountOf(client, "signup", "x", "1m"), 0u);
   EXPECT_EQ(CountOf(client, "signup", "y", "1m"), 0u);
 }

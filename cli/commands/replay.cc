@@ -122,8 +122,7 @@ void CheckBatch(const ReplayArgs& a, std::span<const TraceHit> hits, int64_t fir
   for (const TraceHit& hit : hits) policies.push_back(Unwrap(source.For(hit.event, hit.feature)));
   std::vector<Engine::CheckRequest> checks;
   for (size_t i = 0; i < hits.size(); ++i) {
-    checks.push_back(Engine::CheckRequest{
-        hits[i].event, hits[i].feature, &policies[i], hits[i].cost, {}, true, true, {}});
+    checks.emplace_back(hits[i].event, hits[i].feature, policies[i], hits[i].cost);
   }
   std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
   ++tally.batches;

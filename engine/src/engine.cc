@@ -55,11 +55,7 @@ struct PlanCache {
 Engine::CheckRequest OneCheck(std::string_view event, std::string_view feature,
                               const Policy& policy, uint64_t hits, std::optional<Instant> at,
                               bool record) {
-  Engine::CheckRequest check;
-  check.event = event;
-  check.feature = feature;
-  check.policy = &policy;
-  check.hits = hits;
+  Engine::CheckRequest check(event, feature, policy, hits);
   check.at = at;
   check.record = record;
   return check;

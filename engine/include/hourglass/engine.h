@@ -156,6 +156,10 @@ class Engine {
 
   // One check of CheckMany or CheckAll: Check's arguments.
   struct CheckRequest {
+    CheckRequest() = default;
+    CheckRequest(std::string_view e, std::string_view f, const Policy& p, uint64_t h = 1)
+        : event(e), feature(f), policy(&p), hits(h) {}
+
     std::string_view event;
     std::string_view feature;
     const Policy* policy = nullptr;  // not null; must outlive the call

@@ -47,11 +47,7 @@ struct OwnedCheck {
   // This check as Engine::CheckAll takes it, at the engine's now; it points into this object,
   // so it is valid while this object lives unmoved.
   Engine::CheckRequest Request() const {
-    Engine::CheckRequest request;
-    request.event = event;
-    request.feature = feature;
-    request.policy = &policy;
-    request.hits = hits;
+    Engine::CheckRequest request(event, feature, policy, hits);
     request.record = record;
     request.binding = binding;
     request.label = label;
