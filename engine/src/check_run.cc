@@ -208,14 +208,12 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       all_fit = all_fit && tally_.upper[i] <= policy_.limits[i].max_hits;
       one_over = one_over || tally_.lower[i] > policy_.limits[i].max_hits;
     }
-    settled_ = all_fit || one_over;
-    if (!settled_) {
-      step_ = Step::kExact;  // the exact cover; the hit was sent
+    if (!all_fit && !one_over) {  // the bounds do not settle it
+      step_ = Step::kExact;       // the exact cover; the hit was sent
       return;
     }
   } else {
     for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan_->Pieces(i, read->values));
-    settled_ = true;
   }
   Judged();
 }

@@ -2,10 +2,14 @@
 // to its caller, so that the checks of many requests share their sends (Store::ApplyMany):
 //
 //   CheckRun run(core, group, policy, hits, t, now);
-//   run.AnswerBlocked();                              // a client denied moments ago: no read
-//   while (Batch* batch = run.NextBatch()) run.TakeAnswer(store.Apply(*batch));
-//   if (std::optional<Batch> undo = run.TakeBack(false)) run.TookBack(store.Apply(*undo).ok());
+//   run.AnswerBlocked();          // a client denied moments ago: no read
+//   while (Batch* batch = run.NextBatch()) {
+//     run.TakeAnswer(...);        // Store::Apply; a write-only batch through Store::Send
+//   }
+//   if (std::optional<Batch> undo = run.TakeBack(false)) run.TookBack(/* Store::Send ok */);
 //   Decision d = run.Finish();
+//
+// RequestRuns::DecideAlone is exactly that loop; RequestRuns drives many runs at once.
 //
 // The steps: the hit's increments with the coarse bounds of every window (or the exact cover) in
 // one batch; the exact cover when the bounds do not settle it (and the re-read of cached buckets a
@@ -71,7 +75,7 @@ class CheckRun {
   // The policy's answer when the store failed; `cost` is what was spent before.
   Decision Degraded(const Error& error, const Cost& cost) const;
 
-  // The steps, in order: the increments with every window's coarse bounds (settled_ when they
+  // The steps, in order: the increments with every window's coarse bounds (enough when they
   // decide the check), or with the exact cover; the exact cover after bounds that did not; the
   // retry time refined on a denial; a blocked client's attempt (written, nothing read).
   enum class Step { kBounds, kExactWithHit, kExact, kRefine, kAttempt, kDone };
@@ -106,7 +110,6 @@ class CheckRun {
   std::unique_ptr<RetryRefiner> refiner_;  // kRefine
   std::optional<Error> failed_;            // a read failed: the decision is degraded
   WindowTally tally_;
-  bool settled_ = false;
   Decision decision_;
   std::string blocked_key_;
   std::optional<BlockedCache::Entry> blocked_;  // answered from the blocked-client cache

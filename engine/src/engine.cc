@@ -113,6 +113,7 @@ Result<Engine> Engine::Create(Store& store, const Clock& clock, EngineOptions op
 }
 
 const EngineOptions& Engine::options() const { return core_->options; }
+const KeySpace& Engine::keys() const { return core_->keys; }
 
 std::vector<Window> Engine::DefaultWindows() const {
   const Seconds retention = core_->options.retention;
@@ -125,7 +126,6 @@ std::vector<Window> Engine::DefaultWindows() const {
   }
   return windows;
 }
-const KeySpace& Engine::keys() const { return core_->keys; }
 
 Result<std::string> Engine::GroupKeyFor(std::string_view event, std::string_view feature) const {
   if (event.empty()) return InvalidArgument("event must not be empty");

@@ -54,10 +54,6 @@ std::string Normalized(std::string_view text) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // One normalized spec.
 Result<Limit> ParseOne(std::string_view spec) {
   const std::string_view kExample = "write N/DUR, e.g. 5/m, 20/10m, 100/d";

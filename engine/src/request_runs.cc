@@ -111,26 +111,22 @@ std::vector<CheckRun*> RequestRuns::StartLayer(const std::vector<size_t>& round,
 }
 
 void RequestRuns::Step(const std::vector<CheckRun*>& runs) const {
-  std::vector<Batch> batches;
-  std::vector<CheckRun*> asking;
+  // Write-only batches (a blocked client's hits) are sent without waiting for their answer.
+  std::vector<Batch> reading, writing;
+  std::vector<CheckRun*> readers, writers;
   while (true) {
-    batches.clear();
-    asking.clear();
+    reading.clear();
+    writing.clear();
+    readers.clear();
+    writers.clear();
     for (CheckRun* run : runs) {
-      if (Batch* batch = run->NextBatch()) {
-        batches.push_back(std::move(*batch));
-        asking.push_back(run);
-      }
+      Batch* batch = run->NextBatch();
+      if (batch == nullptr) continue;
+      const bool write_only = batch->reads.empty();
+      (write_only ? writing : reading).push_back(std::move(*batch));
+      (write_only ? writers : readers).push_back(run);
     }
-    if (batches.empty()) return;
-    // Write-only batches (a blocked client's hits) are sent without waiting for their answer.
-    std::vector<Batch> reading, writing;
-    std::vector<CheckRun*> readers, writers;
-    for (size_t k = 0; k < batches.size(); ++k) {
-      const bool write_only = batches[k].reads.empty();
-      (write_only ? writing : reading).push_back(std::move(batches[k]));
-      (write_only ? writers : readers).push_back(asking[k]);
-    }
+    if (readers.empty() && writers.empty()) return;
     if (!writing.empty()) {
       std::vector<Status> sent = core_.store->Send(writing);
       for (size_t k = 0; k < writers.size(); ++k) writers[k]->TakeAnswer(AsAnswer(sent[k]));

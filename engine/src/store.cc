@@ -17,6 +17,11 @@ Status ValidateBatch(const Batch& batch) {
   return {};
 }
 
+Status ValidateSend(const Batch& batch) {
+  if (batch.reads.empty()) return {};
+  return InvalidArgument("Store::Send takes batches without reads (fire-and-forget writes)");
+}
+
 Status ValidateKeys(const std::string& group, std::span<const std::string> keys) {
   if (Status s = KeyCodec::CheckKey(group); !s.ok()) return s;
   for (const std::string& key : keys) {
@@ -36,8 +41,8 @@ std::vector<Status> Store::Send(std::span<const Batch> batches) {
   std::vector<Status> results;
   results.reserve(batches.size());
   for (const Batch& batch : batches) {
-    if (!batch.reads.empty()) {
-      results.push_back(InvalidArgument("Store::Send takes batches without reads"));
+    if (Status s = ValidateSend(batch); !s.ok()) {
+      results.push_back(s);
       continue;
     }
     Result<std::vector<uint64_t>> applied = Apply(batch);

@@ -16,11 +16,16 @@ constexpr int64_t kDay = 86400;
 constexpr int64_t kWeek = 7 * kDay;
 constexpr int64_t kMaxDuration = 3660 * kDay;  // ten years: far beyond any useful window
 
-// A unit word as Python `limits` and people write it: "minute", "minutes", "min", "hour", "hr"...
-int64_t UnitWordSeconds(std::string_view text) {
-  std::string word(text);
-  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (word.size() > 1 && word.back() == 's') word.pop_back();  // plural
+std::string Lowercase(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+// A unit word in lower case, as Python `limits` and people write it: "minute", "minutes", "min",
+// "hour", "hr"...
+int64_t UnitWordSeconds(std::string_view word) {
+  if (word.size() > 1 && word.back() == 's') word.remove_suffix(1);  // plural
   if (word == "sec" || word == "second") return 1;
   if (word == "min" || word == "minute") return kMinute;
   if (word == "hr" || word == "hour") return kHour;
@@ -76,12 +81,8 @@ Result<Seconds> ParseDuration(std::string_view text) {
   if (digits == 0) count = 1;  // "m" means one minute
   int64_t unit_seconds = 1;
   if (!unit.empty()) {
-    unit_seconds = unit.size() == 1 ? UnitSeconds(unit[0]) : UnitWordSeconds(unit);
-    const std::string lower = [&] {
-      std::string l(unit);
-      for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return l;
-    }();
+    const std::string lower = Lowercase(unit);
+    unit_seconds = unit.size() == 1 ? UnitSeconds(unit[0]) : UnitWordSeconds(lower);
     if (unit_seconds == 0 && (lower.starts_with("month") || lower.starts_with("year"))) {
       return InvalidArgument(fmt::format(
           "duration \"{}\": months and years are not sliding windows of one length; write 30d "

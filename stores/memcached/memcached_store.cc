@@ -230,9 +230,8 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
   std::vector<Status> results(batches.size());
   std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
   for (size_t i = 0; i < batches.size(); ++i) {
-    results[i] = batches[i].reads.empty()
-                     ? ValidateBatch(batches[i])
-                     : Status(InvalidArgument("MemcachedStore::Send takes batches without reads"));
+    results[i] = ValidateSend(batches[i]);
+    if (results[i].ok()) results[i] = ValidateBatch(batches[i]);
     if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
   const Instant now = impl_->clock.Now();
@@ -243,8 +242,8 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
     const bool ready = s.ok();
     if (ready) s = SendBatches(c, batches, by_pool[p], now);
     if (s.ok()) {
-      c->unread_noops +=
-          static_cast<int>(by_pool[p].size());  // each batch's answer, read by the next user
+      // Each batch's answer is read by the connection's next user.
+      c->unread_noops += static_cast<int>(by_pool[p].size());
       continue;
     }
     for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;

@@ -43,6 +43,8 @@ struct Batch {
 // Checks every key of a batch (KeyCodec::CheckKey) and every creating increment's TTL (>= 1s).
 // Each Store calls it before anything is applied, so a malformed batch changes nothing.
 Status ValidateBatch(const Batch& batch);
+// What Store::Send asks beyond ValidateBatch: the batch reads nothing.
+Status ValidateSend(const Batch& batch);
 // The same for a delete.
 Status ValidateKeys(const std::string& group, std::span<const std::string> keys);
 
