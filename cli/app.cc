@@ -16,6 +16,12 @@ int CodeFor(const Error& e) {
   return usage ? kUsage : kUnavailable;
 }
 
+Seconds RetentionOf(const Globals& g) {
+  Result<Seconds> retention = ParseDuration(g.retention);
+  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
+  return *retention;
+}
+
 std::optional<Instant> ParseAt(const std::string& text) {
   if (text.empty()) return std::nullopt;
   int64_t value = 0;

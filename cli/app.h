@@ -59,6 +59,8 @@ T Unwrap(Result<T> r) {
   return std::move(*r);
 }
 
+// --retention, or exit 2 naming it.
+Seconds RetentionOf(const Globals& g);
 // --at: Unix seconds, or nullopt when not given.
 std::optional<Instant> ParseAt(const std::string& text);
 // --cost: a whole number from 1 to kMaxHitsPerCall.

@@ -29,9 +29,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
 EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
   EngineOptions options;
   options.name_space = g.name_space;
-  Result<Seconds> retention = ParseDuration(g.retention);
-  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
-  options.retention = *retention;
+  options.retention = RetentionOf(g);
   options.exact_retry_after =
       use == EngineUse::kOneShotExact || use == EngineUse::kLongRunningExact;
   const bool long_running = use == EngineUse::kLongRunning || use == EngineUse::kLongRunningExact;

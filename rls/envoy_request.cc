@@ -52,16 +52,17 @@ uint32_t Clamp32(uint64_t n) {
   return static_cast<uint32_t>(std::min<uint64_t>(n, std::numeric_limits<uint32_t>::max()));
 }
 
-// When the next hit of the descriptor fits, never too early: a denial's retry time; for a fixed
-// window, the window's end; for a sliding window with room left, now; with none, the window's
-// length (the hits in it, this one included, have left by then).
-Seconds UntilReset(const Decision& d, bool over_limit) {
+// When the next hit of the descriptor fits, never too early: a denial's retry time (nullopt when
+// its hits can never fit: no reset to wait for); for a fixed window, the window's end; for a
+// sliding window with room left, now; with none, the window's length (the hits in it, this one
+// included, have left by then).
+std::optional<Seconds> UntilReset(const Decision& d) {
   if (d.limits.empty()) return d.retry_after.value_or(Seconds{0});  // degraded
   const LimitOutcome& o = d.limits.front();
   if (const std::optional<Instant> next = o.limit.window.NextStart(d.at)) {
     return std::chrono::ceil<Seconds>(*next - d.at);
   }
-  if (over_limit || !d.allowed) return d.retry_after.value_or(o.limit.window.length());
+  if (!d.allowed) return d.retry_after;
   return o.remaining > 0 ? Seconds{0} : o.limit.window.length();
 }
 
@@ -148,11 +149,8 @@ DescriptorStatus EnvoyRequest::StatusOf(const Slot& s, const Decision& d, bool& 
   limit->set_unit(static_cast<RateLimitResponse::RateLimit::Unit>(s.unit));
   limit->set_name(s.name);
   if (!d.limits.empty()) status.set_limit_remaining(Clamp32(d.limits.front().remaining));
-  // A request that can never fit (hits above the limit) has no reset to wait for: left unset.
-  const bool never = !d.allowed && !d.degraded && !d.retry_after &&
-                     !(!d.limits.empty() && d.limits.front().limit.window.NextStart(d.at));
-  if (!never) {
-    status.mutable_duration_until_reset()->set_seconds(UntilReset(d, over_limit).count());
+  if (const std::optional<Seconds> until = UntilReset(d)) {
+    status.mutable_duration_until_reset()->set_seconds(until->count());
   }
   return status;
 }

@@ -175,6 +175,10 @@ Result<Query> ParseQuery(const boost::urls::url_view& url) {
   return q;
 }
 
+HttpResponse NoSuchEndpoint() {
+  return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
+}
+
 HttpResponse MethodNotAllowed(std::string_view allow) {
   HttpResponse res = ErrorResponse(http::status::method_not_allowed,
                                    fmt::format("method not allowed here: use {}", allow));
@@ -269,11 +273,11 @@ void DecisionApi::ObserveRequest(const ApiRoute& route,
 
 HttpResponse DecisionApi::Route(const HttpRequest& request, const ApiRoute& route,
                                 const boost::urls::url_view& url) const {
-  if (route.endpoint == Endpoint::kUnknown ||
-      (route.endpoint == Endpoint::kMetrics && options_.metrics == nullptr) ||
-      route.endpoint == Endpoint::kEnvoyJson) {
-    return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
-  }
+  // Envoy's /json is its service's, and /metrics is served only with metrics.
+  const bool served = route.endpoint != Endpoint::kUnknown &&
+                      route.endpoint != Endpoint::kEnvoyJson &&
+                      (route.endpoint != Endpoint::kMetrics || options_.metrics != nullptr);
+  if (!served) return NoSuchEndpoint();
   if (request.method() != route.method) {
     return MethodNotAllowed(std::string(boost::beast::http::to_string(route.method)));
   }
@@ -296,9 +300,11 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, const ApiRoute& rout
       return Ready();
     case Endpoint::kMetrics:
       return Metrics();
-    default:
-      return ErrorResponse(http::status::not_found, "no such endpoint");
+    case Endpoint::kEnvoyJson:
+    case Endpoint::kUnknown:
+      break;
   }
+  return NoSuchEndpoint();
 }
 
 HttpResponse DecisionApi::Metrics() const {

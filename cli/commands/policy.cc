@@ -27,9 +27,7 @@ nlohmann::json EventsJson(const PolicyFile& policies) {
 
 int RunPolicyValidate(const Globals& g, const std::string& file) {
   const PolicyFile policies = Unwrap(PolicyFile::Load(file));
-  Result<Seconds> retention = ParseDuration(g.retention);
-  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
-  if (Status s = policies.CheckWindows(*retention); !s.ok()) Fail(kUsage, s.error().message());
+  if (Status s = policies.CheckWindows(RetentionOf(g)); !s.ok()) Fail(kUsage, s.error().message());
   const std::vector<std::string> remarks = policies.Remarks();
   if (g.json) {
     Print(Dump({{"valid", true},

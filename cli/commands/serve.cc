@@ -158,12 +158,11 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   if (a.policy.empty() && a.envoy_config.empty()) {
     Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
   }
-  Result<Seconds> retention = ParseDuration(g.retention);
-  if (!retention.ok()) Fail(kUsage, "--retention: " + retention.error().message());
-  auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a, *retention)));
+  const Seconds retention = RetentionOf(g);
+  auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a, retention)));
   std::shared_ptr<const EnvoyConfig> envoy_config;
   if (!a.envoy_config.empty()) {
-    envoy_config = std::make_shared<const EnvoyConfig>(Unwrap(LoadEnvoy(a, *retention)));
+    envoy_config = std::make_shared<const EnvoyConfig>(Unwrap(LoadEnvoy(a, retention)));
   }
   HttpServerOptions http, grpc;
   ParseListen("--listen", a.listen, http);
@@ -206,7 +205,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
                   server->port(), a.threads, a.policy.empty() ? "(none)" : a.policy,
                   g.store == "memory" ? std::string("memory") : "memcached " + g.servers));
   std::thread signal_thread(
-      [&] { HandleSignals(signals, a, *retention, api, envoy.get(), *server); });
+      [&] { HandleSignals(signals, a, retention, api, envoy.get(), *server); });
   server->Run();
   signal_thread.join();
   if (grpc_server)

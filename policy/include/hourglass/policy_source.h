@@ -36,8 +36,6 @@ class PolicySource {
   // Every limit against an engine keeping `retention` (PolicyFile::CheckWindows; inline limits
   // too): an error naming the first that could never be answered.
   Status CheckWindows(Seconds retention) const;
-  // The policy file, when the limits come from one.
-  const PolicyFile* file() const { return file_ ? &*file_ : nullptr; }
   // Whether the policy file marks `event` shadow (decide and report, allow every hit).
   bool IsShadow(std::string_view event) const;
 
