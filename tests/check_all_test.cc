@@ -138,13 +138,8 @@ TEST_P(CheckAllTest, ADeniedRequestTakesBackItsAdmittedChecksAndSaysSo) {
   const Policy one{*ParseLimits("1/h")};
   const Policy roomy{*ParseLimits("100/h")};
   ASSERT_TRUE(engine_->Check("signup", "ann@example.com", one).ok());  // the account is used up
-  std::vector<Engine::CheckRequest> checks(2);
-  checks[0].event = "url_shorten";
-  checks[0].feature = "203.0.113.7";
-  checks[0].policy = &roomy;
-  checks[1].event = "signup";
-  checks[1].feature = "ann@example.com";
-  checks[1].policy = &one;
+  const std::vector<Engine::CheckRequest> checks = {{"url_shorten", "203.0.113.7", roomy},
+                                                    {"signup", "ann@example.com", one}};
   Result<Engine::RequestDecision> d = engine_->CheckAll(checks);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->allowed);
@@ -161,14 +156,8 @@ TEST_P(CheckAllTest, ADeniedRequestTakesBackItsAdmittedChecksAndSaysSo) {
 TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
   const Policy none{*ParseLimits("0/h")};
   const Policy roomy{*ParseLimits("100/h")};
-  std::vector<Engine::CheckRequest> checks(2);
-  checks[0].event = "trial";
-  checks[0].feature = "x";
-  checks[0].policy = &none;
+  std::vector<Engine::CheckRequest> checks = {{"trial", "x", none}, {"real", "x", roomy}};
   checks[0].binding = false;
-  checks[1].event = "real";
-  checks[1].feature = "x";
-  checks[1].policy = &roomy;
   Result<Engine::RequestDecision> d = engine_->CheckAll(checks);
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->allowed);
@@ -198,13 +187,7 @@ TEST(CheckAllConcurrency, ThreadsSharingAFeatureNeverOverAdmitAndCountsEqualTheA
     threads.emplace_back([&, t] {
       const std::string mine = "own" + std::to_string(t);
       for (int r = 0; r < kRequests; ++r) {
-        std::vector<Engine::CheckRequest> checks(2);
-        checks[0].event = "e";
-        checks[0].feature = "shared";
-        checks[0].policy = &shared;
-        checks[1].event = "e";
-        checks[1].feature = mine;
-        checks[1].policy = &own;
+        std::vector<Engine::CheckRequest> checks = {{"e", "shared", shared}, {"e", mine, own}};
         if (r % 2 == 1) std::swap(checks[0], checks[1]);  // either order
         Result<Engine::RequestDecision> d = engine.CheckAll(checks);
         if (d.ok() && d->allowed) {
@@ -239,17 +222,10 @@ TEST(CheckAllSends, TheTakeBacksOfManyDeniedRequestsGoOutInOneSend) {
   Engine engine = *Engine::Create(store, harness.clock(), options);
   const Policy none{*ParseLimits("0/h")};
   const Policy roomy{*ParseLimits("100/h")};
-  std::vector<std::vector<Engine::CheckRequest>> requests(8, std::vector<Engine::CheckRequest>(2));
   std::vector<std::string> features;
   for (int r = 0; r < 8; ++r) features.push_back("f" + std::to_string(r));
-  for (int r = 0; r < 8; ++r) {
-    requests[r][0].event = "ok";
-    requests[r][0].feature = features[r];
-    requests[r][0].policy = &roomy;
-    requests[r][1].event = "banned";
-    requests[r][1].feature = features[r];
-    requests[r][1].policy = &none;
-  }
+  std::vector<std::vector<Engine::CheckRequest>> requests;
+  for (const std::string& f : features) requests.push_back({{"ok", f, roomy}, {"banned", f, none}});
   std::vector<std::span<const Engine::CheckRequest>> spans(requests.begin(), requests.end());
   std::vector<Result<Engine::RequestDecision>> decided = engine.CheckAllMany(spans);
   for (const auto& d : decided) {

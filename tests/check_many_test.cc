@@ -20,15 +20,6 @@ constexpr int64_t kStart = 1'431'820'800;  // 2015-05-17 00:00:00 UTC
 
 using testing::CountingStore;
 
-Engine::CheckRequest CheckOf(std::string_view event, std::string_view feature,
-                             const Policy& policy) {
-  Engine::CheckRequest check;
-  check.event = event;
-  check.feature = feature;
-  check.policy = &policy;
-  return check;
-}
-
 void ExpectSameDecision(const Result<Decision>& batched, const Result<Decision>& lone,
                         const std::string& where) {
   ASSERT_EQ(batched.ok(), lone.ok()) << where;
@@ -178,9 +169,9 @@ TEST(CheckMany, DistinctFeaturesShareOneStoreCallPerStep) {
   std::vector<std::string> features;
   for (int i = 0; i < 50; ++i) features.push_back("f" + std::to_string(i));
   std::vector<Engine::CheckRequest> checks;
-  for (const std::string& f : features) checks.push_back(CheckOf("e", f, policy));
+  for (const std::string& f : features) checks.push_back(Engine::CheckRequest("e", f, policy));
   for (int repeat = 0; repeat < 3; ++repeat) {  // the 2nd, 3rd and 4th of f0 wait their turn
-    checks.push_back(CheckOf("e", features[0], policy));
+    checks.push_back(Engine::CheckRequest("e", features[0], policy));
   }
   std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
   EXPECT_EQ(store.apply_manys.load(), 4) << "one call, then one per repeat of f0";
@@ -213,8 +204,8 @@ TEST(CheckMany, ConcurrentBatchesOnOneFeatureNeverOverAdmit) {
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&] {
         for (int round = 0; round < 5; ++round) {
-          std::vector<Engine::CheckRequest> checks(10, CheckOf("e", "shared", policy));
-          checks.push_back(CheckOf("e", "other", policy));
+          std::vector<Engine::CheckRequest> checks(10, Engine::CheckRequest("e", "shared", policy));
+          checks.push_back(Engine::CheckRequest("e", "other", policy));
           const std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
           for (size_t i = 0; i < decisions.size(); ++i) {
             if (!decisions[i].ok() || !decisions[i]->allowed) continue;
