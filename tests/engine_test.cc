@@ -73,6 +73,14 @@ class EngineTest : public ::testing::TestWithParam<Config> {
     return engine.Check("signup", "ann", policy);
   }
 
+  // Items alive in the store: the memory store's keys, memcached's own curr_items.
+  long long LiveItems() {
+    if (auto* memcached = dynamic_cast<testing::MemcachedHarness*>(harness_.get())) {
+      return memcached->server().Stat("curr_items");
+    }
+    return static_cast<long long>(dynamic_cast<MemoryStore&>(harness_->store()).LiveKeys());
+  }
+
   std::unique_ptr<testing::StoreHarness> harness_;
   std::unique_ptr<ManualClock> own_clock_;
   ManualClock* clock_ = nullptr;
@@ -667,6 +675,46 @@ TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
   // After blocked_max_age the store is asked again.
   clock_->Advance(Options().hot_path.blocked_max_age);
   EXPECT_EQ(engine.Check("signup", "eve", admitted)->cost.blocked_hits, 0u);
+}
+
+// Admitted mode: a client denied at its last check is checked read-first, so that its denials
+// create no item in the store; the check that fits again costs two round trips and counts.
+TEST_P(HotPathTest, ADeniedClientIsCheckedReadFirstAndItsDenialsLeaveNothing) {
+  const Engine engine = MakeEngine();
+  const Policy policy = MakePolicy("2/m");
+  clock_->Set(FromUnix(kStart));
+  ASSERT_TRUE(engine.Check("signup", "eve", policy)->allowed);
+  ASSERT_TRUE(engine.Check("signup", "eve", policy)->allowed);
+  ASSERT_FALSE(engine.Check("signup", "eve", policy)->allowed);  // written, then taken back
+  const long long items = LiveItems();
+  ASSERT_GT(items, 0);
+  for (int64_t at = 7; at < 60; at += 7) {  // each past the blocked-client cache's max age
+    clock_->Set(FromUnix(kStart + at));
+    Result<Decision> d = engine.Check("signup", "eve", policy);
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d->allowed) << at;
+    EXPECT_EQ(d->cost.blocked_hits, 0u) << "asks the store";
+    EXPECT_LE(d->cost.round_trips, 2u) << "the read first, then the exact retry time's";
+    EXPECT_EQ(d->cost.keys_written, 0u);
+    EXPECT_FALSE(d->recorded);
+    EXPECT_EQ(d->limits[0].count, 2u);
+    EXPECT_TRUE(d->limits[0].exact);
+    EXPECT_EQ(d->retry_after, Seconds{60 - at}) << at;
+  }
+  EXPECT_EQ(LiveItems(), items) << "a denied attempt at a new second created a bucket";
+  clock_->Set(FromUnix(kStart + 61));
+  Result<Decision> fits = engine.Check("signup", "eve", policy);
+  ASSERT_TRUE(fits.ok() && fits->allowed);
+  EXPECT_TRUE(fits->recorded);
+  EXPECT_EQ(fits->cost.round_trips, 2u) << "the read, then the hit with the read";
+  EXPECT_EQ(fits->limits[0].count, 1u);
+  clock_->Set(FromUnix(kStart + 200));  // the bounds settle it: one round trip, unless read first
+  Result<Decision> next = engine.Check("signup", "eve", policy);
+  ASSERT_TRUE(next.ok() && next->allowed);
+  EXPECT_EQ(next->cost.round_trips, 1u) << "admitted again: no read first";
+  EXPECT_TRUE(engine.Check("signup", "eve", policy)->allowed);
+  EXPECT_EQ(engine.Count("signup", "eve", Windows({60}))->windows[0].count, 2u);
+  EXPECT_FALSE(engine.Check("signup", "eve", policy)->allowed);
 }
 
 TEST_P(HotPathTest, ABlockUnderOnePolicyDoesNotDenyUnderAnother) {

@@ -86,7 +86,13 @@ bool CheckRun::AnswerBlocked() {
   if (core_.blocked == nullptr || !live() || !record_) return false;
   blocked_key_ = BlockedKey(group_, policy_);
   blocked_ = core_.blocked->Get(blocked_key_, t_, hits_);
-  if (!blocked_) return false;
+  if (!blocked_) {
+    // Denied at its last check, perhaps still: in admitted mode, read first and write only once
+    // it fits, so that denied attempts leave nothing in the store.
+    probing_ = policy_.mode == CountingMode::kAdmitted && core_.blocked->Known(blocked_key_);
+    if (probing_) step_ = Step::kExact;  // the exact cover, then with the hit: two round trips
+    return false;
+  }
   decision_.cost.blocked_hits = 1;
   // Every attempt counts: its increments are the next batch, with no read.
   step_ = policy_.mode == CountingMode::kAttempts ? Step::kAttempt : Step::kDone;
@@ -150,7 +156,7 @@ bool CheckRun::Prepare() {
     return true;
   }
   std::vector<Increment> increments;
-  if (step_ != Step::kExact) increments = HitIncrements(+1);
+  if (step_ != Step::kExact && !probing_) increments = HitIncrements(+1);
   if (step_ == Step::kBounds) {
     bounds_.clear();
     reads_.clear();
@@ -213,9 +219,21 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       return;
     }
   } else {
-    for (size_t i = 0; i < spans_.size(); ++i) tally_.SetExact(i, plan_->Pieces(i, read->values));
+    bool all_fit = true;
+    for (size_t i = 0; i < spans_.size(); ++i) {
+      tally_.SetExact(i, plan_->Pieces(i, read->values));
+      all_fit = all_fit && SatAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
+    }
+    if (probing_ && all_fit) return Probed();
   }
   Judged();
+}
+
+void CheckRun::Probed() {
+  probing_ = false;
+  tally_ = WindowTally(policy_.limits.size());
+  core_.blocked->Erase(blocked_key_);
+  step_ = Step::kExactWithHit;
 }
 
 void CheckRun::Judged() {
@@ -223,7 +241,8 @@ void CheckRun::Judged() {
   step_ = Step::kDone;
   if (decision_.allowed || !core_.options.exact_retry_after) return;
   // Reads go before the take-back, so they include this hit; it is discounted as pending.
-  const uint64_t pending = record_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
+  const uint64_t pending =
+      record_ && !probing_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
   refiner_ = std::make_unique<RetryRefiner>(core_.keys.ladder(), policy_.limits, second_, hits_,
                                             pending, tally_.upper_pieces);
   step_ = Step::kRefine;
@@ -235,7 +254,8 @@ bool CheckRun::allowed() const {
 }
 
 std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
-  if (failed_ || blocked_ || !record_ || policy_.mode != CountingMode::kAdmitted || taking_back_) {
+  if (failed_ || blocked_ || probing_ || !record_ || policy_.mode != CountingMode::kAdmitted ||
+      taking_back_) {
     return std::nullopt;
   }
   if (decision_.allowed && !request_denied) return std::nullopt;
@@ -247,6 +267,7 @@ std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
 Decision CheckRun::Finish() {
   if (failed_) return Degraded(*failed_, decision_.cost);
   if (blocked_) return FinishBlocked();
+  if (probing_) decision_.recorded = false;  // denied by its read: nothing was written
   const std::optional<Seconds> earliest = FillRetryAfter();
   if (!decision_.allowed && record_) RememberBlocked(earliest);
   return std::move(decision_);
@@ -257,7 +278,7 @@ void CheckRun::Judge() {
   // (a peek's do not: it is added to judge). With bounds, "exceeded" is certain only from the
   // lower bound; an allowed decision had every upper bound within its limit.
   bool fits = true;
-  const uint64_t unread = record_ ? 0 : hits_;
+  const uint64_t unread = Unread();
   for (size_t i = 0; i < spans_.size(); ++i) {
     const uint64_t max = policy_.limits[i].max_hits;
     const uint64_t upper = tally_.upper[i], lower = tally_.lower[i];

@@ -115,6 +115,21 @@ std::optional<BlockedCache::Entry> BlockedCache::Get(const std::string& key, Ins
   return entry;
 }
 
+bool BlockedCache::Known(const std::string& key) {
+  Shard& shard = shards_[ShardOf(key)];
+  std::lock_guard lock(shard.mu);
+  return shard.entries.contains(key);
+}
+
+void BlockedCache::Erase(const std::string& key) {
+  Shard& shard = shards_[ShardOf(key)];
+  std::lock_guard lock(shard.mu);
+  auto it = shard.entries.find(key);
+  if (it == shard.entries.end()) return;
+  shard.lru.erase(it->second.second);
+  shard.entries.erase(it);
+}
+
 void BlockedCache::Put(const std::string& key, Entry entry) {
   Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);

@@ -87,6 +87,11 @@ class BlockedCache {
   // The entry for `key` if a check worth `hits` at `now` is certainly denied.
   std::optional<Entry> Get(const std::string& key, Instant now, uint64_t hits);
   void Put(const std::string& key, Entry entry);
+  // Whether `key` was denied at its last check in this process, however long ago (until the entry
+  // is evicted or forgotten): such a client is checked read-first.
+  bool Known(const std::string& key);
+  // Drops `key`'s entry: its client fits again.
+  void Erase(const std::string& key);
   // Drops every entry of `group` (keys are the group, 0x1f, then the policy): after a reset.
   void Forget(const std::string& group);
 

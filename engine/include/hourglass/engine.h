@@ -67,7 +67,10 @@ struct HotPathOptions {
   size_t bucket_cache_buckets_per_feature = 512;
   // Deny a client denied in admitted or attempts mode locally (no read; attempts are still counted,
   // fire-and-forget) until a time before which it certainly stays denied, for up to this many
-  // clients; 0 (the default) turns it off.
+  // clients; 0 (the default) turns it off. In admitted mode a client it still lists (denied at its
+  // last check here) is then checked read-first: its hit is written only once a read shows it fits,
+  // so that a hammering client's denials create nothing in the store (the check that fits again
+  // costs two round trips).
   size_t blocked_cache_entries = 0;
   // A locally denied client is checked against the store again at least this often (so a reset
   // elsewhere takes effect within it).
