@@ -27,6 +27,7 @@ class Runtime {
   Runtime(const Globals& g, const Clock& clock, EngineUse use);
   const Engine& engine() const { return *engine_; }
   const Store& store() const { return *store_; }
+  Store& store() { return *store_; }
   // Waits for every fire-and-forget write to be answered; the writes the store refused.
   uint64_t Flush() { return store_->Flush(); }
 

@@ -9,6 +9,7 @@ namespace hourglass {
 namespace {
 
 using prometheus::BuildCounter;
+using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
 // Which memcached server an error names ("memcached HOST:PORT: ..."), or "store".
@@ -76,6 +77,23 @@ ServiceMetrics::ServiceMetrics()
                           .Help("Checks sent to the store in batches")
                           .Register(*registry_)
                           .Add({})),
+      evictions_(BuildCounter()
+                     .Name("hourglass_memcached_evictions_total")
+                     .Help("Items the memcached server evicted to make room, by server: each a "
+                           "lost count, so limits over-admit; give it more memory")
+                     .Register(*registry_)),
+      server_bytes_(BuildGauge()
+                        .Name("hourglass_memcached_bytes")
+                        .Help("Bytes the memcached server's items take, by server")
+                        .Register(*registry_)),
+      server_limit_bytes_(BuildGauge()
+                              .Name("hourglass_memcached_limit_bytes")
+                              .Help("Bytes the memcached server may use for items (-m), by server")
+                              .Register(*registry_)),
+      server_items_(BuildGauge()
+                        .Name("hourglass_memcached_items")
+                        .Help("Items the memcached server holds, by server")
+                        .Register(*registry_)),
       reloads_(BuildCounter()
                    .Name("hourglass_policy_reloads_total")
                    .Help("Policy file reloads, by result")
@@ -137,6 +155,14 @@ void ServiceMetrics::SyncUnconfirmedFailures(uint64_t total) {
   while (total > seen && !unconfirmed_seen_.compare_exchange_weak(seen, total)) {
   }
   if (total > seen) unconfirmed_failures_.Increment(static_cast<double>(total - seen));
+}
+
+void ServiceMetrics::SetServerStats(const ServerStats& stats, uint64_t new_evictions) {
+  const prometheus::Labels server = {{"server", stats.server}};
+  evictions_.Add(server).Increment(static_cast<double>(new_evictions));
+  server_bytes_.Add(server).Set(static_cast<double>(stats.bytes));
+  server_limit_bytes_.Add(server).Set(static_cast<double>(stats.limit_maxbytes));
+  server_items_.Add(server).Set(static_cast<double>(stats.curr_items));
 }
 
 void ServiceMetrics::CountStoreError(const Error& error) {

@@ -444,6 +444,41 @@ TEST_F(ServeTest, MetricsCountFireAndForgetWritesTheStoreRefused) {
   EXPECT_EQ(refused, 1);
 }
 
+// memcached evicts live items when full and tells no client: the service reads its stats, and
+// shows evictions in /metrics and as a warning on stderr.
+TEST_F(ServeTest, EvictionsOfAFullMemcachedShowInMetricsAndAWarning) {
+  testing::MemcachedServer small("127.0.0.1", 8);
+  ASSERT_TRUE(small.running()) << small.error();
+  ServeProcess serve(HOURGLASS_CLI,
+                     {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"),
+                      "--servers", small.address(), "--stats-interval", "1"});
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  HttpClient client(serve.port());
+  const std::string evictions =
+      "hourglass_memcached_evictions_total{server=\"" + small.address() + "\"}";
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "victim")).status, 200);
+  double seen = -1;
+  for (int i = 0; i < 100 && seen < 0; ++i) {  // the first read of the stats
+    seen = Sample(client.Get("/metrics").body, evictions);
+    if (seen < 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  EXPECT_EQ(seen, 0);
+  // Another tenant (or an attacker's fresh features) fills the server.
+  std::string fill;
+  for (int i = 0; i < 200000; ++i) {
+    fill += "set other:" + std::to_string(i) + " 0 0 8 noreply\r\n12345678\r\n";
+  }
+  ASSERT_EQ(small.Raw(fill + "get nothing\r\n"), "END\r\n");
+  ASSERT_GT(small.Stat("evictions"), 0);
+  EXPECT_TRUE(serve.WaitForLog("warning: memcached " + small.address() + " evicted",
+                               std::chrono::milliseconds{5000}))
+      << serve.log();
+  EXPECT_GT(Sample(client.Get("/metrics").body, evictions), 0);
+  EXPECT_EQ(Sample(client.Get("/metrics").body,
+                   "hourglass_memcached_limit_bytes{server=\"" + small.address() + "\"}"),
+            8 * 1048576);
+}
+
 // 200 checks of one feature at once, over 16 connections spread on two servers sharing one
 // memcached: admitted mode admits at most the limit; attempts mode counts every one.
 TEST_F(ServeTest, TwoServersNeverAdmitMoreThanTheLimitAndAttemptsLoseNone) {

@@ -17,6 +17,7 @@
 #include "hourglass/envoy_service.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
+#include "hourglass/store_watch.h"
 
 namespace hourglass::cli {
 namespace {
@@ -39,6 +40,8 @@ struct ServeArgs {
   std::string envoy_failure_mode = "open";
   bool envoy_headers = false;
   bool exact_retry_after = false;
+  // How often memcached's own stats (evictions, memory) are read into metrics; 0: never.
+  int stats_interval = 10;
 };
 
 void Log(const std::string& line) { std::fprintf(stderr, "hourglass serve: %s\n", line.c_str()); }
@@ -185,6 +188,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
              a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning);
   api_options.store = &rt.store();
   DecisionApi api(rt.engine(), policies, api_options);
+  StoreWatch watch(rt.store(), metrics, Log);
+  if (a.stats_interval > 0) watch.Start(std::chrono::seconds{a.stats_interval});
   std::unique_ptr<EnvoyService> envoy;
   std::unique_ptr<grpc::Server> grpc_server;
   if (envoy_config) {
@@ -254,6 +259,11 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   sub->add_flag("--exact-retry-after", args->exact_retry_after,
                 "on a denial, read what pins Retry-After to the second (as `check` does); off, it "
                 "may be late by up to a bucket's width, never early");
+  sub->add_option("--stats-interval", args->stats_interval,
+                  "seconds between reads of memcached's own stats (evictions, memory) into "
+                  "/metrics; a rise in evictions is logged as a warning; 0: never")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
   sub->add_flag("--envoy-response-headers", args->envoy_headers,
                 "add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses");
   sub->footer(
@@ -264,6 +274,8 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  POST /v1/hit {\"event\":E,\"feature\":F}   DELETE /v1/counters?event=E&feature=F\n"
       "  GET  /v1/auth/EVENT (nginx auth_request; feature from --feature-header): 204 or 403\n"
       "  GET  /healthz, /readyz (503 while the store cannot be reached), /metrics (Prometheus)\n"
+      "memcached's own stats are read every --stats-interval seconds: evictions (each a lost\n"
+      "count) and memory per server in /metrics, and a warning on stderr when evictions rise.\n"
       "  POST /json (with --envoy-config): a RateLimitRequest in JSON: 200 OK, 429 OVER_LIMIT\n"
       "gRPC (with --envoy-config, on --grpc-listen):\n"
       "  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; each unit is an exact\n"

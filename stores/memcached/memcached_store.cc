@@ -270,6 +270,30 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   return {};
 }
 
+std::vector<Result<ServerStats>> MemcachedStore::Stats() {
+  std::vector<Result<ServerStats>> out;
+  for (const auto& pool : impl_->pools) {
+    ServerStats stats;
+    stats.server = memcached::HostPort(pool->address());
+    memcached::Lease c(*pool);
+    Status s = c.Acquire();
+    if (s.ok()) {
+      c->socket->BeginExchange();
+      // Answers of earlier fire-and-forget requests come first.
+      if (c->unread_noops > 0) s = ReadUnread(pool->name(), *c, impl_->unconfirmed_failures);
+      if (s.ok()) s = c->socket->Send("stats\r\n");
+      if (s.ok()) s = memcached::ReadStats(pool->name(), *c->socket, stats);
+      if (!s.ok()) s = c.Fail(s.error());
+    }
+    if (s.ok()) {
+      out.emplace_back(std::move(stats));
+    } else {
+      out.emplace_back(s.error());
+    }
+  }
+  return out;
+}
+
 Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
   return memcached::HostPort(impl_->PoolOf(group).address());
 }

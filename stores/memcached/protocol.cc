@@ -103,6 +103,32 @@ std::string BuildDeleteRequest(std::span<const std::string> keys) {
   return request;
 }
 
+Status ReadStats(std::string_view server, MemcachedConnection& c, ServerStats& out) {
+  const std::pair<std::string_view, uint64_t*> wanted[] = {{"evictions", &out.evictions},
+                                                           {"bytes", &out.bytes},
+                                                           {"limit_maxbytes", &out.limit_maxbytes},
+                                                           {"curr_items", &out.curr_items},
+                                                           {"pid", &out.pid}};
+  for (;;) {
+    Result<std::string_view> line = c.ReadLine();
+    if (!line.ok()) return line.error();
+    if (*line == "END") return {};
+    if (!line->starts_with("STAT ")) return LineError(server, *line);
+    const std::string_view rest = line->substr(5);
+    const size_t space = rest.find(' ');
+    if (space == std::string_view::npos) return LineError(server, *line);
+    const std::string_view name = rest.substr(0, space), value = rest.substr(space + 1);
+    uint64_t number = 0;
+    if (std::from_chars(value.data(), value.data() + value.size(), number).ec != std::errc{}) {
+      continue;  // text figures (version, libevent): not ours
+    }
+    if (name == "time") out.time = static_cast<int64_t>(number);
+    for (const auto& [field, into] : wanted) {
+      if (name == field) *into = number;
+    }
+  }
+}
+
 Error LineError(std::string_view server, std::string_view line) {
   if (line == "ERROR") {
     return Error(ErrorCode::kInternal,

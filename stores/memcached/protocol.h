@@ -29,6 +29,10 @@ void BuildRequest(const Batch& batch, Instant now, std::string& out);
 // `md <key> q` per key, then `mn`: one round trip confirms every delete.
 std::string BuildDeleteRequest(std::span<const std::string> keys);
 
+// The answer to `stats`, "STAT <name> <value>" lines up to "END", into `out` (out.server is the
+// caller's). An error return leaves the connection out of step: the caller drops it.
+Status ReadStats(std::string_view server, MemcachedConnection& c, ServerStats& out);
+
 // What an answer line other than the expected ones means, naming `server`.
 Error LineError(std::string_view server, std::string_view line);
 

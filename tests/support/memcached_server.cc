@@ -66,7 +66,8 @@ int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
-MemcachedServer::MemcachedServer(std::string host) : host_(std::move(host)) {
+MemcachedServer::MemcachedServer(std::string host, int megabytes)
+    : host_(std::move(host)), megabytes_(megabytes) {
   for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
     port_ = FreeLoopbackPort();
     Start();
@@ -83,8 +84,9 @@ bool MemcachedServer::Start() {
     return false;
   }
   const std::string port = std::to_string(port_);
-  std::vector<std::string> args = {binary, "-l", host_, "-p",  port, "-U",  "0",
-                                   "-t",   "2",  "-m",  "256", "-c", "4096"};
+  std::vector<std::string> args = {
+      binary, "-l",  host_, "-p", port, "-U", "0", "-t", "2", "-m", std::to_string(megabytes_),
+      "-c",   "4096"};
   if (geteuid() == 0) {
     args.push_back("-u");
     args.push_back("root");

@@ -16,8 +16,9 @@ namespace hourglass::testing {
 
 class MemcachedServer {
  public:
-  // Starts memcached on `host` ("127.0.0.1" or "::1") and a free port (as root with -u root).
-  explicit MemcachedServer(std::string host = "127.0.0.1");
+  // Starts memcached on `host` ("127.0.0.1" or "::1") and a free port (as root with -u root),
+  // with `megabytes` of memory for items (-m; memcached's least is 8).
+  explicit MemcachedServer(std::string host = "127.0.0.1", int megabytes = 256);
   ~MemcachedServer();
   MemcachedServer(const MemcachedServer&) = delete;
   MemcachedServer& operator=(const MemcachedServer&) = delete;
@@ -52,6 +53,7 @@ class MemcachedServer {
  private:
   std::string host_;
   int port_ = 0;
+  int megabytes_ = 256;
   pid_t pid_ = -1;
   std::string error_;
 };

@@ -48,6 +48,17 @@ Status ValidateSend(const Batch& batch);
 // The same for a delete.
 Status ValidateKeys(const std::string& group, std::span<const std::string> keys);
 
+// A server's own figures (memcached's `stats`), for operators: what it holds and what it lost.
+struct ServerStats {
+  std::string server;           // "host:port"
+  uint64_t evictions = 0;       // live items dropped to make room, since the server started
+  uint64_t bytes = 0;           // bytes its items take
+  uint64_t limit_maxbytes = 0;  // the memory it may use for items
+  uint64_t curr_items = 0;
+  int64_t time = 0;  // the server's clock, Unix seconds
+  uint64_t pid = 0;  // the server's process: another one means it restarted (figures from 0)
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -83,6 +94,10 @@ class Store {
   // refusal is learnt when its connection is next used; Flush learns them all). 0 for stores
   // that apply every batch before returning. Thread-safe.
   virtual uint64_t unconfirmed_failures() const { return 0; }
+
+  // Each server's figures, in a fixed order; a server that cannot answer gives its error. Stores
+  // without servers of their own (the memory store) give none.
+  virtual std::vector<Result<ServerStats>> Stats() { return {}; }
 
   // "memory" or "memcached 127.0.0.1:11211", for messages.
   virtual std::string Describe() const = 0;

@@ -16,6 +16,11 @@
 //   hourglass_check_batches_total, hourglass_batched_checks_total
 //                                             checks sent to the store together (their ratio is
 //                                             the mean batch size)
+//   hourglass_memcached_evictions_total{server}
+//                                             items the server evicted to make room (each a
+//                                             lost count: limits then over-admit), from its stats
+//   hourglass_memcached_bytes{server}, hourglass_memcached_limit_bytes{server},
+//   hourglass_memcached_items{server}         what the server holds, and may hold (its -m)
 //   hourglass_policy_reloads_total{result}    result: ok, failed
 //   hourglass_ratelimit_hits_total{domain,descriptor,result}
 //                                             Envoy rate limit service hits (hits_addend summed):
@@ -31,6 +36,7 @@
 #pragma once
 
 #include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -41,6 +47,7 @@
 #include <string_view>
 
 #include "hourglass/decision.h"
+#include "hourglass/store.h"
 
 namespace hourglass {
 
@@ -54,6 +61,8 @@ class ServiceMetrics {
   // The store's running count of refused fire-and-forget writes (Store::unconfirmed_failures):
   // the counter rises to it; a lower value than seen before changes nothing.
   void SyncUnconfirmedFailures(uint64_t total);
+  // A server's figures as just read: gauges set, evictions_total raised by `new_evictions`.
+  void SetServerStats(const ServerStats& stats, uint64_t new_evictions);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
   // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
@@ -80,6 +89,10 @@ class ServiceMetrics {
   std::atomic<uint64_t> unconfirmed_seen_{0};
   prometheus::Counter& batches_;
   prometheus::Counter& batched_checks_;
+  prometheus::Family<prometheus::Counter>& evictions_;
+  prometheus::Family<prometheus::Gauge>& server_bytes_;
+  prometheus::Family<prometheus::Gauge>& server_limit_bytes_;
+  prometheus::Family<prometheus::Gauge>& server_items_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;

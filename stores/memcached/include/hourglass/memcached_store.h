@@ -76,6 +76,8 @@ class MemcachedStore final : public Store {
   // io_timeout per connection) and returns unconfirmed_failures().
   uint64_t Flush() override;
   std::string Describe() const override;
+  // `stats` of every server, in ring order (one round trip each, up to io_timeout).
+  std::vector<Result<ServerStats>> Stats() override;
 
   // Failures of fire-and-forget increments (Send's batches), learnt after their callers
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.

@@ -1,0 +1,57 @@
+// Watches the store's servers through their own figures (Store::Stats, memcached's `stats`):
+// exports them as metrics and warns when a server evicts. memcached evicts live items by LRU when
+// it is full, without telling its clients; an evicted bucket reads 0, so the limits of its
+// feature over-admit until the bucket's windows pass.
+//
+//   StoreWatch watch(store, metrics, [](const std::string& line) { Log(line); });
+//   watch.Start(std::chrono::seconds{10});  // polls on its own thread until destroyed
+//
+// Thread-safety: Poll runs on one thread at a time (Start's, or the caller's when not started).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "hourglass/service_metrics.h"
+#include "hourglass/store.h"
+
+namespace hourglass {
+
+class StoreWatch {
+ public:
+  using Warn = std::function<void(const std::string& line)>;
+  // `store` and `metrics` must outlive the watch.
+  StoreWatch(Store& store, ServiceMetrics& metrics, Warn warn)
+      : store_(store), metrics_(metrics), warn_(std::move(warn)) {}
+  ~StoreWatch();  // stops the polling thread
+  StoreWatch(const StoreWatch&) = delete;
+  StoreWatch& operator=(const StoreWatch&) = delete;
+
+  // Reads every server's figures once: metrics set; one warning per server whose evictions rose
+  // since the last poll (or that had evicted before the first); a server that cannot answer
+  // counts as a store error.
+  void Poll();
+  // Polls every `interval` on a thread of its own, the first time at once.
+  void Start(std::chrono::milliseconds interval);
+
+ private:
+  // The warning for `stats`, `rise` evictions since the last look.
+  std::string Warning(const ServerStats& stats, uint64_t rise, bool first) const;
+
+  Store& store_;
+  ServiceMetrics& metrics_;
+  Warn warn_;
+  // Per server, as last read: its process and evictions. Poll's thread only.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> seen_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace hourglass

@@ -1,0 +1,62 @@
+#include "hourglass/store_watch.h"
+
+#include <fmt/format.h>
+
+namespace hourglass {
+namespace {
+
+std::string MiB(uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / 1048576.0);
+}
+
+}  // namespace
+
+StoreWatch::~StoreWatch() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StoreWatch::Poll() {
+  for (Result<ServerStats>& stats : store_.Stats()) {
+    if (!stats.ok()) {
+      metrics_.CountStoreError(stats.error());
+      continue;
+    }
+    auto [seen, first] = seen_.try_emplace(stats->server, stats->pid, 0);
+    auto& [pid, evictions] = seen->second;
+    // Another process (a restart) counts from zero again.
+    if (pid != stats->pid || stats->evictions < evictions) evictions = 0;
+    const uint64_t rise = stats->evictions - evictions;
+    pid = stats->pid;
+    evictions = stats->evictions;
+    metrics_.SetServerStats(*stats, rise);
+    if (rise > 0) warn_(Warning(*stats, rise, first));
+  }
+}
+
+std::string StoreWatch::Warning(const ServerStats& stats, uint64_t rise, bool first) const {
+  return fmt::format(
+      "warning: memcached {} evicted {} items {} ({} since it started; it holds {} of {}): the "
+      "counts they held are lost, so limits admit more than they say until their windows pass; "
+      "give it more memory (-m) or add servers",
+      stats.server, rise, first ? "before this process watched it" : "since the last look",
+      stats.evictions, MiB(stats.bytes), MiB(stats.limit_maxbytes));
+}
+
+void StoreWatch::Start(std::chrono::milliseconds interval) {
+  thread_ = std::thread([this, interval] {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      Poll();
+      lock.lock();
+      wake_.wait_for(lock, interval, [this] { return stopping_; });
+    }
+  });
+}
+
+}  // namespace hourglass

@@ -1,0 +1,122 @@
+// StoreWatch against real memcached servers: a small one (-m 8) filled until it evicts gives a
+// warning and the evictions metric; a quiet poll warns of nothing; a stopped server is a store
+// error, not a crash; a restarted one counts from zero again.
+#include "hourglass/store_watch.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hourglass/memcached_store.h"
+#include "memcached_server.h"
+#include "prometheus_sample.h"
+
+namespace hourglass {
+namespace {
+
+using testing::MemcachedServer;
+using testing::Sample;
+
+// Enough small items (a bucket's size) to overflow 8 MB, sent quietly in one request.
+void Overflow(const MemcachedServer& server) {
+  std::string request;
+  for (int i = 0; i < 200000; ++i) {
+    request += "set junk:" + std::to_string(i) + " 0 0 8 noreply\r\n12345678\r\n";
+  }
+  ASSERT_EQ(server.Raw(request + "get nothing\r\n"), "END\r\n");
+}
+
+class StoreWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(small_.running()) << small_.error();
+    ASSERT_TRUE(large_.running()) << large_.error();
+    MemcachedOptions options;
+    options.servers = {small_.address(), large_.address()};
+    options.retry_timeout = std::chrono::seconds{0};
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(*store);
+    watch_ = std::make_unique<StoreWatch>(*store_, metrics_,
+                                          [this](const std::string& w) { warnings_.push_back(w); });
+  }
+  double Metric(const std::string& name, const MemcachedServer& server) const {
+    return Sample(metrics_.Render(), name + "{server=\"" + server.address() + "\"}");
+  }
+
+  MemcachedServer small_{"127.0.0.1", 8}, large_;
+  std::unique_ptr<MemcachedStore> store_;
+  ServiceMetrics metrics_;
+  std::vector<std::string> warnings_;
+  std::unique_ptr<StoreWatch> watch_;
+};
+
+TEST_F(StoreWatchTest, EvictionsRaiseTheMetricAndAWarningNamingTheServer) {
+  watch_->Poll();
+  EXPECT_TRUE(warnings_.empty());
+  EXPECT_EQ(Metric("hourglass_memcached_evictions_total", small_), 0);
+  EXPECT_EQ(Metric("hourglass_memcached_limit_bytes", small_), 8 * 1048576);
+  EXPECT_EQ(Metric("hourglass_memcached_limit_bytes", large_), 256 * 1048576);
+
+  Overflow(small_);
+  const long long evicted = small_.Stat("evictions");
+  ASSERT_GT(evicted, 0) << "8 MB should not hold 200,000 items";
+  watch_->Poll();
+  ASSERT_EQ(warnings_.size(), 1u) << "only the small server evicted";
+  EXPECT_NE(warnings_[0].find("memcached " + small_.address() + " evicted " +
+                              std::to_string(evicted) + " items"),
+            std::string::npos)
+      << warnings_[0];
+  EXPECT_NE(warnings_[0].find("give it more memory"), std::string::npos);
+  EXPECT_EQ(Metric("hourglass_memcached_evictions_total", small_), static_cast<double>(evicted));
+  EXPECT_EQ(Metric("hourglass_memcached_evictions_total", large_), 0);
+  EXPECT_EQ(Metric("hourglass_memcached_items", small_),
+            static_cast<double>(small_.Stat("curr_items")));
+  EXPECT_EQ(Metric("hourglass_memcached_bytes", small_), static_cast<double>(small_.Stat("bytes")));
+
+  watch_->Poll();  // nothing new
+  EXPECT_EQ(warnings_.size(), 1u);
+  EXPECT_EQ(Metric("hourglass_memcached_evictions_total", small_), static_cast<double>(evicted));
+}
+
+TEST_F(StoreWatchTest, AServerThatEvictedBeforeTheFirstLookIsReported) {
+  Overflow(small_);
+  watch_->Poll();
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("before this process watched it"), std::string::npos);
+}
+
+TEST_F(StoreWatchTest, AStoppedServerIsAStoreErrorAndARestartedOneCountsFromZero) {
+  Overflow(small_);
+  watch_->Poll();
+  const double before = Metric("hourglass_memcached_evictions_total", small_);
+  small_.Kill();
+  watch_->Poll();
+  EXPECT_EQ(Sample(metrics_.Render(),
+                   "hourglass_store_errors_total{server=\"" + small_.address() + "\"}"),
+            1);
+  EXPECT_EQ(Metric("hourglass_memcached_limit_bytes", large_), 256 * 1048576) << "still read";
+  ASSERT_TRUE(small_.Start());
+  Overflow(small_);
+  warnings_.clear();
+  watch_->Poll();
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_EQ(Metric("hourglass_memcached_evictions_total", small_),
+            before + static_cast<double>(small_.Stat("evictions")));
+}
+
+TEST_F(StoreWatchTest, StartPollsOnItsOwnThreadUntilDestroyed) {
+  Overflow(small_);
+  {
+    StoreWatch watch(*store_, metrics_, [this](const std::string& w) { warnings_.push_back(w); });
+    watch.Start(std::chrono::milliseconds{10});
+    for (int i = 0; i < 500 && Metric("hourglass_memcached_evictions_total", small_) <= 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+  }
+  EXPECT_GT(Metric("hourglass_memcached_evictions_total", small_), 0);
+}
+
+}  // namespace
+}  // namespace hourglass
