@@ -12,7 +12,7 @@ out=bench/results
 mkdir -p "$out"
 log="../shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-10}"
-step="${1:-all}"  # all, or one of: keys accuracy micro load replay serve rls
+step="${1:-all}"  # all, or one of: keys accuracy micro load replay memory serve rls
 want() { [[ "$step" == all || "$step" == "$1" ]]; }
 
 {
@@ -116,6 +116,10 @@ peer_rate=$(field "$peer" checks_per_second | awk '{ printf "%.0f", $1 }')
   echo "| hourglass, exact cover | $exact_rate | $(field "$exact" keys_read_p50), $(field "$exact" keys_read_p99) | $(field "$exact" round_trips) | $(field "$exact" batches) | $(awk -v a="$exact_rate" -v b="$peer_rate" 'BEGIN { printf "%.1fx", a / b }') |"
   echo "| Python limits 2.8 fixed window | $peer_rate | 4 incr per check | 40000 | - | 1.0x |"
 } | tee "$out/replay.md"
+fi
+if want memory; then
+  echo "== memcached memory per feature after a day (bench/memory.sh)"
+  bash bench/memory.sh
 fi
 if want serve; then
   bash bench/serve.sh
