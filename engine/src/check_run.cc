@@ -90,7 +90,7 @@ bool CheckRun::AnswerBlocked() {
     // Denied at its last check, perhaps still: in admitted mode, read first and write only once
     // it fits, so that denied attempts leave nothing in the store.
     probing_ = policy_.mode == CountingMode::kAdmitted && core_.blocked->Known(blocked_key_);
-    if (probing_) step_ = Step::kExact;  // the exact cover, then with the hit: two round trips
+    if (probing_ && step_ == Step::kExactWithHit) step_ = Step::kExact;
     return false;
   }
   decision_.cost.blocked_hits = 1;
@@ -211,9 +211,11 @@ void CheckRun::Absorb(Result<BucketRead> read) {
     bool all_fit = true, one_over = false;
     for (size_t i = 0; i < spans_.size(); ++i) {
       SetBounds(tally_, i, core_.keys.ladder(), bounds_[i], reads_, read->values, second_);
-      all_fit = all_fit && tally_.upper[i] <= policy_.limits[i].max_hits;
-      one_over = one_over || tally_.lower[i] > policy_.limits[i].max_hits;
+      all_fit = all_fit && SatAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
+      one_over = one_over || SatAdd(tally_.lower[i], Unread()) > policy_.limits[i].max_hits;
     }
+    // A probe the bounds do not deny writes its hit with the exact cover: two round trips.
+    if (probing_ && !one_over) return Probed();
     if (!all_fit && !one_over) {  // the bounds do not settle it
       step_ = Step::kExact;       // the exact cover; the hit was sent
       return;

@@ -16,10 +16,10 @@
 // reset elsewhere made stale); on a denial, the retry time made exact (optional, one read per
 // ladder level); for a client answered from the blocked-client cache in attempts mode, its hit.
 // In admitted mode a client denied at its last check in this process is checked read-first: the
-// exact cover without the hit, then, only if it fits, the exact cover with the hit (two round
-// trips), so that its denials create nothing in the store. The take-back of the hit (admitted
-// mode) is left to the caller, who knows whether the request the check belongs to stands: a denied
-// check's hit, or an admitted one whose request was denied.
+// bounds (or, without them, the exact cover) without the hit; unless they deny it, the exact
+// cover with the hit (two round trips). So its clear denials create nothing in the store. The
+// take-back of the hit (admitted mode) is left to the caller, who knows whether the request the
+// check belongs to stands: a denied check's hit, or an admitted one whose request was denied.
 //
 // Thread-safety: one CheckRun per check, on one thread.
 #pragma once
@@ -91,7 +91,7 @@ class CheckRun {
   void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.
   void Judge();
-  // The probe fits: forget the denial, and read the exact cover again with the hit.
+  // The probe did not deny: forget the denial, and read the exact cover with the hit.
   void Probed();
   // The hits the reads leave out: a peek's or a probe's (nothing written yet).
   uint64_t Unread() const { return record_ && !probing_ ? 0 : hits_; }
@@ -123,8 +123,8 @@ class CheckRun {
   bool rememberable_ = true;
   bool taking_back_ = false;   // TakeBack gave its batch
   bool attempt_sent_ = false;  // kAttempt: the blocked client's hit was sent
-  // Admitted mode, a client denied at its last check: the exact cover is read without the hit,
-  // which is written (kExactWithHit) only once that read shows it fits.
+  // Admitted mode, a client denied at its last check: the first read is without the hit, which
+  // is written (kExactWithHit) only unless that read denies it.
   bool probing_ = false;
 };
 
