@@ -1,7 +1,8 @@
 // Fuzzes the memcached reply reader with arbitrary server bytes: the bytes are written into one
 // end of a socketpair and read through a real connection from the other, as the answer to a
-// batch of increments and a get, and as the answers to unread no-ops. Every answer is values or
-// an error; nothing crashes, hangs past the I/O timeout or reads past the bytes sent.
+// batch of increments and a get, as the answers to unread no-ops, and as the answer to `stats`.
+// Every answer is values or an error; nothing crashes, hangs past the I/O timeout or reads past the
+// bytes sent.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -63,6 +64,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Status s = memcached::ReadNoops("fuzz", *c, 3, /*own_last=*/true, answers);
     FUZZ_CHECK(answers.failures <= size && answers.read <= 3);
     if (s.ok()) FUZZ_CHECK(answers.read == 3);
+    if (!s.ok()) FUZZ_CHECK(!s.error().message().empty());
+  }
+  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+    c->BeginExchange();
+    ServerStats stats;
+    Status s = memcached::ReadStats("fuzz", *c, stats);
     if (!s.ok()) FUZZ_CHECK(!s.error().message().empty());
   }
   return 0;
