@@ -122,7 +122,6 @@ Status ReadStats(std::string_view server, MemcachedConnection& c, ServerStats& o
     if (std::from_chars(value.data(), value.data() + value.size(), number).ec != std::errc{}) {
       continue;  // text figures (version, libevent): not ours
     }
-    if (name == "time") out.time = static_cast<int64_t>(number);
     for (const auto& [field, into] : wanted) {
       if (name == field) *into = number;
     }
