@@ -185,6 +185,14 @@ std::string MemcachedServer::Raw(const std::string& command) const {
   return answer;
 }
 
+bool MemcachedServer::Fill(int items) const {
+  std::string request;
+  for (int i = 0; i < items; ++i) {
+    request += "set fill:" + std::to_string(i) + " 0 0 8 noreply\r\n12345678\r\n";
+  }
+  return Raw(request + "get nothing\r\n") == "END\r\n";
+}
+
 long long MemcachedServer::Stat(const std::string& name) const {
   const std::string stats = Raw("stats\r\n");
   const std::string needle = "STAT " + name + " ";

@@ -47,6 +47,9 @@ class MemcachedServer {
   long long Stat(const std::string& name) const;
   // Sends one raw ASCII command and returns the whole answer (up to "END\r\n" or a timeout).
   std::string Raw(const std::string& command) const;
+  // Stores `items` small items (a bucket's size, keys "fill:<i>") in one quiet request; true once
+  // the server answered after them. Enough of them make a small server (-m 8) evict.
+  bool Fill(int items) const;
   // The reason the last Start() failed, for assertion messages.
   const std::string& error() const { return error_; }
 
