@@ -29,6 +29,7 @@ constexpr int kCannotListen = 4;  // serve: the address is in use, or not ours t
 
 struct Globals {
   std::string servers = "127.0.0.1:11211";
+  std::string layout = "counters";  // how memcached keeps buckets (MemcachedLayout)
   std::string store = "memcached";
   std::string name_space = "hg";
   bool json = false;

@@ -29,6 +29,15 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--store", g.store, "memcached, or memory (in-process; for replay)")
       ->check(CLI::IsMember({"memcached", "memory"}))
       ->capture_default_str();
+  if (const char* env = std::getenv("HOURGLASS_LAYOUT"); env != nullptr && *env != '\0') {
+    g.layout = env;
+  }
+  app.add_option("--layout", g.layout,
+                 "how memcached keeps buckets: counters (an item per bucket), or packed (an hour "
+                 "of a feature's seconds and minutes in one item, 2 bytes per hit; every client "
+                 "of the servers must use the same) (env HOURGLASS_LAYOUT)")
+      ->check(CLI::IsMember({"counters", "packed"}))
+      ->capture_default_str();
   app.add_option("--namespace", g.name_space, "first part of every key")->capture_default_str();
   app.add_flag("--json", g.json, "machine-readable output on stdout");
   app.add_option("--timeout-ms", g.timeout_ms, "connect and I/O timeout per server")

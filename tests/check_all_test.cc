@@ -167,7 +167,8 @@ TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
   EXPECT_EQ(CountOf("trial", "x", Seconds{3600}, harness_->clock().Now()), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest, ::testing::Values("memory", "memcached"));
+INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest,
+                         ::testing::Values("memory", "memcached", "memcached_packed"));
 
 // 8 threads send requests of two checks, one shared 30/h feature and one of their own, through
 // real memcached: never more than 30 requests admitted, and afterwards every count equals what was

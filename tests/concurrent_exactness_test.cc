@@ -31,9 +31,10 @@ Policy OnePerMinute() {
       {Limit{*Window::Sliding(Seconds{60}), 1}}, CountingMode::kAdmitted, FailureMode::kFailClosed};
 }
 
-std::unique_ptr<MemcachedStore> OpenStore(const std::string& address) {
+std::unique_ptr<MemcachedStore> OpenStore(const std::string& address, MemcachedLayout layout) {
   MemcachedOptions options;
   options.servers = {address};
+  options.layout = layout;
   options.io_timeout = std::chrono::milliseconds{2000};  // a loaded 2-core box must not fail
   Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
   return store.ok() ? std::move(*store) : nullptr;
@@ -43,8 +44,9 @@ std::unique_ptr<MemcachedStore> OpenStore(const std::string& address) {
 // from child processes, until Stop(). Nearly every check is denied and takes its hits back.
 class LiveNoise {
  public:
-  LiveNoise(const std::string& address, std::string feature, int threads, int processes)
-      : address_(address), feature_(std::move(feature)) {
+  LiveNoise(const std::string& address, MemcachedLayout layout, std::string feature, int threads,
+            int processes)
+      : address_(address), layout_(layout), feature_(std::move(feature)) {
     if (pipe(stop_) != 0) return;
     for (int p = 0; p < processes; ++p) StartProcess();
     close(stop_[0]);
@@ -84,7 +86,7 @@ class LiveNoise {
   }
 
   void Run(const std::atomic<bool>& stopping) {
-    std::unique_ptr<MemcachedStore> store = OpenStore(address_);
+    std::unique_ptr<MemcachedStore> store = OpenStore(address_, layout_);
     if (store == nullptr) {
       ++failures_;
       return;
@@ -100,6 +102,7 @@ class LiveNoise {
   }
 
   std::string address_;
+  MemcachedLayout layout_;
   std::string feature_;
   int stop_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
@@ -109,16 +112,22 @@ class LiveNoise {
 };
 
 // The querying engine without the hot path ("off") and as a long-running process ("long_running":
-// bounds, bucket cache, blocked-client cache).
+// bounds, bucket cache, blocked-client cache), on either layout ("_packed": the packed one, for
+// every engine and checker of the test).
 class ConcurrentExactnessTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.running()) << server_.error();
-    store_ = OpenStore(server_.address());
+    store_ = OpenStore(server_.address(), layout());
     ASSERT_NE(store_, nullptr);
     EngineOptions options;
-    options.hot_path = GetParam() == "off" ? HotPathOptions::Off() : HotPathOptions::LongRunning();
+    options.hot_path =
+        GetParam().starts_with("off") ? HotPathOptions::Off() : HotPathOptions::LongRunning();
     engine_ = std::make_unique<Engine>(*Engine::Create(*store_, clock_, options));
+  }
+
+  MemcachedLayout layout() const {
+    return GetParam().ends_with("_packed") ? MemcachedLayout::kPacked : MemcachedLayout::kCounters;
   }
 
   testing::MemcachedServer server_;
@@ -136,7 +145,7 @@ TEST_P(ConcurrentExactnessTest, RecentPastCountsAndChecksSeeEveryHitWhileLiveChe
   const std::vector<Window> windows = {*Window::Sliding(Seconds{10}), *Window::Sliding(Seconds{60}),
                                        *Window::Sliding(Seconds{3600})};
   const Policy ten = {{Limit{windows[1], 10}}, CountingMode::kAdmitted, FailureMode::kFailClosed};
-  LiveNoise noise(server_.address(), feature, /*threads=*/2, /*processes=*/2);
+  LiveNoise noise(server_.address(), layout(), feature, /*threads=*/2, /*processes=*/2);
   uint64_t low_counts = 0, admitted = 0, errors = 0;
   for (int i = 0; i < 1500; ++i) {
     Result<Counts> counts = engine_->Count(kEvent, feature, windows, t0);
@@ -168,7 +177,7 @@ TEST_P(ConcurrentExactnessTest, RandomPastTracesCountExactlyWhileOthersWrite) {
       ASSERT_TRUE(engine_->Record(kEvent, feature, hits, FromUnix(t)).ok());
       truth.Add(t, hits);
     }
-    LiveNoise noise(server_.address(), feature, /*threads=*/1, /*processes=*/2);
+    LiveNoise noise(server_.address(), layout(), feature, /*threads=*/1, /*processes=*/2);
     std::uniform_int_distribution<int64_t> length(1, 3700);
     uint64_t wrong_counts = 0, wrong_decisions = 0, errors = 0;
     for (int q = 0; q < 400; ++q) {
@@ -196,7 +205,9 @@ TEST_P(ConcurrentExactnessTest, RandomPastTracesCountExactlyWhileOthersWrite) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(HotPath, ConcurrentExactnessTest, ::testing::Values("off", "long_running"),
+INSTANTIATE_TEST_SUITE_P(HotPath, ConcurrentExactnessTest,
+                         ::testing::Values("off", "long_running", "off_packed",
+                                           "long_running_packed"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;
                          });

@@ -766,7 +766,8 @@ TEST_P(HotPathTest, FarFromTheLimitOneRoundTripReadsAFewKeys) {
 }
 
 INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
-                         ::testing::Combine(::testing::Values("memory", "memcached"),
+                         ::testing::Combine(::testing::Values("memory", "memcached",
+                                                              "memcached_packed"),
                                             ::testing::Values("plain", "hot")),
                          [](const auto& param_info) {
                            return std::get<0>(param_info.param) + "_" +
@@ -774,7 +775,8 @@ INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
                          });
 
 INSTANTIATE_TEST_SUITE_P(Stores, HotPathTest,
-                         ::testing::Combine(::testing::Values("memory", "memcached"),
+                         ::testing::Combine(::testing::Values("memory", "memcached",
+                                                              "memcached_packed"),
                                             ::testing::Values("hot")),
                          [](const auto& param_info) { return std::get<0>(param_info.param); });
 

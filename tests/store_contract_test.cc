@@ -1,6 +1,8 @@
 // The Store contract, run against both stores: the in-memory one and a real memcached.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <thread>
 
 #include "hourglass/store.h"
@@ -198,7 +200,114 @@ TEST_P(StoreContract, ConcurrentCreationLosesNoIncrement) {
   for (uint64_t v : Read(keys)) ASSERT_EQ(v, static_cast<uint64_t>(kThreads));
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreContract, ::testing::Values("memory", "memcached"),
+// Keys shaped like the engine's buckets (`<group>:<width>:<index>`: seconds and minutes, which a
+// layout may pack, and hours), in random batches of hits (a second and its minute), take-backs,
+// lone increments and decrements (floored at 0), reads and deletes: every value read is what a
+// counter per key holds.
+TEST_P(StoreContract, BucketShapedKeysAreCountersUnderRandomBatches) {
+  std::mt19937_64 rng(20261124);
+  const int64_t t0 = 1'431'859'800 - 7200;  // two hours and a bit of seconds
+  const auto bucket = [&](int64_t width, int64_t t) {
+    return group_ + ":" + std::to_string(width) + ":" + std::to_string(t / width);
+  };
+  std::map<std::string, uint64_t> model;
+  const auto apply = [&](const Increment& inc) {
+    uint64_t& v = model[inc.key];
+    v = inc.delta >= 0 ? v + static_cast<uint64_t>(inc.delta)
+                       : (v > static_cast<uint64_t>(-inc.delta) ? v + inc.delta : 0);
+  };
+  for (int round = 0; round < 400; ++round) {
+    Batch batch{group_, {}, {}};
+    const int parts = 1 + static_cast<int>(rng() % 4);
+    for (int p = 0; p < parts; ++p) {
+      const int64_t t = t0 + static_cast<int64_t>(rng() % 9000);
+      const int64_t delta = std::vector<int64_t>{1, 1, 1, -1, 2, -3, 70000}[rng() % 7];
+      switch (rng() % 4) {
+        case 0:  // a hit or take-back: every level
+        case 1:
+          for (int64_t width : {1, 60, 3600})
+            batch.increments.push_back({bucket(width, t), delta, Seconds{600}});
+          break;
+        case 2:  // one level alone
+          batch.increments.push_back(
+              {bucket(std::vector<int64_t>{1, 60, 3600}[rng() % 3], t), delta, Seconds{600}});
+          break;
+        default:  // a second and a minute that is not its own
+          batch.increments.push_back({bucket(1, t), delta, Seconds{600}});
+          batch.increments.push_back({bucket(60, t + 60), delta, Seconds{600}});
+      }
+    }
+    for (int r = 0; r < 6; ++r) {
+      const int64_t t = t0 + static_cast<int64_t>(rng() % 9000);
+      batch.reads.push_back(bucket(std::vector<int64_t>{1, 60, 3600}[rng() % 3], t));
+    }
+    if (!batch.increments.empty()) batch.reads.push_back(batch.increments.front().key);
+    for (const Increment& inc : batch.increments) apply(inc);
+    if (round % 50 == 49) {  // delete a few keys
+      std::vector<std::string> doomed;
+      for (int d = 0; d < 3; ++d) doomed.push_back(batch.reads[rng() % batch.reads.size()]);
+      ASSERT_TRUE(store().Apply(batch).ok());
+      ASSERT_TRUE(store().Delete(group_, doomed).ok());
+      for (const std::string& k : doomed) model.erase(k);
+      continue;
+    }
+    Result<std::vector<uint64_t>> values = store().Apply(batch);
+    ASSERT_TRUE(values.ok()) << values.error().ToString();
+    for (size_t i = 0; i < batch.reads.size(); ++i) {
+      ASSERT_EQ((*values)[i], model[batch.reads[i]]) << "round " << round << " " << batch.reads[i];
+    }
+  }
+  std::vector<std::string> all;
+  for (const auto& [key, value] : model) all.push_back(key);
+  std::vector<uint64_t> expected;
+  for (const auto& [key, value] : model) expected.push_back(value);
+  EXPECT_EQ(Read(all), expected);
+}
+
+// Threads hitting the same fresh seconds and minutes at once (a packed layout creates one item for
+// all of them) lose nothing.
+TEST_P(StoreContract, ConcurrentHitsOnBucketShapedKeysLoseNothing) {
+  constexpr int kThreads = 6;
+  constexpr int kRounds = 200;
+  const int64_t t0 = 1'431'856'000;
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      for (int r = 0; r < kRounds; ++r) {
+        const int64_t t = t0 + r * 37;
+        const std::string s = group_ + ":1:" + std::to_string(t);
+        const std::string m = group_ + ":60:" + std::to_string(t / 60);
+        const int64_t delta = th % 3 == 2 ? -1 : 1;  // some take back (floored where nothing is)
+        if (!store()
+                 .Apply(Batch{group_, {{s, delta, Seconds{600}}, {m, delta, Seconds{600}}}, {s}})
+                 .ok()) {
+          ++errors;
+        }
+        if (delta < 0 &&
+            !store().Apply(Batch{group_, {{s, 2, Seconds{600}}, {m, 2, Seconds{600}}}, {}}).ok()) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  // Per key: 4 threads add 1, 2 threads subtract 1 then add 2; floors make each value depend on
+  // the interleaving, but never below 4 + 2 and never above 4 + 2 * 2.
+  std::vector<std::string> keys;
+  for (int r = 0; r < kRounds; ++r) {
+    const int64_t t = t0 + r * 37;
+    keys.push_back(group_ + ":1:" + std::to_string(t));
+  }
+  for (uint64_t v : Read(keys)) {
+    ASSERT_GE(v, 6u);
+    ASSERT_LE(v, 8u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
+                         ::testing::Values("memory", "memcached", "memcached_packed"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

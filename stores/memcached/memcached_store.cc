@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <limits>
 
 #include "pool.h"
 #include "protocol.h"
@@ -46,6 +47,68 @@ memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
 
 using BatchResults = std::vector<Result<std::vector<uint64_t>>>;
 
+// A batch as it goes on the wire: the caller's own (counters layout) or its packed plan's.
+struct Outgoing {
+  const Batch* wire = nullptr;                   // sent: its increments as counters, reads as gets
+  const memcached::WireBatch* packed = nullptr;  // the packed plan, if any
+  std::span<const memcached::PackAppend> appends() const {
+    return packed ? std::span<const memcached::PackAppend>(packed->appends)
+                  : std::span<const memcached::PackAppend>{};
+  }
+  std::span<const uint8_t> is_pack() const {
+    return packed ? std::span<const uint8_t>(packed->get_is_pack) : std::span<const uint8_t>{};
+  }
+};
+
+// What `batches` send in `layout`: plans[i] holds batches[i]'s packed plan (valid[i] only).
+std::vector<Outgoing> Prepare(MemcachedLayout layout, std::span<const Batch> batches,
+                              const std::vector<bool>& valid,
+                              std::vector<memcached::WireBatch>& plans) {
+  std::vector<Outgoing> out(batches.size());
+  if (layout == MemcachedLayout::kPacked) plans.resize(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (layout == MemcachedLayout::kCounters || !valid[i]) {
+      out[i].wire = &batches[i];
+      continue;
+    }
+    plans[i] = memcached::PlanPacked(batches[i]);
+    out[i] = Outgoing{&plans[i].counters, &plans[i]};
+  }
+  return out;
+}
+
+// The values of the caller's reads from the answer to `o`'s gets.
+Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o,
+                                      memcached::GetAnswer&& answer) {
+  if (answer.error) return *answer.error;
+  if (o.packed == nullptr) return std::move(answer.values);
+  const memcached::WireBatch& plan = *o.packed;
+  std::vector<std::optional<memcached::PackFold>> folds(plan.counters.reads.size());
+  std::vector<uint64_t> values;
+  values.reserve(plan.sources.size());
+  for (const memcached::ReadSource& source : plan.sources) {
+    const std::optional<std::string>& pack = answer.packs[source.get];
+    if (!source.slot || !pack) {
+      values.push_back(source.slot ? 0 : answer.values[source.get]);
+      continue;
+    }
+    if (!folds[source.get]) {
+      Result<memcached::PackFold> fold =
+          memcached::PackFold::Parse(plan.counters.reads[source.get], *pack);
+      if (!fold.ok() && plan.counters.non_counters_read_as_max) {
+        values.push_back(std::numeric_limits<uint64_t>::max());
+        continue;
+      }
+      if (!fold.ok()) {
+        return Error(fold.error().code(), fmt::format("{}: {}", server, fold.error().message()));
+      }
+      folds[source.get] = std::move(*fold);
+    }
+    values.push_back(folds[source.get]->Value(*source.slot));
+  }
+  return values;
+}
+
 // Reads the answers `c` still owes: earlier callers' failures go to `unconfirmed`; with `own`,
 // the failures before the last MN are the caller's own request's (the first in *own).
 Status ReadUnread(std::string_view server, memcached::PooledConnection& c,
@@ -71,12 +134,12 @@ Status Ready(memcached::ServerPool& pool, memcached::Lease& c, std::atomic<uint6
 }
 
 // Sends `batches[indices]` on `c` as one request.
-Status SendBatches(memcached::Lease& c, std::span<const Batch> batches,
+Status SendBatches(memcached::Lease& c, std::span<const Outgoing> batches,
                    const std::vector<size_t>& indices, Instant now) {
   thread_local std::string request, one;
   request.clear();
   for (size_t i : indices) {
-    memcached::BuildRequest(batches[i], now, one);
+    memcached::BuildRequest(*batches[i].wire, now, one, batches[i].appends());
     request += one;
   }
   if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
@@ -84,12 +147,12 @@ Status SendBatches(memcached::Lease& c, std::span<const Batch> batches,
 }
 
 // Reads the answers of `batches[indices]`, sent on `c`, into `results`.
-void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c, std::span<const Batch> batches,
-                 const std::vector<size_t>& indices, std::atomic<uint64_t>& unconfirmed,
-                 BatchResults& results) {
+void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c,
+                 std::span<const Outgoing> batches, const std::vector<size_t>& indices,
+                 std::atomic<uint64_t>& unconfirmed, BatchResults& results) {
   Status s = ReadUnread(pool.name(), *c, unconfirmed);  // earlier requests'
   for (size_t k = 0; k < indices.size(); ++k) {
-    const Batch& batch = batches[indices[k]];
+    const Batch& batch = *batches[indices[k]].wire;
     Result<std::vector<uint64_t>>& result = results[indices[k]];
     if (s.ok() && batch.reads.empty()) {
       std::optional<Error> own;
@@ -98,15 +161,14 @@ void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c, std::span<con
       if (s.ok()) result = own ? Result<std::vector<uint64_t>>(*own) : std::vector<uint64_t>{};
     } else if (s.ok()) {
       Result<memcached::GetAnswer> answer =
-          memcached::ReadGetAnswer(pool.name(), *c->socket, batch);
+          memcached::ReadGetAnswer(pool.name(), *c->socket, batch, batches[indices[k]].is_pack());
       if (!answer.ok()) s = answer.error();
-      if (s.ok() && answer->error) result = *answer->error;
-      if (s.ok() && !answer->error) result = std::move(answer->values);
+      if (s.ok()) result = Resolve(pool.name(), batches[indices[k]], std::move(*answer));
     }
     if (!s.ok()) {  // out of step: this batch and the later ones are unanswered
       const Error failed = c.Fail(s.error());
       for (size_t j = k; j < indices.size(); ++j) {
-        results[indices[j]] = MaybeApplied(failed, batches[indices[j]]);
+        results[indices[j]] = MaybeApplied(failed, *batches[indices[j]].wire);
       }
       return;
     }
@@ -115,10 +177,20 @@ void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c, std::span<con
 
 }  // namespace
 
+Result<MemcachedLayout> ParseLayout(std::string_view name) {
+  if (name == "counters") return MemcachedLayout::kCounters;
+  if (name == "packed") return MemcachedLayout::kPacked;
+  return InvalidArgument(
+      fmt::format("layout \"{}\": expected counters (one item per bucket) or packed (an hour of "
+                  "a feature's seconds and minutes in one item)",
+                  name));
+}
+
 struct MemcachedStore::Impl {
   explicit Impl(const Clock& c) : clock(c) {}
 
   const Clock& clock;
+  MemcachedLayout layout = MemcachedLayout::kCounters;
   std::string description;
   std::unique_ptr<memcached::HashRing> ring;
   std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
@@ -155,6 +227,7 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
   if (!ring.ok()) return ring.error();
   auto impl = std::make_unique<Impl>(clock);
   impl->description = fmt::format("memcached {}", fmt::join(options.servers, ","));
+  impl->layout = options.layout;
   for (const memcached::ServerAddress& address : (*ring)->servers()) {
     impl->pools.push_back(
         std::make_unique<memcached::ServerPool>(address, PoolOptionsOf(options), clock));
@@ -177,31 +250,37 @@ uint64_t MemcachedStore::unconfirmed_failures() const {
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (batch.reads.empty()) return std::move(ApplyMany({&batch, 1}).front());  // waits for it
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
+  std::vector<memcached::WireBatch> plans;
+  const std::vector<Outgoing> out = Prepare(impl_->layout, {&batch, 1}, {true}, plans);
   memcached::ServerPool& pool = impl_->PoolOf(batch.group);
   memcached::Lease c(pool);
   if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
   thread_local std::string request;
-  memcached::BuildRequest(batch, impl_->clock.Now(), request);
+  memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends());
   if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
   if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures); !s.ok()) {
     return MaybeApplied(c.Fail(s.error()), batch);
   }
-  Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer(pool.name(), *c->socket, batch);
+  Result<memcached::GetAnswer> answer =
+      memcached::ReadGetAnswer(pool.name(), *c->socket, *out[0].wire, out[0].is_pack());
   if (!answer.ok()) return MaybeApplied(c.Fail(answer.error()), batch);
-  if (answer->error) return *answer->error;
-  return std::move(answer->values);
+  return Resolve(pool.name(), out[0], std::move(*answer));
 }
 
 BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
   BatchResults results;
   results.reserve(batches.size());
   std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
+  std::vector<bool> valid(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
-    Status valid = ValidateBatch(batches[i]);
-    results.push_back(valid.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
-                                 : Result<std::vector<uint64_t>>(valid.error()));
-    if (valid.ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
+    Status s = ValidateBatch(batches[i]);
+    valid[i] = s.ok();
+    results.push_back(s.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
+                             : Result<std::vector<uint64_t>>(s.error()));
+    if (s.ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
+  std::vector<memcached::WireBatch> plans;
+  const std::vector<Outgoing> out = Prepare(impl_->layout, batches, valid, plans);
   // Every server's request leaves before any answer is read: the servers work at once.
   const Instant now = impl_->clock.Now();
   std::vector<std::unique_ptr<memcached::Lease>> leases(impl_->pools.size());
@@ -210,7 +289,7 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
     leases[p] = std::make_unique<memcached::Lease>(*impl_->pools[p]);
     Status s = Ready(*impl_->pools[p], *leases[p], impl_->unconfirmed_failures);
     const bool ready = s.ok();
-    if (ready) s = SendBatches(*leases[p], batches, by_pool[p], now);
+    if (ready) s = SendBatches(*leases[p], out, by_pool[p], now);
     if (s.ok()) continue;
     for (size_t i : by_pool[p]) {
       results[i] =
@@ -220,7 +299,7 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
   }
   for (size_t p = 0; p < by_pool.size(); ++p) {
     if (leases[p] == nullptr) continue;
-    ReadBatches(*impl_->pools[p], *leases[p], batches, by_pool[p], impl_->unconfirmed_failures,
+    ReadBatches(*impl_->pools[p], *leases[p], out, by_pool[p], impl_->unconfirmed_failures,
                 results);
   }
   return results;
@@ -229,18 +308,22 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
 std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
   std::vector<Status> results(batches.size());
   std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
+  std::vector<bool> valid(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
     results[i] = ValidateSend(batches[i]);
     if (results[i].ok()) results[i] = ValidateBatch(batches[i]);
+    valid[i] = results[i].ok();
     if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
+  std::vector<memcached::WireBatch> plans;
+  const std::vector<Outgoing> out = Prepare(impl_->layout, batches, valid, plans);
   const Instant now = impl_->clock.Now();
   for (size_t p = 0; p < by_pool.size(); ++p) {
     if (by_pool[p].empty()) continue;
     memcached::Lease c(*impl_->pools[p]);
     Status s = Ready(*impl_->pools[p], c, impl_->unconfirmed_failures);
     const bool ready = s.ok();
-    if (ready) s = SendBatches(c, batches, by_pool[p], now);
+    if (ready) s = SendBatches(c, out, by_pool[p], now);
     if (s.ok()) {
       // Each batch's answer is read by the connection's next user.
       c->unread_noops += static_cast<int>(by_pool[p].size());
@@ -257,7 +340,14 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   memcached::Lease c(pool);
   if (Status s = c.Acquire(); !s.ok()) return s.error();
   c->socket->BeginExchange();
-  if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys)); !s.ok()) {
+  std::vector<std::string> deletes;
+  std::vector<memcached::PackAppend> appends;
+  if (impl_->layout == MemcachedLayout::kPacked) {
+    appends = memcached::PlanPackedDelete(group, keys, deletes);
+    keys = deletes;
+  }
+  if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys, appends, impl_->clock.Now()));
+      !s.ok()) {
     return c.Fail(s.error());
   }
   ++c->unread_noops;

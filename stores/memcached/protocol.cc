@@ -70,20 +70,45 @@ class KeyMatcher {
   size_t cursor_ = 0;
 };
 
+// Answers of quiet commands that are no failure: a counter or pack created ("HD"), a decrement
+// of a missing counter ("NF"), a pack that already exists or is missing ("NS").
+bool Harmless(std::string_view line) { return line == "HD" || line == "NF" || line == "NS"; }
+
+int64_t WireTtl(Seconds ttl, Instant now) {
+  return ttl.count() > kMaxRelativeTtl ? ToUnix(now) + ttl.count() : ttl.count();
+}
+
+// The packed layout's appends: an add of the header where a pack may be created, then the records.
+void AppendToPacks(std::span<const PackAppend> appends, Instant now, std::string& out) {
+  for (const PackAppend& append : appends) {
+    if (append.create_ttl.count() > 0) {
+      fmt::format_to(std::back_inserter(out), FMT_COMPILE("ms {} {} ME T{} q\r\n"), append.key,
+                     kPackHeaderBytes, WireTtl(append.create_ttl, now));
+      out += PackHeader(now, append.create_ttl);
+      out += "\r\n";
+    }
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("ms {} {} MA q\r\n"), append.key,
+                   append.records.size());
+    out += append.records;
+    out += "\r\n";
+  }
+}
+
 }  // namespace
 
-void BuildRequest(const Batch& batch, Instant now, std::string& out) {
+void BuildRequest(const Batch& batch, Instant now, std::string& out,
+                  std::span<const PackAppend> appends) {
   out.clear();
   for (const Increment& inc : batch.increments) {
     if (inc.delta > 0) {
-      const int64_t ttl = inc.ttl.count();
       fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} N{} J{} D{} q\r\n"), inc.key,
-                     ttl > kMaxRelativeTtl ? ToUnix(now) + ttl : ttl, inc.delta, inc.delta);
+                     WireTtl(inc.ttl, now), inc.delta, inc.delta);
     } else {
       fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} MD D{} q\r\n"), inc.key,
                      -inc.delta);
     }
   }
+  AppendToPacks(appends, now, out);
   if (batch.reads.empty()) {
     out += "mn\r\n";
     return;
@@ -96,9 +121,11 @@ void BuildRequest(const Batch& batch, Instant now, std::string& out) {
   out += "\r\n";
 }
 
-std::string BuildDeleteRequest(std::span<const std::string> keys) {
+std::string BuildDeleteRequest(std::span<const std::string> keys,
+                               std::span<const PackAppend> appends, Instant now) {
   std::string request;
   for (const std::string& key : keys) request += fmt::format("md {} q\r\n", key);
+  AppendToPacks(appends, now, request);
   request += "mn\r\n";
   return request;
 }
@@ -166,7 +193,7 @@ Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, boo
       ++out.read;
     } else if (*line == "ERROR") {
       return LineError(server, *line);
-    } else if (*line != "HD" && *line != "NF") {
+    } else if (!Harmless(*line)) {
       if (own_last && out.read == noops - 1) {
         if (!out.own) out.own = LineError(server, *line);
       } else {
@@ -177,15 +204,16 @@ Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, boo
   return {};
 }
 
-Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
-                                const Batch& batch) {
-  GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), std::nullopt};
+Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c, const Batch& batch,
+                                std::span<const uint8_t> is_pack) {
+  GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), {}, std::nullopt};
+  if (!is_pack.empty()) answer.packs.resize(batch.reads.size());
   KeyMatcher matcher(batch.reads);
   while (true) {
     Result<std::string_view> line = c.ReadLine();
     if (!line.ok()) return line.error();
     if (*line == "END") return answer;
-    if (*line == "HD" || *line == "NF") continue;  // a key created, a decrement of a missing key
+    if (Harmless(*line)) continue;
     if (*line == "ERROR") return LineError(server, *line);  // may be out of step
     if (!line->starts_with("VALUE ")) {
       if (!answer.error) answer.error = IncrementError(server, *line, batch.increments);
@@ -201,6 +229,10 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
     Result<std::string_view> data = c.ReadBlock(header->bytes);
     if (!data.ok()) return data.error();
     const std::optional<size_t> slot = matcher.Find(key);
+    if (slot && *slot < is_pack.size() && is_pack[*slot]) {
+      answer.packs[*slot] = *data;
+      continue;
+    }
     std::optional<uint64_t> value = ParseCounter(*data);
     if (slot && !value && batch.non_counters_read_as_max)
       value = std::numeric_limits<uint64_t>::max();

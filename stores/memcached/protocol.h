@@ -21,13 +21,20 @@
 #include "hourglass/clock.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
+#include "packed_layout.h"
 
 namespace hourglass::memcached {
 
-// The request for `batch` into `out`. TTLs over 30 days are sent as Unix times from `now`.
-void BuildRequest(const Batch& batch, Instant now, std::string& out);
-// `md <key> q` per key, then `mn`: one round trip confirms every delete.
-std::string BuildDeleteRequest(std::span<const std::string> keys);
+// The request for `batch` into `out`: its increments, then `appends` (packed layout: `ms <pack> 4
+// ME T<ttl> q` creating a pack that may be missing, `ms <pack> <n> MA q` appending its records;
+// both answer only "NS", harmlessly, when the pack exists or is missing), then the get. TTLs over
+// 30 days are sent as Unix times from `now`.
+void BuildRequest(const Batch& batch, Instant now, std::string& out,
+                  std::span<const PackAppend> appends = {});
+// `md <key> q` per key, then `appends` (never creating a pack), then `mn`: one round trip
+// confirms every delete.
+std::string BuildDeleteRequest(std::span<const std::string> keys,
+                               std::span<const PackAppend> appends = {}, Instant now = {});
 
 // The answer to `stats`, "STAT <name> <value>" lines up to "END", into `out` (out.server is the
 // caller's). An error return leaves the connection out of step: the caller drops it.
@@ -56,13 +63,16 @@ Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, boo
 
 // The answer to a get of `reads` (missing keys read 0).
 struct GetAnswer {
-  std::vector<uint64_t> values;  // values[i] of reads[i]
+  std::vector<uint64_t> values;  // values[i] of reads[i] (counters)
+  // packs[i]: the bytes of reads[i] when it is a pack (nullopt: missing)
+  std::vector<std::optional<std::string>> packs;
   // An answer that was unexpected but kept the connection in step (e.g. a non-numeric value).
   std::optional<Error> error;
 };
-// `batch` is the request answered (its reads, its increments for messages). An error return
-// leaves the connection out of step: the caller drops it.
-Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
-                                const Batch& batch);
+// `batch` is the request answered (its reads, its increments for messages); `is_pack[i]` says
+// reads[i] is a pack (kept as bytes; empty: none is). An error return leaves the connection out
+// of step: the caller drops it.
+Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c, const Batch& batch,
+                                std::span<const uint8_t> is_pack = {});
 
 }  // namespace hourglass::memcached

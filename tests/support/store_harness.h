@@ -44,7 +44,7 @@ class MemoryHarness final : public StoreHarness {
 // Real memcached, real time.
 class MemcachedHarness final : public StoreHarness {
  public:
-  explicit MemcachedHarness(MemcachedOptions options = {}) {
+  explicit MemcachedHarness(MemcachedOptions options = {}) : layout_(options.layout) {
     if (!server_.running()) {
       ADD_FAILURE() << "cannot start memcached: " << server_.error();
       return;
@@ -60,21 +60,29 @@ class MemcachedHarness final : public StoreHarness {
   Store& store() override { return *store_; }
   Clock& clock() override { return clock_; }
   void Advance(Seconds d) override { std::this_thread::sleep_for(d); }
-  std::string name() const override { return "memcached"; }
+  std::string name() const override {
+    return layout_ == MemcachedLayout::kPacked ? "memcached_packed" : "memcached";
+  }
   MemcachedServer& server() { return server_; }
   MemcachedStore& memcached() { return *store_; }
 
  private:
+  MemcachedLayout layout_;
   MemcachedServer server_;
   SystemClock clock_;
   std::unique_ptr<MemcachedStore> store_;
 };
 
-// "memory" or "memcached"; any other name fails the test and gives nullptr.
+// "memory", "memcached" or "memcached_packed" (the packed layout); any other name fails the test
+// and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
   if (kind == "memcached") return std::make_unique<MemcachedHarness>();
-  ADD_FAILURE() << "unknown store harness \"" << kind << "\": use memory or memcached";
+  if (kind == "memcached_packed") {
+    return std::make_unique<MemcachedHarness>(MemcachedOptions{.layout = MemcachedLayout::kPacked});
+  }
+  ADD_FAILURE() << "unknown store harness \"" << kind
+                << "\": use memory, memcached or memcached_packed";
   return nullptr;
 }
 

@@ -29,6 +29,19 @@
 
 namespace hourglass {
 
+// How buckets are kept in memcached. Every process sharing the servers must use the same one: the
+// two keep seconds and minutes under different keys.
+enum class MemcachedLayout {
+  // One counter item per bucket that saw a hit (~100 bytes each, whatever the count).
+  kCounters,
+  // A feature's second and minute buckets of one hour in one item, 2 bytes per hit (or per busy
+  // second once compacted); hours and generations stay counters. Exact like counters.
+  kPacked,
+};
+
+// "counters" or "packed".
+Result<MemcachedLayout> ParseLayout(std::string_view name);
+
 struct MemcachedOptions {
   // "host:port" (or "[v6]:port"). Every client must list the servers the same way: the ring
   // hashes the strings.
@@ -42,6 +55,7 @@ struct MemcachedOptions {
   // A pooled connection idle at least this long is checked for a close by the server (e.g. a
   // restart) before it is used, so a restart while idle fails no request. 0: check every time.
   std::chrono::milliseconds idle_check_after{500};
+  MemcachedLayout layout = MemcachedLayout::kCounters;
 };
 
 // "h1:11211,h2:11211" -> {"h1:11211", "h2:11211"}; rejects missing or bad ports.

@@ -1,0 +1,181 @@
+// The packed layout's pure parts: which keys pack where, the records a batch becomes, and how a
+// pack's bytes fold back into counter values (and refuse bytes that are not a pack).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "packed_layout.h"
+
+namespace hourglass::memcached {
+namespace {
+
+const std::string kGroup = "hg:signup:ann";
+constexpr int64_t kHour = 397'738;          // 1'431'856'800 / 3600
+constexpr int64_t kT = kHour * 3600 + 125;  // 2 min 5 s into the hour
+
+std::string Key(int64_t width, int64_t t) {
+  return kGroup + ":" + std::to_string(width) + ":" + std::to_string(t / width);
+}
+
+// The value memcached would hold after `plan`'s appends to a fresh pack: header and records.
+std::string Stored(const WireBatch& plan, size_t append = 0) {
+  return PackHeader(FromUnix(kT), plan.appends[append].create_ttl) + plan.appends[append].records;
+}
+
+TEST(PackedLayoutTest, SecondsAndMinutesPackPerHourOtherKeysStayCounters) {
+  const std::optional<PackedSlot> second = PackedSlotOf(kGroup, Key(1, kT));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->pack, kGroup + ":p:" + std::to_string(kHour));
+  EXPECT_FALSE(second->minute);
+  EXPECT_EQ(second->offset, 125);
+  const std::optional<PackedSlot> minute = PackedSlotOf(kGroup, Key(60, kT));
+  ASSERT_TRUE(minute.has_value());
+  EXPECT_EQ(minute->pack, second->pack);
+  EXPECT_TRUE(minute->minute);
+  EXPECT_EQ(minute->offset, 120);
+  for (const std::string& key :
+       {Key(3600, kT), kGroup + ":g", kGroup + ":10:5", kGroup + ":1:x", kGroup + ":1:-5",
+        kGroup + ":1:", std::string("hg:signup:bob:1:5"), kGroup + "x:1:5", kGroup + ":1:5:6"}) {
+    EXPECT_FALSE(PackedSlotOf(kGroup, key).has_value()) << key;
+  }
+}
+
+TEST(PackedLayoutTest, AHitIsOneTwoByteRecordAndItsHourStaysACounter) {
+  Batch batch{kGroup,
+              {{Key(1, kT), 1, Seconds{86460}},
+               {Key(60, kT), 1, Seconds{90000}},
+               {Key(3600, kT), 1, Seconds{176400}}},
+              {Key(1, kT), Key(60, kT), Key(3600, kT), Key(1, kT + 1)}};
+  const WireBatch plan = PlanPacked(batch);
+  ASSERT_EQ(plan.counters.increments.size(), 1u);
+  EXPECT_EQ(plan.counters.increments[0].key, Key(3600, kT));
+  ASSERT_EQ(plan.appends.size(), 1u);
+  EXPECT_EQ(plan.appends[0].records.size(), 2u);
+  // The pack lives until the minute's TTL from the end of the hour.
+  EXPECT_EQ(plan.appends[0].create_ttl, Seconds{90000 + 3600 - 120});
+  // Three distinct gets: the pack once, the hour counter.
+  EXPECT_EQ(plan.counters.reads,
+            (std::vector<std::string>{kGroup + ":p:" + std::to_string(kHour), Key(3600, kT)}));
+  EXPECT_EQ(plan.get_is_pack, (std::vector<uint8_t>{1, 0}));
+  ASSERT_EQ(plan.sources.size(), 4u);
+  Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
+  ASSERT_TRUE(fold.ok()) << fold.error().ToString();
+  EXPECT_EQ(fold->Value(*plan.sources[0].slot), 1u);
+  EXPECT_EQ(fold->Value(*plan.sources[1].slot), 1u);
+  EXPECT_EQ(fold->Value(*plan.sources[3].slot), 0u);
+}
+
+TEST(PackedLayoutTest, TakeBacksAndLoneLevelsFoldLikeCounters) {
+  Batch batch{kGroup,
+              {{Key(1, kT), 3, Seconds{600}},
+               {Key(60, kT), 3, Seconds{600}},  // with its second: one record, magnitude 3
+               {Key(1, kT), -1, Seconds{600}},
+               {Key(60, kT), -1, Seconds{600}},      // a take-back: one record
+               {Key(60, kT + 60), 2, Seconds{600}},  // a minute alone
+               {Key(1, kT + 2), -4, Seconds{600}},   // floored at 0, creates nothing
+               {Key(1, kT + 2), 1, Seconds{600}},
+               {Key(1, kT + 3), 1, Seconds{600}},
+               {Key(60, kT + 300), 1, Seconds{600}}},  // not its minute: two records
+              {}};
+  const WireBatch plan = PlanPacked(batch);
+  ASSERT_EQ(plan.appends.size(), 1u);
+  Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
+  ASSERT_TRUE(fold.ok()) << fold.error().ToString();
+  const auto value = [&](int64_t width, int64_t t) {
+    return fold->Value(*PackedSlotOf(kGroup, Key(width, t)));
+  };
+  EXPECT_EQ(value(1, kT), 2u);
+  EXPECT_EQ(value(60, kT), 2u);  // the lone seconds of its minute are not its increments
+  EXPECT_EQ(value(60, kT + 60), 2u);
+  EXPECT_EQ(value(1, kT + 2), 1u);
+  EXPECT_EQ(value(1, kT + 3), 1u);
+  EXPECT_EQ(value(60, kT + 300), 1u);
+  EXPECT_EQ(fold->records(), 7u);
+  EXPECT_EQ(plan.appends[0].records.size(), 6u + 2 + 6 + 6 + 2 + 2 + 2);
+}
+
+TEST(PackedLayoutTest, OnlyIncrementsMayCreateAPack) {
+  const WireBatch plan = PlanPacked(Batch{kGroup, {{Key(1, kT), -1, Seconds{600}}}, {}});
+  ASSERT_EQ(plan.appends.size(), 1u);
+  EXPECT_EQ(plan.appends[0].create_ttl, Seconds{0});
+}
+
+TEST(PackedLayoutTest, DeletesZeroTheirSlotsAndAWholeHourDeletesThePack) {
+  std::vector<std::string> deletes;
+  const std::vector<std::string> some = {Key(1, kT), Key(60, kT), Key(3600, kT), Key(1, kT)};
+  std::vector<PackAppend> appends = PlanPackedDelete(kGroup, some, deletes);
+  EXPECT_EQ(deletes, (std::vector<std::string>{Key(3600, kT)}));
+  ASSERT_EQ(appends.size(), 1u);
+  EXPECT_EQ(appends[0].create_ttl, Seconds{0});
+  // After a hit at kT and at kT + 1, the deletes leave kT + 1 alone.
+  const WireBatch hits = PlanPacked(Batch{kGroup,
+                                          {{Key(1, kT), 1, Seconds{600}},
+                                           {Key(60, kT), 1, Seconds{600}},
+                                           {Key(1, kT + 1), 1, Seconds{600}},
+                                           {Key(60, kT + 1), 1, Seconds{600}}},
+                                          {}});
+  Result<PackFold> fold = PackFold::Parse("pack", Stored(hits) + appends[0].records);
+  ASSERT_TRUE(fold.ok());
+  EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(1, kT))), 0u);
+  EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(60, kT))), 0u);
+  EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(1, kT + 1))), 1u);
+
+  std::vector<std::string> every;
+  for (int64_t s = 0; s < 3600; ++s) every.push_back(Key(1, kHour * 3600 + s));
+  for (int64_t m = 0; m < 60; ++m) every.push_back(Key(60, kHour * 3600 + m * 60));
+  deletes.clear();
+  EXPECT_TRUE(PlanPackedDelete(kGroup, every, deletes).empty());
+  EXPECT_EQ(deletes, (std::vector<std::string>{kGroup + ":p:" + std::to_string(kHour)}));
+}
+
+TEST(PackedLayoutTest, CompactionKeepsEveryValueInFewerBytes) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    Batch batch{kGroup, {}, {}};
+    for (int i = 0; i < 400; ++i) {
+      const int64_t t = kHour * 3600 + static_cast<int64_t>(rng() % 240);
+      const int64_t delta = rng() % 5 == 0 ? -1 : 1;
+      if (rng() % 6 == 0) {
+        batch.increments.push_back({Key(60, t), delta, Seconds{600}});
+      } else {
+        batch.increments.push_back({Key(1, t), delta, Seconds{600}});
+        if (rng() % 8 != 0) batch.increments.push_back({Key(60, t), delta, Seconds{600}});
+      }
+    }
+    const WireBatch plan = PlanPacked(batch);
+    ASSERT_EQ(plan.appends.size(), 1u);
+    Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
+    ASSERT_TRUE(fold.ok());
+    const std::string compact = fold->Compacted();
+    EXPECT_LT(compact.size(), Stored(plan).size());
+    Result<PackFold> again = PackFold::Parse("pack", compact);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->expiry(), fold->expiry());
+    for (int64_t s = 0; s < 3600; ++s) {
+      const int64_t t = kHour * 3600 + s;
+      ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(1, t))),
+                fold->Value(*PackedSlotOf(kGroup, Key(1, t))));
+      ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(60, t))),
+                fold->Value(*PackedSlotOf(kGroup, Key(60, t))));
+    }
+  }
+}
+
+TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
+  const std::string header = PackHeader(FromUnix(kT), Seconds{60});
+  const auto record = [](uint16_t head) {
+    return std::string{static_cast<char>(head & 0xff), static_cast<char>(head >> 8)};
+  };
+  for (const std::string& bad :
+       {std::string("abc"), header + "x", header + record(3600), header + record(0xf000),
+        header + record(0xe000), header + record(0x8000) + "ab"}) {
+    Result<PackFold> fold = PackFold::Parse("hg:e:f:p:1", bad);
+    ASSERT_FALSE(fold.ok()) << bad.size();
+    EXPECT_EQ(fold.error().code(), ErrorCode::kInternal);
+    EXPECT_NE(fold.error().message().find("\"hg:e:f:p:1\""), std::string::npos);
+  }
+  EXPECT_TRUE(PackFold::Parse("k", header).ok());
+}
+
+}  // namespace
+}  // namespace hourglass::memcached
