@@ -73,6 +73,112 @@ TEST_F(MemcachedStoreTest, AValueThatIsNotACounterIsNamedAndCanBeReadForDeletion
   EXPECT_TRUE(Add("g:ok", 1).ok()) << "the connection stayed in step";
 }
 
+// The packed layout on a real server: what it stores, how a busy second shrinks, what it does
+// with bytes that are not a pack.
+class PackedLayoutTest : public MemcachedStoreTest {
+ protected:
+  void SetUp() override { Open(MemcachedOptions{.layout = MemcachedLayout::kPacked}); }
+  static constexpr int64_t kHourStart = 1'431'856'800;
+  static std::string Second(int64_t t) { return "g:1:" + std::to_string(t); }
+  static std::string Minute(int64_t t) { return "g:60:" + std::to_string(t / 60); }
+  static std::string Hour(int64_t t) { return "g:3600:" + std::to_string(t / 3600); }
+  static std::string Pack() { return "g:p:" + std::to_string(kHourStart / 3600); }
+  // A hit at `t` as the engine writes it: every level, one TTL per level.
+  static Batch Hit(int64_t t, int64_t delta = 1) {
+    return Batch{"g",
+                 {{Second(t), delta, Seconds{86460}},
+                  {Minute(t), delta, Seconds{90000}},
+                  {Hour(t), delta, Seconds{176400}}},
+                 {}};
+  }
+  // The length of the pack's value on the server, or -1 when it is missing.
+  long long PackBytes() {
+    const std::string answer = server().Raw("mg " + Pack() + " s\r\n");
+    if (!answer.starts_with("HD s")) return -1;
+    return std::stoll(answer.substr(4));
+  }
+};
+
+TEST_F(PackedLayoutTest, AnHourOfSecondsIsOneItemOfTwoBytesPerHit) {
+  for (int64_t i = 0; i < 300; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
+  EXPECT_EQ(server().Stat("curr_items"), 2) << "the pack and the hour's counter";
+  EXPECT_EQ(PackBytes(), 4 + 300 * 2);
+  Result<std::vector<uint64_t>> values =
+      store().Apply(Batch{"g",
+                          {},
+                          {Second(kHourStart + 12), Second(kHourStart + 13),
+                           Minute(kHourStart + 60), Hour(kHourStart)}});
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{1, 0, 5, 300}));
+}
+
+TEST_F(PackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount) {
+  std::vector<Batch> hits(500, Hit(kHourStart + 7));
+  for (const Status& s : store().Send(hits)) ASSERT_TRUE(s.ok()) << s.error().ToString();
+  store().Flush();
+  EXPECT_EQ(PackBytes(), 4 + 500 * 2);
+  const Batch read{"g", {}, {Second(kHourStart + 7), Minute(kHourStart + 7)}};
+  Result<std::vector<uint64_t>> values = store().Apply(read);
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{500, 500}));
+  EXPECT_EQ(store().Flush(), 0u);
+  EXPECT_EQ(PackBytes(), 4 + 6) << "one record with a magnitude";
+  ASSERT_TRUE(store().Apply(Hit(kHourStart + 7)).ok());
+  values = store().Apply(read);
+  ASSERT_TRUE(values.ok());
+  EXPECT_EQ(*values, (std::vector<uint64_t>{501, 501}));
+}
+
+// Threads hit and take back one second while reads keep compacting its pack: a compaction that
+// races an append loses its CAS and is dropped, so no hit is lost or counted twice.
+TEST_F(PackedLayoutTest, CompactionsRacingAppendsLoseNothing) {
+  constexpr int kThreads = 4, kRounds = 400;
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        Batch batch = Hit(kHourStart + 30);
+        batch.reads = {Second(kHourStart + 30)};  // reads compact the pack as it grows
+        if (!store().Apply(batch).ok()) ++errors;
+        if (t % 2 == 1 && r % 4 == 0 && !store().Apply(Hit(kHourStart + 30, -1)).ok()) ++errors;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  const uint64_t expected = kThreads * kRounds - 2 * (kRounds / 4);
+  Result<std::vector<uint64_t>> values = store().Apply(
+      Batch{"g", {}, {Second(kHourStart + 30), Minute(kHourStart + 30), Hour(kHourStart)}});
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{expected, expected, expected}));
+  EXPECT_LT(PackBytes(), 4 + 200) << "compacted along the way";
+}
+
+TEST_F(PackedLayoutTest, BytesThatAreNotAPackAreNamedAndAResetDeletesThem) {
+  ASSERT_EQ(server().Raw("set " + Pack() + " 0 0 3\r\nabc\r\n"), "STORED\r\n");
+  Result<std::vector<uint64_t>> read = store().Apply(Batch{"g", {}, {Second(kHourStart)}});
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().message().find("\"" + Pack() + "\" is not a pack"), std::string::npos)
+      << read.error().message();
+  EXPECT_NE(read.error().message().find(name()), std::string::npos);
+  // A reset reads every slot as present, and deleting every slot deletes the item.
+  Batch lenient{"g", {}, {Second(kHourStart + 1), Minute(kHourStart)}};
+  lenient.non_counters_read_as_max = true;
+  Result<std::vector<uint64_t>> seen = store().Apply(lenient);
+  ASSERT_TRUE(seen.ok()) << seen.error().ToString();
+  EXPECT_EQ((*seen)[0], std::numeric_limits<uint64_t>::max());
+  std::vector<std::string> every;
+  for (int64_t t = kHourStart; t < kHourStart + 3600; ++t) every.push_back(Second(t));
+  for (int64_t t = kHourStart; t < kHourStart + 3600; t += 60) every.push_back(Minute(t));
+  ASSERT_TRUE(store().Delete("g", every).ok());
+  EXPECT_EQ(PackBytes(), -1);
+  ASSERT_TRUE(store().Apply(Hit(kHourStart)).ok());
+  read = store().Apply(Batch{"g", {}, {Second(kHourStart)}});
+  ASSERT_TRUE(read.ok()) << read.error().ToString();
+  EXPECT_EQ(*read, (std::vector<uint64_t>{1}));
+}
+
 // One fire-and-forget batch (Store::Send).
 Status SendOne(Store& store, const Batch& batch) { return store.Send({&batch, 1}).front(); }
 

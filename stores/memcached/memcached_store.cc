@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 
@@ -58,7 +59,24 @@ struct Outgoing {
   std::span<const uint8_t> is_pack() const {
     return packed ? std::span<const uint8_t>(packed->get_is_pack) : std::span<const uint8_t>{};
   }
+  // Packs are read with their CAS values, for compaction.
+  bool with_cas() const {
+    return packed && std::find(packed->get_is_pack.begin(), packed->get_is_pack.end(), 1) !=
+                         packed->get_is_pack.end();
+  }
 };
+
+// A pack read with at least this many records is rewritten when that halves it or better.
+constexpr size_t kCompactAfterRecords = 32;
+
+// The compaction of `pack` (read with `cas`) into `out`, when it is worth it.
+void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
+                  const memcached::PackFold& fold, std::vector<memcached::PackCompaction>& out) {
+  if (cas == 0 || fold.records() < kCompactAfterRecords) return;
+  std::string compact = fold.Compacted();
+  if (compact.size() * 2 > pack.size()) return;
+  out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(compact)});
+}
 
 // What `batches` send in `layout`: plans[i] holds batches[i]'s packed plan (valid[i] only).
 std::vector<Outgoing> Prepare(MemcachedLayout layout, std::span<const Batch> batches,
@@ -77,9 +95,11 @@ std::vector<Outgoing> Prepare(MemcachedLayout layout, std::span<const Batch> bat
   return out;
 }
 
-// The values of the caller's reads from the answer to `o`'s gets.
+// The values of the caller's reads from the answer to `o`'s gets; packs worth compacting go to
+// `compactions`.
 Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o,
-                                      memcached::GetAnswer&& answer) {
+                                      memcached::GetAnswer&& answer,
+                                      std::vector<memcached::PackCompaction>& compactions) {
   if (answer.error) return *answer.error;
   if (o.packed == nullptr) return std::move(answer.values);
   const memcached::WireBatch& plan = *o.packed;
@@ -103,6 +123,8 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
         return Error(fold.error().code(), fmt::format("{}: {}", server, fold.error().message()));
       }
       folds[source.get] = std::move(*fold);
+      MaybeCompact(plan.counters.reads[source.get], *pack, answer.pack_cas[source.get],
+                   *folds[source.get], compactions);
     }
     values.push_back(folds[source.get]->Value(*source.slot));
   }
@@ -139,17 +161,32 @@ Status SendBatches(memcached::Lease& c, std::span<const Outgoing> batches,
   thread_local std::string request, one;
   request.clear();
   for (size_t i : indices) {
-    memcached::BuildRequest(*batches[i].wire, now, one, batches[i].appends());
+    memcached::BuildRequest(*batches[i].wire, now, one, batches[i].appends(),
+                            batches[i].with_cas());
     request += one;
   }
   if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
   return {};
 }
 
+// Sends `compactions` on `c`, their answers left to its next user. A failure to send drops the
+// connection; the packs simply stay as they are.
+void SendCompactions(memcached::Lease& c, std::span<const memcached::PackCompaction> compactions) {
+  if (compactions.empty()) return;
+  thread_local std::string request;
+  memcached::BuildCompactions(compactions, request);
+  if (Status s = c->socket->Send(request); !s.ok()) {
+    (void)c.Fail(s.error());
+    return;
+  }
+  ++c->unread_noops;
+}
+
 // Reads the answers of `batches[indices]`, sent on `c`, into `results`.
 void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c,
                  std::span<const Outgoing> batches, const std::vector<size_t>& indices,
                  std::atomic<uint64_t>& unconfirmed, BatchResults& results) {
+  std::vector<memcached::PackCompaction> compactions;
   Status s = ReadUnread(pool.name(), *c, unconfirmed);  // earlier requests'
   for (size_t k = 0; k < indices.size(); ++k) {
     const Batch& batch = *batches[indices[k]].wire;
@@ -163,7 +200,9 @@ void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c,
       Result<memcached::GetAnswer> answer =
           memcached::ReadGetAnswer(pool.name(), *c->socket, batch, batches[indices[k]].is_pack());
       if (!answer.ok()) s = answer.error();
-      if (s.ok()) result = Resolve(pool.name(), batches[indices[k]], std::move(*answer));
+      if (s.ok()) {
+        result = Resolve(pool.name(), batches[indices[k]], std::move(*answer), compactions);
+      }
     }
     if (!s.ok()) {  // out of step: this batch and the later ones are unanswered
       const Error failed = c.Fail(s.error());
@@ -173,6 +212,7 @@ void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c,
       return;
     }
   }
+  SendCompactions(c, compactions);
 }
 
 }  // namespace
@@ -256,7 +296,8 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   memcached::Lease c(pool);
   if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
   thread_local std::string request;
-  memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends());
+  memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends(),
+                          out[0].with_cas());
   if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
   if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures); !s.ok()) {
     return MaybeApplied(c.Fail(s.error()), batch);
@@ -264,7 +305,11 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   Result<memcached::GetAnswer> answer =
       memcached::ReadGetAnswer(pool.name(), *c->socket, *out[0].wire, out[0].is_pack());
   if (!answer.ok()) return MaybeApplied(c.Fail(answer.error()), batch);
-  return Resolve(pool.name(), out[0], std::move(*answer));
+  std::vector<memcached::PackCompaction> compactions;
+  Result<std::vector<uint64_t>> values =
+      Resolve(pool.name(), out[0], std::move(*answer), compactions);
+  SendCompactions(c, compactions);
+  return values;
 }
 
 BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {

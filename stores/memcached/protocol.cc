@@ -31,6 +31,7 @@ std::optional<uint64_t> ParseCounter(std::string_view data) {
 struct ValueHeader {
   std::string_view key;
   size_t bytes = 0;
+  uint64_t cas = 0;  // from `gets`; 0 from `get`
 };
 
 std::optional<ValueHeader> ParseValueHeader(std::string_view line) {
@@ -41,11 +42,10 @@ std::optional<ValueHeader> ParseValueHeader(std::string_view line) {
   const std::string_view length =
       flags_end == std::string_view::npos ? std::string_view{} : rest.substr(flags_end + 1);
   ValueHeader header{rest.substr(0, key_end), 0};
-  if (length.empty() ||
-      std::from_chars(length.data(), length.data() + length.size(), header.bytes).ec !=
-          std::errc{}) {
-    return std::nullopt;
-  }
+  const char* end = length.data() + length.size();
+  const auto [after, ec] = std::from_chars(length.data(), end, header.bytes);
+  if (length.empty() || ec != std::errc{}) return std::nullopt;
+  if (after != end && *after == ' ') std::from_chars(after + 1, end, header.cas);
   return header;
 }
 
@@ -71,8 +71,11 @@ class KeyMatcher {
 };
 
 // Answers of quiet commands that are no failure: a counter or pack created ("HD"), a decrement
-// of a missing counter ("NF"), a pack that already exists or is missing ("NS").
-bool Harmless(std::string_view line) { return line == "HD" || line == "NF" || line == "NS"; }
+// of a missing counter or a compaction of a missing pack ("NF"), a pack that already exists or
+// is missing ("NS"), a compaction that lost to a concurrent append ("EX").
+bool Harmless(std::string_view line) {
+  return line == "HD" || line == "NF" || line == "NS" || line == "EX";
+}
 
 int64_t WireTtl(Seconds ttl, Instant now) {
   return ttl.count() > kMaxRelativeTtl ? ToUnix(now) + ttl.count() : ttl.count();
@@ -97,7 +100,7 @@ void AppendToPacks(std::span<const PackAppend> appends, Instant now, std::string
 }  // namespace
 
 void BuildRequest(const Batch& batch, Instant now, std::string& out,
-                  std::span<const PackAppend> appends) {
+                  std::span<const PackAppend> appends, bool with_cas) {
   out.clear();
   for (const Increment& inc : batch.increments) {
     if (inc.delta > 0) {
@@ -113,12 +116,23 @@ void BuildRequest(const Batch& batch, Instant now, std::string& out,
     out += "mn\r\n";
     return;
   }
-  out += "get";
+  out += with_cas ? "gets" : "get";
   for (const std::string& key : batch.reads) {
     out += ' ';
     out += key;
   }
   out += "\r\n";
+}
+
+void BuildCompactions(std::span<const PackCompaction> compactions, std::string& out) {
+  out.clear();
+  for (const PackCompaction& c : compactions) {
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("ms {} {} C{} T{} q\r\n"), c.key,
+                   c.value.size(), c.cas, c.expiry);
+    out += c.value;
+    out += "\r\n";
+  }
+  out += "mn\r\n";
 }
 
 std::string BuildDeleteRequest(std::span<const std::string> keys,
@@ -206,8 +220,9 @@ Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, boo
 
 Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c, const Batch& batch,
                                 std::span<const uint8_t> is_pack) {
-  GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), {}, std::nullopt};
+  GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), {}, {}, std::nullopt};
   if (!is_pack.empty()) answer.packs.resize(batch.reads.size());
+  if (!is_pack.empty()) answer.pack_cas.resize(batch.reads.size());
   KeyMatcher matcher(batch.reads);
   while (true) {
     Result<std::string_view> line = c.ReadLine();
@@ -231,6 +246,7 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c,
     const std::optional<size_t> slot = matcher.Find(key);
     if (slot && *slot < is_pack.size() && is_pack[*slot]) {
       answer.packs[*slot] = *data;
+      answer.pack_cas[*slot] = header->cas;
       continue;
     }
     std::optional<uint64_t> value = ParseCounter(*data);

@@ -29,8 +29,19 @@ namespace hourglass::memcached {
 // ME T<ttl> q` creating a pack that may be missing, `ms <pack> <n> MA q` appending its records;
 // both answer only "NS", harmlessly, when the pack exists or is missing), then the get. TTLs over
 // 30 days are sent as Unix times from `now`.
+// With `with_cas`, the get is a `gets` (the packs' CAS values, for compaction).
 void BuildRequest(const Batch& batch, Instant now, std::string& out,
-                  std::span<const PackAppend> appends = {});
+                  std::span<const PackAppend> appends = {}, bool with_cas = false);
+
+// A pack rewritten in fewer records, if nothing was appended since it was read (CAS): `ms <key>
+// <n> C<cas> T<expiry> q` per compaction, then `mn`. A lost race answers "EX", harmlessly.
+struct PackCompaction {
+  std::string key;
+  uint64_t cas = 0;
+  uint32_t expiry = 0;  // Unix seconds
+  std::string value;
+};
+void BuildCompactions(std::span<const PackCompaction> compactions, std::string& out);
 // `md <key> q` per key, then `appends` (never creating a pack), then `mn`: one round trip
 // confirms every delete.
 std::string BuildDeleteRequest(std::span<const std::string> keys,
@@ -66,6 +77,7 @@ struct GetAnswer {
   std::vector<uint64_t> values;  // values[i] of reads[i] (counters)
   // packs[i]: the bytes of reads[i] when it is a pack (nullopt: missing)
   std::vector<std::optional<std::string>> packs;
+  std::vector<uint64_t> pack_cas;  // pack_cas[i]: the CAS of packs[i] (from `gets`)
   // An answer that was unexpected but kept the connection in step (e.g. a non-numeric value).
   std::optional<Error> error;
 };
