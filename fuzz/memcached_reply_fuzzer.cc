@@ -1,8 +1,10 @@
 // Fuzzes the memcached reply reader with arbitrary server bytes: the bytes are written into one
 // end of a socketpair and read through a real connection from the other, as the answer to a
-// batch of increments and a get, as the answers to unread no-ops, and as the answer to `stats`.
-// Every answer is values or an error; nothing crashes, hangs past the I/O timeout or reads past the
-// bytes sent.
+// batch of increments and a get, as the answer to the packed layout's gets (each pack value then
+// folded and compacted), as the answers to unread no-ops, and as the answer to `stats`; the bytes
+// themselves are also folded as one pack. Every answer is values or an error; nothing crashes,
+// hangs past the I/O timeout or reads past the bytes sent; a compacted pack folds to the same
+// values.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,6 +47,23 @@ Batch CheckBatch() {
   return batch;
 }
 
+// Folds `value` as a pack; if it is one, its compaction must fold to the same values.
+void FoldPack(std::string_view value) {
+  Result<memcached::PackFold> fold = memcached::PackFold::Parse("fuzz", value);
+  if (!fold.ok()) {
+    FUZZ_CHECK(!fold.error().message().empty());
+    return;
+  }
+  Result<memcached::PackFold> again = memcached::PackFold::Parse("fuzz", fold->Compacted());
+  FUZZ_CHECK(again.ok());
+  for (uint16_t offset = 0; offset < memcached::kPackSeconds; ++offset) {
+    for (bool minute : {false, true}) {
+      const memcached::PackedSlot slot{"", minute, offset};
+      FUZZ_CHECK(again->Value(slot) == fold->Value(slot));
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -58,6 +77,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(!answer.error().message().empty());
     }
   }
+  static const memcached::WireBatch packed = memcached::PlanPacked(CheckBatch());
+  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+    c->BeginExchange();
+    Result<memcached::GetAnswer> answer =
+        memcached::ReadGetAnswer("fuzz", *c, packed.counters, packed.get_is_pack);
+    if (answer.ok()) {
+      FUZZ_CHECK(answer->packs.size() == packed.counters.reads.size());
+      for (const std::optional<std::string>& pack : answer->packs) {
+        if (pack) FoldPack(*pack);
+      }
+    }
+  }
+  FoldPack(std::string_view(reinterpret_cast<const char*>(data), size));
   if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
     c->BeginExchange();
     memcached::NoopAnswers answers;
