@@ -38,6 +38,10 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
                  "of the servers must use the same) (env HOURGLASS_LAYOUT)")
       ->check(CLI::IsMember({"counters", "packed"}))
       ->capture_default_str();
+  app.add_flag("--read-both-layouts", g.read_both_layouts,
+               "while clients switch --layout: write as --layout says, read seconds and minutes "
+               "from both layouts; give it to every client from before the first switches until "
+               "--retention after the last did");
   app.add_option("--namespace", g.name_space, "first part of every key")->capture_default_str();
   app.add_flag("--json", g.json, "machine-readable output on stdout");
   app.add_option("--timeout-ms", g.timeout_ms, "connect and I/O timeout per server")

@@ -17,6 +17,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
   options.connect_timeout = std::chrono::milliseconds{g.timeout_ms};
   options.io_timeout = std::chrono::milliseconds{g.timeout_ms};
   options.layout = Unwrap(ParseLayout(g.layout));
+  options.read_both_layouts = g.read_both_layouts;
   // The memory store expires keys on the engine's clock (a replay's time); memcached lives in
   // real time, so its absolute TTLs and failure windows come from the real clock.
   if (g.store == "memory") return Unwrap(OpenStore("memory://", clock));

@@ -60,9 +60,9 @@ TEST(PackedLayoutTest, AHitIsOneTwoByteRecordAndItsHourStaysACounter) {
   ASSERT_EQ(plan.sources.size(), 4u);
   Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
   ASSERT_TRUE(fold.ok()) << fold.error().ToString();
-  EXPECT_EQ(fold->Value(*plan.sources[0].slot), 1u);
-  EXPECT_EQ(fold->Value(*plan.sources[1].slot), 1u);
-  EXPECT_EQ(fold->Value(*plan.sources[3].slot), 0u);
+  EXPECT_EQ(fold->Value(plan.sources[0].slot), 1u);
+  EXPECT_EQ(fold->Value(plan.sources[1].slot), 1u);
+  EXPECT_EQ(fold->Value(plan.sources[3].slot), 0u);
 }
 
 TEST(PackedLayoutTest, TakeBacksAndLoneLevelsFoldLikeCounters) {

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -177,6 +179,59 @@ TEST_F(PackedLayoutTest, BytesThatAreNotAPackAreNamedAndAResetDeletesThem) {
   read = store().Apply(Batch{"g", {}, {Second(kHourStart)}});
   ASSERT_TRUE(read.ok()) << read.error().ToString();
   EXPECT_EQ(*read, (std::vector<uint64_t>{1}));
+}
+
+// Switching layout: clients on either layout that read both see every hit, wherever it was
+// written and taken back; a client reading only its own layout misses the other's (why the switch
+// needs the flag on every client).
+TEST(MemcachedLayoutSwitch, ClientsReadingBothLayoutsSeeEveryHitWhicheverWroteIt) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  const auto open = [&](MemcachedLayout layout, bool both) {
+    MemcachedOptions options{.layout = layout, .read_both_layouts = both};
+    options.servers = {server.address()};
+    return std::move(*MemcachedStore::Create(options));
+  };
+  std::unique_ptr<MemcachedStore> stores[] = {open(MemcachedLayout::kCounters, true),
+                                              open(MemcachedLayout::kPacked, true)};
+  std::unique_ptr<MemcachedStore> packed_only = open(MemcachedLayout::kPacked, false);
+  const int64_t t0 = 1'431'856'800;
+  std::mt19937_64 rng(11);
+  std::map<std::string, uint64_t> model;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 600; ++i) {
+    const int64_t t = t0 + static_cast<int64_t>(rng() % 5000);
+    const std::vector<std::string> hit = {"g:1:" + std::to_string(t),
+                                          "g:60:" + std::to_string(t / 60),
+                                          "g:3600:" + std::to_string(t / 3600)};
+    Store& writer = *stores[rng() % 2];
+    Batch batch{"g", {}, {}};
+    for (const std::string& k : hit) batch.increments.push_back({k, 1, Seconds{600}});
+    ASSERT_TRUE(writer.Apply(batch).ok());
+    if (rng() % 4 == 0) {  // taken back by the client that wrote it
+      for (Increment& inc : batch.increments) inc.delta = -1;
+      ASSERT_TRUE(writer.Apply(batch).ok());
+    } else {
+      for (const std::string& k : hit) ++model[k];
+    }
+    keys.insert(keys.end(), hit.begin(), hit.end());
+  }
+  std::vector<uint64_t> expected;
+  for (const std::string& k : keys) expected.push_back(model[k]);
+  for (const auto& store : stores) {
+    Result<std::vector<uint64_t>> values = store->Apply(Batch{"g", {}, keys});
+    ASSERT_TRUE(values.ok()) << values.error().ToString();
+    EXPECT_EQ(*values, expected) << store->Describe();
+  }
+  Result<std::vector<uint64_t>> partial = packed_only->Apply(Batch{"g", {}, keys});
+  ASSERT_TRUE(partial.ok());
+  EXPECT_NE(*partial, expected) << "a client reading one layout misses the other's hits";
+  // A delete through either removes the key in both layouts.
+  const std::vector<std::string> doomed = {keys[0], keys[1]};
+  ASSERT_TRUE(stores[1]->Delete("g", doomed).ok());
+  Result<std::vector<uint64_t>> gone = stores[0]->Apply(Batch{"g", {}, doomed});
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(*gone, (std::vector<uint64_t>{0, 0}));
 }
 
 // One fire-and-forget batch (Store::Send).

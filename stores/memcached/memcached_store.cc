@@ -78,18 +78,19 @@ void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
   out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(compact)});
 }
 
-// What `batches` send in `layout`: plans[i] holds batches[i]'s packed plan (valid[i] only).
-std::vector<Outgoing> Prepare(MemcachedLayout layout, std::span<const Batch> batches,
-                              const std::vector<bool>& valid,
+// What `batches` send: themselves (plain counters: no `plan`), or plans[i] holds batches[i]'s
+// plan (valid[i] only).
+std::vector<Outgoing> Prepare(const std::optional<memcached::PlanOptions>& plan,
+                              std::span<const Batch> batches, const std::vector<bool>& valid,
                               std::vector<memcached::WireBatch>& plans) {
   std::vector<Outgoing> out(batches.size());
-  if (layout == MemcachedLayout::kPacked) plans.resize(batches.size());
+  if (plan) plans.resize(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (layout == MemcachedLayout::kCounters || !valid[i]) {
+    if (!plan || !valid[i]) {
       out[i].wire = &batches[i];
       continue;
     }
-    plans[i] = memcached::PlanPacked(batches[i]);
+    plans[i] = memcached::PlanPacked(batches[i], *plan);
     out[i] = Outgoing{&plans[i].counters, &plans[i]};
   }
   return out;
@@ -107,26 +108,29 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
   std::vector<uint64_t> values;
   values.reserve(plan.sources.size());
   for (const memcached::ReadSource& source : plan.sources) {
-    const std::optional<std::string>& pack = answer.packs[source.get];
-    if (!source.slot || !pack) {
-      values.push_back(source.slot ? 0 : answer.values[source.get]);
-      continue;
-    }
-    if (!folds[source.get]) {
-      Result<memcached::PackFold> fold =
-          memcached::PackFold::Parse(plan.counters.reads[source.get], *pack);
-      if (!fold.ok() && plan.counters.non_counters_read_as_max) {
-        values.push_back(std::numeric_limits<uint64_t>::max());
-        continue;
+    uint64_t value = source.counter ? answer.values[*source.counter] : 0;
+    const std::optional<std::string>* pack = source.pack ? &answer.packs[*source.pack] : nullptr;
+    if (pack != nullptr && pack->has_value()) {
+      std::optional<memcached::PackFold>& fold = folds[*source.pack];
+      if (!fold) {
+        Result<memcached::PackFold> parsed =
+            memcached::PackFold::Parse(plan.counters.reads[*source.pack], **pack);
+        if (!parsed.ok() && !plan.counters.non_counters_read_as_max) {
+          return Error(parsed.error().code(),
+                       fmt::format("{}: {}", server, parsed.error().message()));
+        }
+        if (parsed.ok()) {
+          fold = std::move(*parsed);
+          MaybeCompact(plan.counters.reads[*source.pack], **pack, answer.pack_cas[*source.pack],
+                       *fold, compactions);
+        }
       }
-      if (!fold.ok()) {
-        return Error(fold.error().code(), fmt::format("{}: {}", server, fold.error().message()));
-      }
-      folds[source.get] = std::move(*fold);
-      MaybeCompact(plan.counters.reads[source.get], *pack, answer.pack_cas[source.get],
-                   *folds[source.get], compactions);
+      const uint64_t slot = fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max();
+      value = value > std::numeric_limits<uint64_t>::max() - slot
+                  ? std::numeric_limits<uint64_t>::max()
+                  : value + slot;
     }
-    values.push_back(folds[source.get]->Value(*source.slot));
+    values.push_back(value);
   }
   return values;
 }
@@ -231,6 +235,8 @@ struct MemcachedStore::Impl {
 
   const Clock& clock;
   MemcachedLayout layout = MemcachedLayout::kCounters;
+  bool read_both_layouts = false;
+  std::optional<memcached::PlanOptions> plan;  // none: plain counters
   std::string description;
   std::unique_ptr<memcached::HashRing> ring;
   std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
@@ -268,6 +274,11 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
   auto impl = std::make_unique<Impl>(clock);
   impl->description = fmt::format("memcached {}", fmt::join(options.servers, ","));
   impl->layout = options.layout;
+  impl->read_both_layouts = options.read_both_layouts;
+  if (options.layout == MemcachedLayout::kPacked || options.read_both_layouts) {
+    impl->plan = memcached::PlanOptions{options.layout == MemcachedLayout::kPacked,
+                                        options.read_both_layouts};
+  }
   for (const memcached::ServerAddress& address : (*ring)->servers()) {
     impl->pools.push_back(
         std::make_unique<memcached::ServerPool>(address, PoolOptionsOf(options), clock));
@@ -291,7 +302,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (batch.reads.empty()) return std::move(ApplyMany({&batch, 1}).front());  // waits for it
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
   std::vector<memcached::WireBatch> plans;
-  const std::vector<Outgoing> out = Prepare(impl_->layout, {&batch, 1}, {true}, plans);
+  const std::vector<Outgoing> out = Prepare(impl_->plan, {&batch, 1}, {true}, plans);
   memcached::ServerPool& pool = impl_->PoolOf(batch.group);
   memcached::Lease c(pool);
   if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
@@ -325,7 +336,7 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
     if (s.ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
   std::vector<memcached::WireBatch> plans;
-  const std::vector<Outgoing> out = Prepare(impl_->layout, batches, valid, plans);
+  const std::vector<Outgoing> out = Prepare(impl_->plan, batches, valid, plans);
   // Every server's request leaves before any answer is read: the servers work at once.
   const Instant now = impl_->clock.Now();
   std::vector<std::unique_ptr<memcached::Lease>> leases(impl_->pools.size());
@@ -361,7 +372,7 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
     if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
   std::vector<memcached::WireBatch> plans;
-  const std::vector<Outgoing> out = Prepare(impl_->layout, batches, valid, plans);
+  const std::vector<Outgoing> out = Prepare(impl_->plan, batches, valid, plans);
   const Instant now = impl_->clock.Now();
   for (size_t p = 0; p < by_pool.size(); ++p) {
     if (by_pool[p].empty()) continue;
@@ -387,8 +398,10 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   c->socket->BeginExchange();
   std::vector<std::string> deletes;
   std::vector<memcached::PackAppend> appends;
-  if (impl_->layout == MemcachedLayout::kPacked) {
+  // Deleting a second or minute deletes it where either layout may have written it.
+  if (impl_->layout == MemcachedLayout::kPacked || impl_->read_both_layouts) {
     appends = memcached::PlanPackedDelete(group, keys, deletes);
+    if (impl_->read_both_layouts) deletes.insert(deletes.end(), keys.begin(), keys.end());
     keys = deletes;
   }
   if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys, appends, impl_->clock.Now()));

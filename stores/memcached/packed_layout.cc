@@ -83,18 +83,26 @@ PackAppend& AppendFor(std::vector<PackAppend>& appends,
 void Grow(PackAppend& append, Seconds ttl) { append.create_ttl = std::max(append.create_ttl, ttl); }
 
 // Adds the gets for `batch.reads` to `wire`.
-void PlanReads(const Batch& batch, WireBatch& wire) {
+void PlanReads(const Batch& batch, PlanOptions options, WireBatch& wire) {
   std::unordered_map<std::string, size_t> index;
+  const auto get = [&](const std::string& key, bool pack) {
+    auto [it, inserted] = index.try_emplace(key, wire.counters.reads.size());
+    if (inserted) {
+      wire.counters.reads.push_back(key);
+      wire.get_is_pack.push_back(pack ? 1 : 0);
+    }
+    return it->second;
+  };
   wire.sources.reserve(batch.reads.size());
   for (const std::string& key : batch.reads) {
     std::optional<PackedSlot> slot = PackedSlotOf(batch.group, key);
-    const std::string& physical = slot ? slot->pack : key;
-    auto [it, inserted] = index.try_emplace(physical, wire.counters.reads.size());
-    if (inserted) {
-      wire.counters.reads.push_back(physical);
-      wire.get_is_pack.push_back(slot ? 1 : 0);
+    ReadSource source;
+    if (!slot || !options.write_packs || options.read_both) source.counter = get(key, false);
+    if (slot && (options.write_packs || options.read_both)) {
+      source.pack = get(slot->pack, true);
+      source.slot = std::move(*slot);
     }
-    wire.sources.push_back(ReadSource{it->second, std::move(slot)});
+    wire.sources.push_back(std::move(source));
   }
 }
 
@@ -120,14 +128,15 @@ std::optional<PackedSlot> PackedSlotOf(std::string_view group, std::string_view 
                     static_cast<uint16_t>(start - hour * kPackSeconds)};
 }
 
-WireBatch PlanPacked(const Batch& batch) {
+WireBatch PlanPacked(const Batch& batch, PlanOptions options) {
   WireBatch wire;
   wire.counters.group = batch.group;
   wire.counters.non_counters_read_as_max = batch.non_counters_read_as_max;
   std::unordered_map<std::string, size_t> index;
   const std::vector<Increment>& incs = batch.increments;
   for (size_t i = 0; i < incs.size(); ++i) {
-    std::optional<PackedSlot> slot = PackedSlotOf(batch.group, incs[i].key);
+    std::optional<PackedSlot> slot =
+        options.write_packs ? PackedSlotOf(batch.group, incs[i].key) : std::nullopt;
     if (!slot) {
       wire.counters.increments.push_back(incs[i]);
       continue;
@@ -154,7 +163,7 @@ WireBatch PlanPacked(const Batch& batch) {
     }
   }
   std::erase_if(wire.appends, [](const PackAppend& a) { return a.records.empty(); });
-  PlanReads(batch, wire);
+  PlanReads(batch, options, wire);
   return wire;
 }
 

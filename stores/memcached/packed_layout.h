@@ -55,11 +55,12 @@ struct PackAppend {
   std::string records;
 };
 
-// How one logical read is answered: by the value of gets[get] (a counter, or a pack folded at
-// `slot`).
+// How one logical read is answered: the sum of a counter (gets[*counter]) and a pack's slot
+// (gets[*pack] folded at `slot`), either of them absent.
 struct ReadSource {
-  size_t get = 0;
-  std::optional<PackedSlot> slot;  // pack key unused here; gets[get] is the pack
+  std::optional<size_t> counter;
+  std::optional<size_t> pack;
+  PackedSlot slot;  // its pack key unused here: gets[*pack] is the pack
 };
 
 // A logical batch as the packed layout sends it.
@@ -70,9 +71,19 @@ struct WireBatch {
   std::vector<ReadSource> sources;   // per logical read
 };
 
+// What a plan writes and reads. While every client of the servers switches from one layout to the
+// other, each reads both: a second or minute is then its counter plus its pack slot (every hit is
+// written to exactly one of them, and taken back where it was written), so checks stay exact
+// whichever layout wrote the hits.
+struct PlanOptions {
+  bool write_packs = true;  // seconds and minutes written to packs (else as counters)
+  bool read_both = false;   // seconds and minutes read from both (else where they are written)
+};
+
 // Splits `batch` into counter increments, pack appends (one per pack, increments of a second
 // and its minute by the same delta sharing one record) and the distinct keys to get.
-WireBatch PlanPacked(const Batch& batch);
+// Increments of seconds and minutes stay counters without `options.write_packs`.
+WireBatch PlanPacked(const Batch& batch, PlanOptions options = {});
 
 // The appends that delete `keys` of `group` in the packed layout (a zero record per packed key;
 // a pack whose every second and minute is deleted is deleted whole, as is a pack not readable
