@@ -342,6 +342,49 @@ TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
   }
 }
 
+// The packed layout through the command: a replay written packed counts exactly (against a
+// brute-force log) packed, and through the counters layout reading both; reset empties it; a bad
+// layout is refused naming the choices.
+TEST_F(CliTest, ThePackedLayoutCountsExactlyAndAClientReadingBothSeesTheSame) {
+  std::mt19937_64 rng(5);
+  testing::SlidingLog log;
+  std::string trace;
+  int64_t t = kAt;
+  for (int i = 0; i < 2000; ++i) {
+    t += static_cast<int64_t>(rng() % 40);
+    trace += std::to_string(t) + "\tsignup\tann\t1\n";
+    log.Add(t, 1);
+  }
+  ProcessResult r = Run({"--layout", "packed", "replay", TempFile("packed.tsv", trace), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int q = 0; q < 12; ++q) {
+    const int64_t at = kAt + static_cast<int64_t>(rng() % static_cast<uint64_t>(t - kAt + 100));
+    for (const std::vector<std::string>& layout :
+         {std::vector<std::string>{"--layout", "packed"},
+          std::vector<std::string>{"--layout", "counters", "--read-both-layouts"}}) {
+      std::vector<std::string> args = layout;
+      for (const char* a : {"count", "signup", "ann", "--json", "--at"}) args.push_back(a);
+      args.push_back(std::to_string(at));
+      r = Run(args);
+      ASSERT_EQ(r.code, 0) << r.err;
+      const json j = Json(r);
+      for (const json& w : j["windows"]) {
+        ASSERT_EQ(w["count"].get<uint64_t>(), log.Window(at, w["window"].get<int64_t>()))
+            << layout[1] << " at " << at << " window " << w["window"];
+      }
+    }
+  }
+  const std::string at = std::to_string(t);
+  ASSERT_EQ(Run({"--layout", "packed", "reset", "signup", "ann", "--at", at}).code, 0);
+  r = Run({"--layout", "packed", "count", "signup", "ann", "--at", at, "--json"});
+  const json counts = Json(r);
+  for (const json& w : counts["windows"]) EXPECT_EQ(w["count"], 0);
+  r = Run({"--layout", "dense", "count", "signup", "ann"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--layout"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("packed"), std::string::npos) << r.err;
+}
+
 // memcached lives in real time while a replay drives the engine with the trace's: with a retention
 // over 30 days the buckets' TTLs are absolute times, which must come from the real clock, or the
 // replayed hits (from 2015) would expire as they are written.
