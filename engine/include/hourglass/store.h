@@ -26,7 +26,9 @@ struct Increment {
   // > 0: add, creating the key at 0 with `ttl` first if it is missing (atomic against concurrent
   // creators). < 0: subtract, floored at 0; a missing key stays missing.
   int64_t delta = 0;
-  // Relative time to live, set only when the key is created. Any length >= 1s.
+  // Relative time to live, set only when the key is created. Any length >= 1s. A store may keep
+  // a key longer, never shorter (memcached's packed layout keeps an hour of seconds until the
+  // last one's TTL has passed).
   Seconds ttl{0};
 };
 
