@@ -131,6 +131,21 @@ TEST_F(PackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount) {
   EXPECT_EQ(*values, (std::vector<uint64_t>{501, 501}));
 }
 
+// Fire-and-forget hits (a blocked client's, counted in attempts mode) read nothing: the store
+// compacts what it sent itself, so a flood written blind still costs bytes per second.
+TEST_F(PackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {
+  for (int round = 0; round < 50; ++round) {
+    std::vector<Batch> hits(100, Hit(kHourStart + 9 + round / 10));
+    for (const Status& s : store().Send(hits)) ASSERT_TRUE(s.ok()) << s.error().ToString();
+  }
+  EXPECT_EQ(store().Flush(), 0u);
+  EXPECT_LT(PackBytes(), 4 + 2048 + 5 * 6) << "5,000 hits in 10,000 bytes of records, compacted";
+  Result<std::vector<uint64_t>> values =
+      store().Apply(Batch{"g", {}, {Second(kHourStart + 9), Minute(kHourStart), Hour(kHourStart)}});
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{1000, 5000, 5000}));
+}
+
 // Threads hit and take back one second while reads keep compacting its pack: a compaction that
 // races an append loses its CAS and is dropped, so no hit is lost or counted twice.
 TEST_F(PackedLayoutTest, CompactionsRacingAppendsLoseNothing) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <mutex>
+#include <unordered_map>
 
 #include "pool.h"
 #include "protocol.h"
@@ -68,6 +70,11 @@ struct Outgoing {
 
 // A pack read with at least this many records is rewritten when that halves it or better.
 constexpr size_t kCompactAfterRecords = 32;
+// Fire-and-forget writes read nothing, so nothing compacts what they append: after this many
+// record bytes sent to one pack by this process, the store reads and compacts it itself.
+constexpr size_t kCompactAfterSentBytes = 2048;
+// The packs whose sent bytes are tracked, at most (the table starts again when full).
+constexpr size_t kMaxTrackedPacks = 4096;
 
 // The compaction of `pack` (read with `cas`) into `out`, when it is worth it.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
@@ -237,6 +244,57 @@ struct MemcachedStore::Impl {
   MemcachedLayout layout = MemcachedLayout::kCounters;
   bool read_both_layouts = false;
   std::optional<memcached::PlanOptions> plan;  // none: plain counters
+
+  // Record bytes fire-and-forget writes sent to each pack since it was last compacted here.
+  std::mutex sent_mu;
+  std::unordered_map<std::string, size_t> sent_bytes;
+
+  // The packs among `appends` that are due for a compaction (their counts start again).
+  std::vector<std::pair<std::string, std::string>> DueForCompaction(
+      std::span<const Outgoing> out, const std::vector<bool>& valid,
+      std::span<const Batch> batches) {
+    std::vector<std::pair<std::string, std::string>> due;  // group, pack
+    std::lock_guard<std::mutex> lock(sent_mu);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!valid[i]) continue;
+      for (const memcached::PackAppend& append : out[i].appends()) {
+        if (sent_bytes.size() >= kMaxTrackedPacks && !sent_bytes.contains(append.key)) {
+          sent_bytes.clear();
+        }
+        size_t& bytes = sent_bytes[append.key];
+        bytes += append.records.size();
+        if (bytes < kCompactAfterSentBytes) continue;
+        bytes = 0;
+        due.emplace_back(batches[i].group, append.key);
+      }
+    }
+    return due;
+  }
+
+  // Reads `pack` of `group` and rewrites it in fewer records if that pays (one round trip; a
+  // failure leaves the pack as it is).
+  void Compact(const std::string& group, const std::string& pack) {
+    memcached::ServerPool& pool = PoolOf(group);
+    memcached::Lease c(pool);
+    if (!Ready(pool, c, unconfirmed_failures).ok()) return;
+    const Batch read{group, {}, {pack}};
+    const uint8_t is_pack[] = {1};
+    std::string request;
+    memcached::BuildRequest(read, clock.Now(), request, {}, /*with_cas=*/true);
+    if (Status s = c->socket->Send(request); !s.ok()) return (void)c.Fail(s.error());
+    if (Status s = ReadUnread(pool.name(), *c, unconfirmed_failures); !s.ok()) {
+      return (void)c.Fail(s.error());
+    }
+    Result<memcached::GetAnswer> answer =
+        memcached::ReadGetAnswer(pool.name(), *c->socket, read, is_pack);
+    if (!answer.ok()) return (void)c.Fail(answer.error());
+    if (!answer->packs[0]) return;
+    Result<memcached::PackFold> fold = memcached::PackFold::Parse(pack, *answer->packs[0]);
+    if (!fold.ok()) return;
+    std::vector<memcached::PackCompaction> compactions;
+    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, compactions);
+    SendCompactions(c, compactions);
+  }
   std::string description;
   std::unique_ptr<memcached::HashRing> ring;
   std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
@@ -386,6 +444,9 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
       continue;
     }
     for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;
+  }
+  for (const auto& [group, pack] : impl_->DueForCompaction(out, valid, batches)) {
+    impl_->Compact(group, pack);
   }
   return results;
 }
