@@ -57,8 +57,10 @@ void FoldPack(std::string_view value) {
   Result<memcached::PackFold> again = memcached::PackFold::Parse("fuzz", fold->Compacted());
   FUZZ_CHECK(again.ok());
   for (uint16_t offset = 0; offset < memcached::kPackSeconds; ++offset) {
-    for (bool minute : {false, true}) {
-      const memcached::PackedSlot slot{"", minute, offset};
+    for (memcached::PackedLevel level :
+         {memcached::PackedLevel::kSecond, memcached::PackedLevel::kMinute,
+          memcached::PackedLevel::kHour}) {
+      const memcached::PackedSlot slot{"", level, offset};
       FUZZ_CHECK(again->Value(slot) == fold->Value(slot));
     }
   }

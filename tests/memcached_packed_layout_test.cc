@@ -22,60 +22,68 @@ std::string Stored(const WireBatch& plan, size_t append = 0) {
   return PackHeader(FromUnix(kT), plan.appends[append].create_ttl) + plan.appends[append].records;
 }
 
-TEST(PackedLayoutTest, SecondsAndMinutesPackPerHourOtherKeysStayCounters) {
+TEST(PackedLayoutTest, SecondsMinutesAndHoursPackPerHourOtherKeysStayCounters) {
   const std::optional<PackedSlot> second = PackedSlotOf(kGroup, Key(1, kT));
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->pack, kGroup + ":p:" + std::to_string(kHour));
-  EXPECT_FALSE(second->minute);
+  EXPECT_EQ(second->level, PackedLevel::kSecond);
   EXPECT_EQ(second->offset, 125);
   const std::optional<PackedSlot> minute = PackedSlotOf(kGroup, Key(60, kT));
   ASSERT_TRUE(minute.has_value());
   EXPECT_EQ(minute->pack, second->pack);
-  EXPECT_TRUE(minute->minute);
+  EXPECT_EQ(minute->level, PackedLevel::kMinute);
   EXPECT_EQ(minute->offset, 120);
+  const std::optional<PackedSlot> hour = PackedSlotOf(kGroup, Key(3600, kT));
+  ASSERT_TRUE(hour.has_value());
+  EXPECT_EQ(hour->pack, second->pack);
+  EXPECT_EQ(hour->level, PackedLevel::kHour);
+  EXPECT_EQ(hour->offset, 0);
   for (const std::string& key :
-       {Key(3600, kT), kGroup + ":g", kGroup + ":10:5", kGroup + ":1:x", kGroup + ":1:-5",
+       {Key(86400, kT), kGroup + ":g", kGroup + ":10:5", kGroup + ":1:x", kGroup + ":1:-5",
         kGroup + ":1:", std::string("hg:signup:bob:1:5"), kGroup + "x:1:5", kGroup + ":1:5:6"}) {
     EXPECT_FALSE(PackedSlotOf(kGroup, key).has_value()) << key;
   }
 }
 
-TEST(PackedLayoutTest, AHitIsOneTwoByteRecordAndItsHourStaysACounter) {
+TEST(PackedLayoutTest, AHitIsOneTwoByteRecordInItsHoursPack) {
   Batch batch{kGroup,
               {{Key(1, kT), 1, Seconds{86460}},
                {Key(60, kT), 1, Seconds{90000}},
                {Key(3600, kT), 1, Seconds{176400}}},
-              {Key(1, kT), Key(60, kT), Key(3600, kT), Key(1, kT + 1)}};
+              {Key(1, kT), Key(60, kT), Key(3600, kT), Key(1, kT + 1), kGroup + ":g"}};
   const WireBatch plan = PlanPacked(batch);
-  ASSERT_EQ(plan.counters.increments.size(), 1u);
-  EXPECT_EQ(plan.counters.increments[0].key, Key(3600, kT));
+  EXPECT_TRUE(plan.counters.increments.empty());
   ASSERT_EQ(plan.appends.size(), 1u);
   EXPECT_EQ(plan.appends[0].records.size(), 2u);
-  // The pack lives until the minute's TTL from the end of the hour.
-  EXPECT_EQ(plan.appends[0].create_ttl, Seconds{90000 + 3600 - 120});
-  // Three distinct gets: the pack once, the hour counter.
+  // The pack lives as long as its longest-lived bucket: here the hour's TTL.
+  EXPECT_EQ(plan.appends[0].create_ttl, Seconds{176400});
+  // Two distinct gets: the pack once, the generation counter.
   EXPECT_EQ(plan.counters.reads,
-            (std::vector<std::string>{kGroup + ":p:" + std::to_string(kHour), Key(3600, kT)}));
+            (std::vector<std::string>{kGroup + ":p:" + std::to_string(kHour), kGroup + ":g"}));
   EXPECT_EQ(plan.get_is_pack, (std::vector<uint8_t>{1, 0}));
-  ASSERT_EQ(plan.sources.size(), 4u);
+  ASSERT_EQ(plan.sources.size(), 5u);
   Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
   ASSERT_TRUE(fold.ok()) << fold.error().ToString();
   EXPECT_EQ(fold->Value(plan.sources[0].slot), 1u);
   EXPECT_EQ(fold->Value(plan.sources[1].slot), 1u);
+  EXPECT_EQ(fold->Value(plan.sources[2].slot), 1u);
   EXPECT_EQ(fold->Value(plan.sources[3].slot), 0u);
 }
 
 TEST(PackedLayoutTest, TakeBacksAndLoneLevelsFoldLikeCounters) {
   Batch batch{kGroup,
               {{Key(1, kT), 3, Seconds{600}},
-               {Key(60, kT), 3, Seconds{600}},  // with its second: one record, magnitude 3
+               {Key(60, kT), 3, Seconds{600}},
+               {Key(3600, kT), 3, Seconds{600}},  // a hit of 3: one record with a magnitude
                {Key(1, kT), -1, Seconds{600}},
-               {Key(60, kT), -1, Seconds{600}},      // a take-back: one record
+               {Key(60, kT), -1, Seconds{600}},
+               {Key(3600, kT), -1, Seconds{600}},    // a take-back: one record
                {Key(60, kT + 60), 2, Seconds{600}},  // a minute alone
                {Key(1, kT + 2), -4, Seconds{600}},   // floored at 0, creates nothing
                {Key(1, kT + 2), 1, Seconds{600}},
                {Key(1, kT + 3), 1, Seconds{600}},
-               {Key(60, kT + 300), 1, Seconds{600}}},  // not its minute: two records
+               {Key(60, kT + 300), 1, Seconds{600}},  // not its minute: three records
+               {Key(3600, kT), 1, Seconds{600}}},
               {}};
   const WireBatch plan = PlanPacked(batch);
   ASSERT_EQ(plan.appends.size(), 1u);
@@ -86,12 +94,13 @@ TEST(PackedLayoutTest, TakeBacksAndLoneLevelsFoldLikeCounters) {
   };
   EXPECT_EQ(value(1, kT), 2u);
   EXPECT_EQ(value(60, kT), 2u);  // the lone seconds of its minute are not its increments
+  EXPECT_EQ(value(3600, kT), 3u);
   EXPECT_EQ(value(60, kT + 60), 2u);
   EXPECT_EQ(value(1, kT + 2), 1u);
   EXPECT_EQ(value(1, kT + 3), 1u);
   EXPECT_EQ(value(60, kT + 300), 1u);
-  EXPECT_EQ(fold->records(), 7u);
-  EXPECT_EQ(plan.appends[0].records.size(), 6u + 2 + 6 + 6 + 2 + 2 + 2);
+  EXPECT_EQ(fold->records(), 8u);
+  EXPECT_EQ(plan.appends[0].records.size(), 7u + 2 + 7 + 7 + 2 + 2 + 2 + 2);
 }
 
 TEST(PackedLayoutTest, OnlyIncrementsMayCreateAPack) {
@@ -102,25 +111,26 @@ TEST(PackedLayoutTest, OnlyIncrementsMayCreateAPack) {
 
 TEST(PackedLayoutTest, DeletesZeroTheirSlotsAndAWholeHourDeletesThePack) {
   std::vector<std::string> deletes;
-  const std::vector<std::string> some = {Key(1, kT), Key(60, kT), Key(3600, kT), Key(1, kT)};
+  const std::vector<std::string> some = {Key(1, kT), Key(60, kT), Key(3600, kT), Key(1, kT),
+                                         kGroup + ":g"};
   std::vector<PackAppend> appends = PlanPackedDelete(kGroup, some, deletes);
-  EXPECT_EQ(deletes, (std::vector<std::string>{Key(3600, kT)}));
+  EXPECT_EQ(deletes, (std::vector<std::string>{kGroup + ":g"}));
   ASSERT_EQ(appends.size(), 1u);
   EXPECT_EQ(appends[0].create_ttl, Seconds{0});
+  EXPECT_EQ(appends[0].records.size(), 6u) << "one zero record per distinct slot";
   // After a hit at kT and at kT + 1, the deletes leave kT + 1 alone.
-  const WireBatch hits = PlanPacked(Batch{kGroup,
-                                          {{Key(1, kT), 1, Seconds{600}},
-                                           {Key(60, kT), 1, Seconds{600}},
-                                           {Key(1, kT + 1), 1, Seconds{600}},
-                                           {Key(60, kT + 1), 1, Seconds{600}}},
-                                          {}});
-  Result<PackFold> fold = PackFold::Parse("pack", Stored(hits) + appends[0].records);
+  Batch hits{kGroup, {}, {}};
+  for (int64_t t : {kT, kT + 1}) {
+    for (int64_t width : {1, 60, 3600}) hits.increments.push_back({Key(width, t), 1, Seconds{600}});
+  }
+  Result<PackFold> fold = PackFold::Parse("pack", Stored(PlanPacked(hits)) + appends[0].records);
   ASSERT_TRUE(fold.ok());
   EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(1, kT))), 0u);
   EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(60, kT))), 0u);
+  EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(3600, kT))), 0u);
   EXPECT_EQ(fold->Value(*PackedSlotOf(kGroup, Key(1, kT + 1))), 1u);
 
-  std::vector<std::string> every;
+  std::vector<std::string> every = {Key(3600, kT)};
   for (int64_t s = 0; s < 3600; ++s) every.push_back(Key(1, kHour * 3600 + s));
   for (int64_t m = 0; m < 60; ++m) every.push_back(Key(60, kHour * 3600 + m * 60));
   deletes.clear();
@@ -135,11 +145,20 @@ TEST(PackedLayoutTest, CompactionKeepsEveryValueInFewerBytes) {
     for (int i = 0; i < 400; ++i) {
       const int64_t t = kHour * 3600 + static_cast<int64_t>(rng() % 240);
       const int64_t delta = rng() % 5 == 0 ? -1 : 1;
-      if (rng() % 6 == 0) {
-        batch.increments.push_back({Key(60, t), delta, Seconds{600}});
-      } else {
-        batch.increments.push_back({Key(1, t), delta, Seconds{600}});
-        if (rng() % 8 != 0) batch.increments.push_back({Key(60, t), delta, Seconds{600}});
+      switch (rng() % 8) {
+        case 0:
+          batch.increments.push_back({Key(60, t), delta, Seconds{600}});
+          break;
+        case 1:
+          batch.increments.push_back({Key(3600, t), delta, Seconds{600}});
+          break;
+        case 2:
+          batch.increments.push_back({Key(1, t), delta, Seconds{600}});
+          break;
+        default:
+          for (int64_t width : {1, 60, 3600}) {
+            batch.increments.push_back({Key(width, t), delta, Seconds{600}});
+          }
       }
     }
     const WireBatch plan = PlanPacked(batch);
@@ -158,6 +177,8 @@ TEST(PackedLayoutTest, CompactionKeepsEveryValueInFewerBytes) {
       ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(60, t))),
                 fold->Value(*PackedSlotOf(kGroup, Key(60, t))));
     }
+    ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(3600, kT))),
+              fold->Value(*PackedSlotOf(kGroup, Key(3600, kT))));
   }
 }
 
@@ -168,7 +189,7 @@ TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
   };
   for (const std::string& bad :
        {std::string("abc"), header + "x", header + record(3600), header + record(0xf000),
-        header + record(0xe000), header + record(0x8000) + "ab"}) {
+        header + record(0xb000), header + record(0xf000) + std::string(1, '\x08') + "abcd"}) {
     Result<PackFold> fold = PackFold::Parse("hg:e:f:p:1", bad);
     ASSERT_FALSE(fold.ok()) << bad.size();
     EXPECT_EQ(fold.error().code(), ErrorCode::kInternal);

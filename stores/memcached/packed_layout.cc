@@ -12,16 +12,20 @@ namespace {
 
 constexpr int64_t kMinutesPerPack = kPackSeconds / 60;
 
-enum Kind : uint16_t {
-  kAddBoth = 0,
-  kSubBoth = 1,
+// A record's kind (its head's top 4 bits); kinds below kExtended add or take 1.
+enum Kind : uint8_t {
+  kAddAll = 0,  // the second, its minute and its hour (a hit)
+  kSubAll = 1,  // a take-back of a hit
   kAddSecond = 2,
   kSubSecond = 3,
   kAddMinute = 4,
   kSubMinute = 5,
-  kZeroSecond = 6,
-  kZeroMinute = 7,
-  kLong = 8,  // a u32 magnitude follows
+  kAddHour = 6,
+  kSubHour = 7,
+  kZeroSecond = 8,
+  kZeroMinute = 9,
+  kZeroHour = 10,
+  kExtended = 15,  // a byte of kind (kAddAll..kSubHour) and a u32 magnitude follow
 };
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
@@ -48,30 +52,60 @@ uint32_t GetU32(std::string_view in) {
   return v;
 }
 
-// Records adding `magnitude` (>= 0) with `kind` at `offset`, split in u32-sized parts.
-void PutRecords(std::string& out, uint16_t kind, uint16_t offset, uint64_t magnitude) {
-  if (kind == kZeroSecond || kind == kZeroMinute || magnitude == 1) {
+// Records adding (or taking, per `kind`) `magnitude` at `offset`, split in u32-sized parts; a
+// zero record has no magnitude.
+void PutRecords(std::string& out, uint8_t kind, uint16_t offset, uint64_t magnitude) {
+  if (kind >= kZeroSecond || magnitude == 1) {
     PutU16(out, static_cast<uint16_t>(offset | kind << 12));
     return;
   }
   while (magnitude > 0) {
     const uint32_t part =
         static_cast<uint32_t>(std::min<uint64_t>(magnitude, std::numeric_limits<uint32_t>::max()));
-    PutU16(out, static_cast<uint16_t>(offset | (kind | kLong) << 12));
+    PutU16(out, static_cast<uint16_t>(offset | kExtended << 12));
+    out += static_cast<char>(kind);
     PutU32(out, part);
     magnitude -= part;
   }
+}
+
+uint64_t Saturating(uint64_t a, uint64_t b) {
+  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
 }
 
 uint64_t Magnitude(int64_t delta) {
   return delta < 0 ? static_cast<uint64_t>(-(delta + 1)) + 1 : static_cast<uint64_t>(delta);
 }
 
-// How long a pack must live for the bucket starting at `offset` to live `ttl` from its own start:
-// the pack is created at its first hit, maybe before the bucket's hour second.
-Seconds PackTtl(const Increment& inc, uint16_t offset) {
-  return inc.ttl + Seconds{kPackSeconds - offset};
+// How long a pack must live for `slot` to live its TTL from its own creation: the pack is created
+// at its first hit, maybe before the slot's second or minute starts (an hour starts with it).
+Seconds PackTtl(const Increment& inc, const PackedSlot& slot) {
+  return slot.level == PackedLevel::kHour ? inc.ttl : inc.ttl + Seconds{kPackSeconds - slot.offset};
 }
+
+constexpr uint8_t AddKind(PackedLevel level) {
+  return level == PackedLevel::kSecond ? kAddSecond
+                                       : (level == PackedLevel::kMinute ? kAddMinute : kAddHour);
+}
+constexpr uint8_t ZeroKind(PackedLevel level) {
+  return level == PackedLevel::kSecond ? kZeroSecond
+                                       : (level == PackedLevel::kMinute ? kZeroMinute : kZeroHour);
+}
+// The slot's index among a pack's 3,661: seconds, minutes, the hour.
+size_t SlotIndex(const PackedSlot& slot) {
+  switch (slot.level) {
+    case PackedLevel::kSecond:
+      return slot.offset;
+    case PackedLevel::kMinute:
+      return size_t(kPackSeconds) + slot.offset / 60;
+    case PackedLevel::kHour:
+    case PackedLevel::kNone:
+      break;
+  }
+  return size_t(kPackSeconds + kMinutesPerPack);
+}
+constexpr size_t kSlots = size_t(kPackSeconds + kMinutesPerPack + 1);
 
 PackAppend& AppendFor(std::vector<PackAppend>& appends,
                       std::unordered_map<std::string, size_t>& index, const std::string& pack) {
@@ -116,15 +150,20 @@ std::optional<PackedSlot> PackedSlotOf(std::string_view group, std::string_view 
   const size_t colon = rest.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
   const std::string_view width = rest.substr(0, colon);
-  if (width != "1" && width != "60") return std::nullopt;
+  const PackedLevel level = width == "1"      ? PackedLevel::kSecond
+                            : width == "60"   ? PackedLevel::kMinute
+                            : width == "3600" ? PackedLevel::kHour
+                                              : PackedLevel::kNone;
+  if (level == PackedLevel::kNone) return std::nullopt;
+  const int64_t seconds =
+      level == PackedLevel::kSecond ? 1 : (level == PackedLevel::kMinute ? 60 : 3600);
   const std::optional<int64_t> index = ParseInt(rest.substr(colon + 1));
-  if (!index || *index < 0 || *index > std::numeric_limits<int64_t>::max() / 60) {
+  if (!index || *index < 0 || *index > std::numeric_limits<int64_t>::max() / seconds) {
     return std::nullopt;
   }
-  const bool minute = width == "60";
-  const int64_t start = minute ? *index * 60 : *index;
+  const int64_t start = *index * seconds;
   const int64_t hour = FloorDiv(start, kPackSeconds);
-  return PackedSlot{fmt::format("{}:p:{}", group, hour), minute,
+  return PackedSlot{fmt::format("{}:p:{}", group, hour), level,
                     static_cast<uint16_t>(start - hour * kPackSeconds)};
 }
 
@@ -143,24 +182,26 @@ WireBatch PlanPacked(const Batch& batch, PlanOptions options) {
     }
     PackAppend& append = AppendFor(wire.appends, index, slot->pack);
     const bool add = incs[i].delta > 0;
-    if (add) Grow(append, PackTtl(incs[i], slot->offset));
-    // A second followed by its own minute with the same delta (a hit, a take-back): one record.
-    std::optional<PackedSlot> next;
-    if (!slot->minute && i + 1 < incs.size() && incs[i + 1].delta == incs[i].delta) {
-      next = PackedSlotOf(batch.group, incs[i + 1].key);
+    if (add) Grow(append, PackTtl(incs[i], *slot));
+    if (incs[i].delta == 0) continue;
+    // A second followed by its own minute and hour with the same delta (a hit, a take-back):
+    // one record.
+    if (slot->level == PackedLevel::kSecond && i + 2 < incs.size() &&
+        incs[i + 1].delta == incs[i].delta && incs[i + 2].delta == incs[i].delta) {
+      const std::optional<PackedSlot> minute = PackedSlotOf(batch.group, incs[i + 1].key);
+      const std::optional<PackedSlot> hour = PackedSlotOf(batch.group, incs[i + 2].key);
+      if (minute && hour && minute->level == PackedLevel::kMinute &&
+          hour->level == PackedLevel::kHour && minute->pack == slot->pack &&
+          hour->pack == slot->pack && minute->offset == slot->offset / 60 * 60) {
+        if (add) Grow(append, PackTtl(incs[i + 1], *minute));
+        if (add) Grow(append, PackTtl(incs[i + 2], *hour));
+        PutRecords(append.records, add ? kAddAll : kSubAll, slot->offset, Magnitude(incs[i].delta));
+        i += 2;
+        continue;
+      }
     }
-    if (next && next->minute && next->pack == slot->pack &&
-        next->offset == slot->offset / 60 * 60) {
-      if (add) Grow(append, PackTtl(incs[i + 1], next->offset));
-      PutRecords(append.records, add ? kAddBoth : kSubBoth, slot->offset, Magnitude(incs[i].delta));
-      ++i;
-      continue;
-    }
-    const uint16_t kind =
-        slot->minute ? (add ? kAddMinute : kSubMinute) : (add ? kAddSecond : kSubSecond);
-    if (incs[i].delta != 0) {
-      PutRecords(append.records, kind, slot->offset, Magnitude(incs[i].delta));
-    }
+    PutRecords(append.records, static_cast<uint8_t>(AddKind(slot->level) + (add ? 0 : 1)),
+               slot->offset, Magnitude(incs[i].delta));
   }
   std::erase_if(wire.appends, [](const PackAppend& a) { return a.records.empty(); });
   PlanReads(batch, options, wire);
@@ -172,7 +213,7 @@ std::vector<PackAppend> PlanPackedDelete(const std::string& group,
                                          std::vector<std::string>& deletes) {
   std::vector<PackAppend> appends;
   std::unordered_map<std::string, size_t> index;
-  std::vector<std::vector<bool>> seen;  // per append: the slots deleted (seconds, then minutes)
+  std::vector<std::vector<bool>> seen;  // per append: the slots deleted
   for (const std::string& key : keys) {
     std::optional<PackedSlot> slot = PackedSlotOf(group, key);
     if (!slot) {
@@ -180,12 +221,11 @@ std::vector<PackAppend> PlanPackedDelete(const std::string& group,
       continue;
     }
     PackAppend& append = AppendFor(appends, index, slot->pack);
-    if (seen.size() < appends.size()) seen.emplace_back(kPackSeconds + kMinutesPerPack, false);
-    const size_t at = slot->minute ? size_t(kPackSeconds) + slot->offset / 60 : slot->offset;
+    if (seen.size() < appends.size()) seen.emplace_back(kSlots, false);
     std::vector<bool>& slots = seen[index[slot->pack]];
-    if (slots[at]) continue;
-    slots[at] = true;
-    PutRecords(append.records, slot->minute ? kZeroMinute : kZeroSecond, slot->offset, 0);
+    if (slots[SlotIndex(*slot)]) continue;
+    slots[SlotIndex(*slot)] = true;
+    PutRecords(append.records, ZeroKind(slot->level), slot->offset, 0);
   }
   // Every slot of a pack deleted: delete the item itself (a reset frees the memory).
   std::vector<PackAppend> partial;
@@ -226,72 +266,98 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
                                                 static_cast<unsigned char>(value[at + 1]) << 8);
     at += 2;
     const uint16_t offset = head & 0x0fff;
-    const uint16_t kind = head >> 12;
+    uint8_t kind = static_cast<uint8_t>(head >> 12);
     if (offset >= kPackSeconds) return bad("a record's second is past the hour");
     uint64_t d = 1;
-    if (kind & kLong) {
-      if ((kind & 7) >= kZeroSecond) return bad("a zero record with a magnitude");
-      if (value.size() - at < 4) return bad("a record cut short");
-      d = GetU32(value.substr(at));
-      at += 4;
+    if (kind == kExtended) {
+      if (value.size() - at < 5) return bad("a record cut short");
+      kind = static_cast<uint8_t>(value[at]);
+      if (kind > kSubHour) return bad("an unknown record");
+      d = GetU32(value.substr(at + 1));
+      at += 5;
+    } else if (kind > kZeroHour) {
+      return bad("an unknown record");
     }
-    uint64_t& second = fold.seconds_[offset];
-    uint64_t& minute = fold.minutes_[offset / 60];
-    const auto add = [d](uint64_t& v) {
-      v = v > std::numeric_limits<uint64_t>::max() - d ? std::numeric_limits<uint64_t>::max()
-                                                       : v + d;
-    };
-    const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
-    switch (kind & 7) {
-      case kAddBoth:
-        add(second), add(minute);
-        break;
-      case kSubBoth:
-        sub(second), sub(minute);
-        break;
-      case kAddSecond:
-        add(second);
-        break;
-      case kSubSecond:
-        sub(second);
-        break;
-      case kAddMinute:
-        add(minute);
-        break;
-      case kSubMinute:
-        sub(minute);
-        break;
-      case kZeroSecond:
-        second = 0;
-        break;
-      case kZeroMinute:
-        minute = 0;
-        break;
-    }
+    fold.Apply(kind, offset, d);
     ++fold.records_;
   }
   return fold;
 }
 
+void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
+  uint64_t& second = seconds_[offset];
+  uint64_t& minute = minutes_[offset / 60];
+  const auto add = [d](uint64_t& v) {
+    v = v > std::numeric_limits<uint64_t>::max() - d ? std::numeric_limits<uint64_t>::max() : v + d;
+  };
+  const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
+  switch (kind) {
+    case kAddAll:
+      add(second), add(minute), add(hour_);
+      break;
+    case kSubAll:
+      sub(second), sub(minute), sub(hour_);
+      break;
+    case kAddSecond:
+      add(second);
+      break;
+    case kSubSecond:
+      sub(second);
+      break;
+    case kAddMinute:
+      add(minute);
+      break;
+    case kSubMinute:
+      sub(minute);
+      break;
+    case kAddHour:
+      add(hour_);
+      break;
+    case kSubHour:
+      sub(hour_);
+      break;
+    case kZeroSecond:
+      second = 0;
+      break;
+    case kZeroMinute:
+      minute = 0;
+      break;
+    case kZeroHour:
+      hour_ = 0;
+      break;
+  }
+}
+
 uint64_t PackFold::Value(const PackedSlot& slot) const {
-  return slot.minute ? minutes_[slot.offset / 60] : seconds_[slot.offset];
+  switch (slot.level) {
+    case PackedLevel::kSecond:
+      return seconds_[slot.offset];
+    case PackedLevel::kMinute:
+      return minutes_[slot.offset / 60];
+    default:
+      return hour_;
+  }
 }
 
 std::string PackFold::Compacted() const {
   std::string out;
   PutU32(out, expiry_);
+  uint64_t total = 0;
   for (uint16_t s = 0; s < kPackSeconds; ++s) {
-    if (seconds_[s] > 0) PutRecords(out, kAddBoth, s, seconds_[s]);
+    if (seconds_[s] > 0) PutRecords(out, kAddAll, s, seconds_[s]);
+    total = Saturating(total, seconds_[s]);
   }
-  // Fold order: every minute first gets the sum of its seconds (all additions), then its
-  // correction, so no floor is met on the way to its value.
+  // Fold order: every minute and the hour first get the sum of their seconds (all additions),
+  // then their corrections, so no floor is met on the way to their values.
   for (uint16_t m = 0; m < kMinutesPerPack; ++m) {
     uint64_t sum = 0;
-    for (uint16_t s = m * 60; s < m * 60 + 60; ++s) sum += seconds_[s];
+    for (uint16_t s = m * 60; s < m * 60 + 60; ++s) sum = Saturating(sum, seconds_[s]);
     const uint16_t offset = static_cast<uint16_t>(m * 60);
     if (minutes_[m] > sum) PutRecords(out, kAddMinute, offset, minutes_[m] - sum);
     if (minutes_[m] < sum) PutRecords(out, kSubMinute, offset, sum - minutes_[m]);
   }
+  if (hour_ > total) PutRecords(out, kAddHour, 0, hour_ - total);
+  if (hour_ < total) PutRecords(out, kSubHour, 0, total - hour_);
   return out;
 }
 
