@@ -44,6 +44,7 @@ struct Options {
   bool quick = false;
   bool exact_cover = false;  // engine without the hot path
   bool minimal_raw = false;  // raw round trip: the increments and a get of the open buckets only
+  std::string layout = "counters";  // how memcached keeps buckets (MemcachedLayout)
 };
 
 EngineOptions LoadEngineOptions(const Options& o) {
@@ -105,6 +106,7 @@ std::unique_ptr<Store> OpenLoadStore(const Options& o, int threads) {
   MemcachedOptions mo;
   mo.pool_size = static_cast<uint32_t>(threads);
   mo.io_timeout = std::chrono::milliseconds{1000};
+  mo.layout = *ParseLayout(o.layout);
   return std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), mo));
 }
 
@@ -422,6 +424,9 @@ int main(int argc, char** argv) {
   app.add_flag("--scaling", o.scaling, "also measure by window and ladder, and memory per feature");
   app.add_flag("--quick", o.quick, "tiny runs (the ctest smoke run)");
   app.add_flag("--exact-cover", o.exact_cover, "engine without the hot path");
+  app.add_option("--layout", o.layout, "memcached layout: counters or packed")
+      ->check(CLI::IsMember({"counters", "packed"}))
+      ->capture_default_str();
   app.add_flag("--minimal-raw", o.minimal_raw,
                "raw baseline: one round trip with the same increments, read back");
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });

@@ -7,8 +7,9 @@
 # alive while it is measured). The peer's windows run on the real clock, so it checks the same
 # lines "now": its state per feature does not grow with traffic (at most two items per limit), and
 # the synthetic traces give it their first 3,000 lines. Takes about 12 minutes on 2 cores (the
-# 100 hits/s flood is 8.64 million hits per mode). HOURGLASS (default build/cli/hourglass) names
-# another build to measure, MODES (default "admitted attempts recording") fewer modes, OUT
+# 100 hits/s flood is 8.64 million hits per mode) per layout. HOURGLASS (default
+# build/cli/hourglass) names another build to measure, MODES (default "admitted attempts
+# recording") fewer modes, LAYOUTS (default "counters packed") fewer memcached layouts, OUT
 # (default bench/results) where memory.md goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,11 +44,11 @@ measured() {
   echo "$(memcached_stat bytes) $(memcached_stat curr_items) $(memcached_stat evictions)"
   stop_memcached
 }
-hourglass_run() {  # scenario mode address
+hourglass_run() {  # scenario mode layout address
   local input=("$tmp/$1.tsv") args
   [[ $1 == reallog ]] && input=("$log" --format apache)
   read -ra args <<<"${policy[$2]}"
-  "$hourglass" --servers "$3" --json replay "${input[@]}" "${args[@]}"
+  "$hourglass" --servers "$4" --layout "$3" --json replay "${input[@]}" "${args[@]}"
 }
 peer_run() {  # scenario mode address
   if [[ $1 == reallog ]]; then
@@ -68,19 +69,23 @@ for scenario in reallog every30s every1s flood; do
   features=1
   [[ $scenario == reallog ]] && features=$real_features
   for mode in ${MODES:-admitted attempts recording}; do
-    echo "== $scenario, $mode" >&2
-    read -r bytes items evictions < <(measured hourglass_run "$scenario" "$mode")
-    answer=$(cat "$tmp/answer")
+    echo "== $scenario, $mode, the peer" >&2
     read -r peer_bytes peer_items _ < <(measured peer_run "$scenario" "$mode")
-    checks=$(field "$answer" lines)
-    hb=$(per "$bytes" "$features")
     pb=$(per "$peer_bytes" "$features")
     goal=${target[$mode]}
     [[ -z $goal && $scenario != reallog ]] && goal=${synthetic_target[$scenario]}
-    rows+=("| ${describe[$scenario]} | $mode | $(human "$hb") | $(per "$items" "$features") |\
- $(human "$pb") | $(per "$peer_items" "$features") | $(awk -v a="$hb" -v b="$pb" \
-      'BEGIN { printf "%.1fx", a / b }') | $(per "$(field "$answer" keys_read)" "$checks") |\
- $(per "$(field "$answer" round_trips)" "$checks") | $evictions | ${goal:--} |")
+    for layout in ${LAYOUTS:-counters packed}; do
+      echo "== $scenario, $mode, $layout" >&2
+      read -r bytes items evictions < <(measured hourglass_run "$scenario" "$mode" "$layout")
+      answer=$(cat "$tmp/answer")
+      checks=$(field "$answer" lines)
+      hb=$(per "$bytes" "$features")
+      rows+=("| ${describe[$scenario]} | $mode | $layout | $(human "$hb") |\
+ $(per "$items" "$features") | $(human "$pb") | $(per "$peer_items" "$features") |\
+ $(awk -v a="$hb" -v b="$pb" 'BEGIN { printf "%.1fx", a / b }') |\
+ $(per "$(field "$answer" keys_read)" "$checks") | $(per "$(field "$answer" round_trips)" "$checks") |\
+ $evictions | ${goal:--} |")
+    done
   done
 done
 
@@ -95,8 +100,10 @@ done
   echo "hit recorded, no limits (the peer keeps the four admitted limits). Keys read and round trips"
   echo "are hourglass's per check (per hit when recording), from the replay's summary; a round trip"
   echo "is one wait for memcached (the replay batches a second's hits: as if each went alone)."
+  echo "Layouts (\`--layout\`): counters, an item per bucket; packed, an hour of a feature's"
+  echo "buckets in one item of 2-byte records (docs/design.md)."
   echo
-  echo "| traffic of one day | mode | hourglass bytes / feature | items / feature | peer bytes / feature | peer items | ratio | keys read / check | round trips / check | evictions | target |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| traffic of one day | mode | layout | hourglass bytes / feature | items / feature | peer bytes / feature | peer items | ratio | keys read / check | round trips / check | evictions | target |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
 } | tee "$out/memory.md"
