@@ -32,14 +32,15 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   if (const char* env = std::getenv("HOURGLASS_LAYOUT"); env != nullptr && *env != '\0') {
     g.layout = env;
   }
-  app.add_option("--layout", g.layout,
-                 "how memcached keeps buckets: counters (an item per bucket), or packed (an hour "
-                 "of a feature's seconds and minutes in one item, 2 bytes per hit; every client "
-                 "of the servers must use the same) (env HOURGLASS_LAYOUT)")
+  app.add_option(
+         "--layout", g.layout,
+         "how memcached keeps buckets: counters (an item per bucket), or packed (an hour "
+         "of a feature's seconds, minutes and total in one item, 2 bytes per hit; every client "
+         "of the servers must use the same, or --read-both-layouts) (env HOURGLASS_LAYOUT)")
       ->check(CLI::IsMember({"counters", "packed"}))
       ->capture_default_str();
   app.add_flag("--read-both-layouts", g.read_both_layouts,
-               "while clients switch --layout: write as --layout says, read seconds and minutes "
+               "while clients switch --layout: write as --layout says, read buckets "
                "from both layouts; give it to every client from before the first switches until "
                "--retention after the last did");
   app.add_option("--namespace", g.name_space, "first part of every key")->capture_default_str();

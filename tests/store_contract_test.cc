@@ -200,10 +200,10 @@ TEST_P(StoreContract, ConcurrentCreationLosesNoIncrement) {
   for (uint64_t v : Read(keys)) ASSERT_EQ(v, static_cast<uint64_t>(kThreads));
 }
 
-// Keys shaped like the engine's buckets (`<group>:<width>:<index>`: seconds and minutes, which a
-// layout may pack, and hours), in random batches of hits (a second and its minute), take-backs,
-// lone increments and decrements (floored at 0), reads and deletes: every value read is what a
-// counter per key holds.
+// Keys shaped like the engine's buckets (`<group>:<width>:<index>`: seconds, minutes and hours,
+// which a layout may pack, and hours), in random batches of hits (a second and its minute),
+// take-backs, lone increments and decrements (floored at 0), reads and deletes: every value read is
+// what a counter per key holds.
 TEST_P(StoreContract, BucketShapedKeysAreCountersUnderRandomBatches) {
   std::mt19937_64 rng(20261124);
   const int64_t t0 = 1'431'859'800 - 7200;  // two hours and a bit of seconds

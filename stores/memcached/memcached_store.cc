@@ -233,7 +233,7 @@ Result<MemcachedLayout> ParseLayout(std::string_view name) {
   if (name == "packed") return MemcachedLayout::kPacked;
   return InvalidArgument(
       fmt::format("layout \"{}\": expected counters (one item per bucket) or packed (an hour of "
-                  "a feature's seconds and minutes in one item)",
+                  "a feature's seconds, minutes and total in one item)",
                   name));
 }
 

@@ -30,13 +30,13 @@
 namespace hourglass {
 
 // How buckets are kept in memcached. Every process sharing the servers must use the same one (the
-// two keep seconds and minutes under different keys), or read both while they switch
+// two keep buckets under different keys), or read both while they switch
 // (MemcachedOptions::read_both_layouts).
 enum class MemcachedLayout {
   // One counter item per bucket that saw a hit (~100 bytes each, whatever the count).
   kCounters,
   // A feature's second and minute buckets of one hour in one item, 2 bytes per hit (or per busy
-  // second once compacted); hours and generations stay counters. Exact like counters.
+  // second once compacted); generations stay counters. Exact like counters.
   kPacked,
 };
 
@@ -57,9 +57,9 @@ struct MemcachedOptions {
   // restart) before it is used, so a restart while idle fails no request. 0: check every time.
   std::chrono::milliseconds idle_check_after{500};
   MemcachedLayout layout = MemcachedLayout::kCounters;
-  // While clients switch layout: write as `layout` says, but read (and delete) seconds and minutes
-  // in both layouts, adding the two. Every client runs with it from before the first one switches
-  // until the retention has passed after the last one did; checks stay exact throughout.
+  // While clients switch layout: write as `layout` says, but read (and delete) seconds, minutes and
+  // hours in both layouts, adding the two. Every client runs with it from before the first one
+  // switches until the retention has passed after the last one did; checks stay exact throughout.
   bool read_both_layouts = false;
 };
 
