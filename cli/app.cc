@@ -22,6 +22,17 @@ Seconds RetentionOf(const Globals& g) {
   return *retention;
 }
 
+Seconds SettleMarginOf(const Globals& g) {
+  Result<Seconds> margin =
+      g.settle_margin == "0" ? Result<Seconds>(Seconds{0}) : ParseDuration(g.settle_margin);
+  if (!margin.ok() || *margin > Seconds{3600}) {
+    Fail(kUsage, fmt::format("--settle-margin \"{}\": expected a duration from 0 to 1h, e.g. "
+                             "--settle-margin 30s (the most the clients' clocks may differ)",
+                             g.settle_margin));
+  }
+  return *margin;
+}
+
 std::optional<Instant> ParseAt(const std::string& text) {
   if (text.empty()) return std::nullopt;
   int64_t value = 0;

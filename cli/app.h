@@ -36,7 +36,8 @@ struct Globals {
   bool json = false;
   int timeout_ms = 500;
   std::string retention = "1d";
-  bool exact_cover = false;  // no hot path: every check reads its exact cover
+  std::string settle_margin = "5s";  // allowance for clock skew between clients
+  bool exact_cover = false;          // no hot path: every check reads its exact cover
 };
 
 // A command registered on the app: its CLI11 subcommand and what runs when it was parsed.
@@ -63,6 +64,8 @@ T Unwrap(Result<T> r) {
 
 // --retention, or exit 2 naming it.
 Seconds RetentionOf(const Globals& g);
+// --settle-margin as seconds (0 to 1h); exits with kUsage naming the option otherwise.
+Seconds SettleMarginOf(const Globals& g);
 // --at: Unix seconds, or nullopt when not given.
 std::optional<Instant> ParseAt(const std::string& text);
 // --cost: a whole number from 1 to kMaxHitsPerCall.

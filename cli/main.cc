@@ -50,6 +50,10 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--retention", g.retention,
                  "longest window answered; sets bucket TTLs (same on every client)")
       ->capture_default_str();
+  app.add_option("--settle-margin", g.settle_margin,
+                 "allowance for clock skew between clients (0 to 1h): buckets are cached as final "
+                 "and kept in memcached this much longer (same on every client)")
+      ->capture_default_str();
   app.add_flag("--exact-cover", g.exact_cover,
                "no hot path: every check reads its window's exact cover (for comparison)");
   for (CLI::Option* option : app.get_options()) {

@@ -32,6 +32,7 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
   EngineOptions options;
   options.name_space = g.name_space;
   options.retention = RetentionOf(g);
+  options.settle_margin = SettleMarginOf(g);
   options.exact_retry_after =
       use == EngineUse::kOneShotExact || use == EngineUse::kLongRunningExact;
   const bool long_running = use == EngineUse::kLongRunning || use == EngineUse::kLongRunningExact;

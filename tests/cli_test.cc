@@ -342,6 +342,29 @@ TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
   }
 }
 
+// --settle-margin widens every bucket's TTL (and the engine's wait before caching a bucket) by
+// what the clients' clocks may differ; out of range it is refused naming the option.
+TEST_F(CliTest, SettleMarginIsAnOptionAndLengthensTheBucketsLife) {
+  const std::string at = std::to_string(kAt);
+  ASSERT_EQ(Run({"hit", "signup", "skewed", "--at", at, "--settle-margin", "10m"}).code, 0);
+  ASSERT_EQ(Run({"hit", "signup", "plain", "--at", at}).code, 0);
+  const auto ttl = [&](const std::string& feature) {
+    const std::string answer = server_.Raw("mg hg:signup:" + feature + ":1:" + at + " t\r\n");
+    return answer.starts_with("HD t") ? std::stoll(answer.substr(4)) : -1;
+  };
+  // A second's TTL: the retention, the next width, the margin.
+  EXPECT_GE(ttl("skewed"), 86400 + 60 + 600 - 2);
+  EXPECT_LE(ttl("skewed"), 86400 + 60 + 600);
+  EXPECT_GE(ttl("plain"), 86400 + 60 + 5 - 2);
+  EXPECT_LE(ttl("plain"), 86400 + 60 + 5);
+  for (const char* bad : {"2h", "soon", "-5s"}) {
+    ProcessResult r = Run({"count", "signup", "plain", "--settle-margin", bad});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("--settle-margin"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(Run({"count", "signup", "plain", "--settle-margin", "0"}).code, 0);
+}
+
 // The packed layout through the command: a replay written packed counts exactly (against a
 // brute-force log) packed, and through the counters layout reading both; reset empties it; a bad
 // layout is refused naming the choices.
