@@ -4,7 +4,7 @@
 // folded and compacted), as the answers to unread no-ops, and as the answer to `stats`; the bytes
 // themselves are also folded as one pack. Every answer is values or an error; nothing crashes,
 // hangs past the I/O timeout or reads past the bytes sent; a compacted pack folds to the same
-// values.
+// values and is no shorter than the lower bound that lets the store skip building it.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,7 +54,9 @@ void FoldPack(std::string_view value) {
     FUZZ_CHECK(!fold.error().message().empty());
     return;
   }
-  Result<memcached::PackFold> again = memcached::PackFold::Parse("fuzz", fold->Compacted());
+  const std::string compacted = fold->Compacted();
+  FUZZ_CHECK(fold->CompactedBytesAtLeast() <= compacted.size());
+  Result<memcached::PackFold> again = memcached::PackFold::Parse("fuzz", compacted);
   FUZZ_CHECK(again.ok());
   for (uint16_t offset = 0; offset < memcached::kPackSeconds; ++offset) {
     for (memcached::PackedLevel level :

@@ -80,6 +80,7 @@ constexpr size_t kMaxTrackedPacks = 4096;
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
                   const memcached::PackFold& fold, std::vector<memcached::PackCompaction>& out) {
   if (cas == 0 || fold.records() < kCompactAfterRecords) return;
+  if (fold.CompactedBytesAtLeast() * 2 > pack.size()) return;  // no gain: build nothing
   std::string compact = fold.Compacted();
   if (compact.size() * 2 > pack.size()) return;
   out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(compact)});
@@ -132,10 +133,8 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
                        *fold, compactions);
         }
       }
-      const uint64_t slot = fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max();
-      value = value > std::numeric_limits<uint64_t>::max() - slot
-                  ? std::numeric_limits<uint64_t>::max()
-                  : value + slot;
+      value = memcached::SaturatingAdd(
+          value, fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max());
     }
     values.push_back(value);
   }
@@ -178,6 +177,20 @@ Status SendBatches(memcached::Lease& c, std::span<const Outgoing> batches,
   }
   if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
   return {};
+}
+
+// Sends `request` (ending in a get of `batch.reads`) on the ready connection `c` and reads its
+// answer, after what earlier requests left unread. On an error `c` is failed (out of step).
+Result<memcached::GetAnswer> SendAndRead(memcached::ServerPool& pool, memcached::Lease& c,
+                                         const std::string& request, const Batch& batch,
+                                         std::span<const uint8_t> is_pack,
+                                         std::atomic<uint64_t>& unconfirmed) {
+  if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
+  if (Status s = ReadUnread(pool.name(), *c, unconfirmed); !s.ok()) return c.Fail(s.error());
+  Result<memcached::GetAnswer> answer =
+      memcached::ReadGetAnswer(pool.name(), *c->socket, batch, is_pack);
+  if (!answer.ok()) return c.Fail(answer.error());
+  return answer;
 }
 
 // Sends `compactions` on `c`, their answers left to its next user. A failure to send drops the
@@ -241,23 +254,26 @@ struct MemcachedStore::Impl {
   explicit Impl(const Clock& c) : clock(c) {}
 
   const Clock& clock;
-  MemcachedLayout layout = MemcachedLayout::kCounters;
-  bool read_both_layouts = false;
   std::optional<memcached::PlanOptions> plan;  // none: plain counters
-
+  std::string description;
+  std::unique_ptr<memcached::HashRing> ring;
+  std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
+  std::atomic<uint64_t> unconfirmed_failures{0};
   // Record bytes fire-and-forget writes sent to each pack since it was last compacted here.
   std::mutex sent_mu;
   std::unordered_map<std::string, size_t> sent_bytes;
 
-  // The packs among `appends` that are due for a compaction (their counts start again).
-  std::vector<std::pair<std::string, std::string>> DueForCompaction(
-      std::span<const Outgoing> out, const std::vector<bool>& valid,
-      std::span<const Batch> batches) {
+  memcached::ServerPool& PoolOf(const std::string& group) const {
+    return *pools[ring->PositionOf(group)];
+  }
+
+  // The packs `out` appends to that are due for a compaction (their counts start again), with
+  // their groups.
+  std::vector<std::pair<std::string, std::string>> DueForCompaction(std::span<const Outgoing> out) {
     std::vector<std::pair<std::string, std::string>> due;  // group, pack
     std::lock_guard<std::mutex> lock(sent_mu);
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (!valid[i]) continue;
-      for (const memcached::PackAppend& append : out[i].appends()) {
+    for (const Outgoing& o : out) {
+      for (const memcached::PackAppend& append : o.appends()) {
         if (sent_bytes.size() >= kMaxTrackedPacks && !sent_bytes.contains(append.key)) {
           sent_bytes.clear();
         }
@@ -265,7 +281,7 @@ struct MemcachedStore::Impl {
         bytes += append.records.size();
         if (bytes < kCompactAfterSentBytes) continue;
         bytes = 0;
-        due.emplace_back(batches[i].group, append.key);
+        due.emplace_back(o.wire->group, append.key);
       }
     }
     return due;
@@ -281,27 +297,14 @@ struct MemcachedStore::Impl {
     const uint8_t is_pack[] = {1};
     std::string request;
     memcached::BuildRequest(read, clock.Now(), request, {}, /*with_cas=*/true);
-    if (Status s = c->socket->Send(request); !s.ok()) return (void)c.Fail(s.error());
-    if (Status s = ReadUnread(pool.name(), *c, unconfirmed_failures); !s.ok()) {
-      return (void)c.Fail(s.error());
-    }
     Result<memcached::GetAnswer> answer =
-        memcached::ReadGetAnswer(pool.name(), *c->socket, read, is_pack);
-    if (!answer.ok()) return (void)c.Fail(answer.error());
-    if (!answer->packs[0]) return;
+        SendAndRead(pool, c, request, read, is_pack, unconfirmed_failures);
+    if (!answer.ok() || !answer->packs[0]) return;
     Result<memcached::PackFold> fold = memcached::PackFold::Parse(pack, *answer->packs[0]);
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
     MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, compactions);
     SendCompactions(c, compactions);
-  }
-  std::string description;
-  std::unique_ptr<memcached::HashRing> ring;
-  std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
-  std::atomic<uint64_t> unconfirmed_failures{0};
-
-  memcached::ServerPool& PoolOf(const std::string& group) const {
-    return *pools[ring->PositionOf(group)];
   }
 
   // Reads what fire-and-forget requests left unread on every idle connection; a connection that
@@ -331,8 +334,6 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
   if (!ring.ok()) return ring.error();
   auto impl = std::make_unique<Impl>(clock);
   impl->description = fmt::format("memcached {}", fmt::join(options.servers, ","));
-  impl->layout = options.layout;
-  impl->read_both_layouts = options.read_both_layouts;
   if (options.layout == MemcachedLayout::kPacked || options.read_both_layouts) {
     impl->plan = memcached::PlanOptions{options.layout == MemcachedLayout::kPacked,
                                         options.read_both_layouts};
@@ -367,13 +368,9 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   thread_local std::string request;
   memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends(),
                           out[0].with_cas());
-  if (Status s = c->socket->Send(request); !s.ok()) return MaybeApplied(c.Fail(s.error()), batch);
-  if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures); !s.ok()) {
-    return MaybeApplied(c.Fail(s.error()), batch);
-  }
   Result<memcached::GetAnswer> answer =
-      memcached::ReadGetAnswer(pool.name(), *c->socket, *out[0].wire, out[0].is_pack());
-  if (!answer.ok()) return MaybeApplied(c.Fail(answer.error()), batch);
+      SendAndRead(pool, c, request, *out[0].wire, out[0].is_pack(), impl_->unconfirmed_failures);
+  if (!answer.ok()) return MaybeApplied(answer.error(), batch);
   std::vector<memcached::PackCompaction> compactions;
   Result<std::vector<uint64_t>> values =
       Resolve(pool.name(), out[0], std::move(*answer), compactions);
@@ -445,7 +442,7 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
     }
     for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;
   }
-  for (const auto& [group, pack] : impl_->DueForCompaction(out, valid, batches)) {
+  for (const auto& [group, pack] : impl_->DueForCompaction(out)) {
     impl_->Compact(group, pack);
   }
   return results;
@@ -459,10 +456,9 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   c->socket->BeginExchange();
   std::vector<std::string> deletes;
   std::vector<memcached::PackAppend> appends;
-  // Deleting a second or minute deletes it where either layout may have written it.
-  if (impl_->layout == MemcachedLayout::kPacked || impl_->read_both_layouts) {
-    appends = memcached::PlanPackedDelete(group, keys, deletes);
-    if (impl_->read_both_layouts) deletes.insert(deletes.end(), keys.begin(), keys.end());
+  // A bucket is deleted where this client's layouts may have written it.
+  if (impl_->plan) {
+    appends = memcached::PlanPackedDelete(group, keys, *impl_->plan, deletes);
     keys = deletes;
   }
   if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys, appends, impl_->clock.Now()));

@@ -28,8 +28,6 @@ enum Kind : uint8_t {
   kExtended = 15,  // a byte of kind (kAddAll..kSubHour) and a u32 magnitude follow
 };
 
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
-
 std::optional<int64_t> ParseInt(std::string_view text) {
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -67,11 +65,6 @@ void PutRecords(std::string& out, uint8_t kind, uint16_t offset, uint64_t magnit
     PutU32(out, part);
     magnitude -= part;
   }
-}
-
-uint64_t Saturating(uint64_t a, uint64_t b) {
-  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
-                                                      : a + b;
 }
 
 uint64_t Magnitude(int64_t delta) {
@@ -149,21 +142,25 @@ std::optional<PackedSlot> PackedSlotOf(std::string_view group, std::string_view 
   const std::string_view rest = key.substr(group.size() + 1);
   const size_t colon = rest.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
+  struct Width {
+    std::string_view text;
+    PackedLevel level;
+    int64_t seconds;
+  };
+  static constexpr Width kWidths[] = {{"1", PackedLevel::kSecond, 1},
+                                      {"60", PackedLevel::kMinute, 60},
+                                      {"3600", PackedLevel::kHour, 3600}};
   const std::string_view width = rest.substr(0, colon);
-  const PackedLevel level = width == "1"      ? PackedLevel::kSecond
-                            : width == "60"   ? PackedLevel::kMinute
-                            : width == "3600" ? PackedLevel::kHour
-                                              : PackedLevel::kNone;
-  if (level == PackedLevel::kNone) return std::nullopt;
-  const int64_t seconds =
-      level == PackedLevel::kSecond ? 1 : (level == PackedLevel::kMinute ? 60 : 3600);
+  const Width* w = std::find_if(std::begin(kWidths), std::end(kWidths),
+                                [&](const Width& c) { return c.text == width; });
+  if (w == std::end(kWidths)) return std::nullopt;
   const std::optional<int64_t> index = ParseInt(rest.substr(colon + 1));
-  if (!index || *index < 0 || *index > std::numeric_limits<int64_t>::max() / seconds) {
+  if (!index || *index < 0 || *index > std::numeric_limits<int64_t>::max() / w->seconds) {
     return std::nullopt;
   }
-  const int64_t start = *index * seconds;
-  const int64_t hour = FloorDiv(start, kPackSeconds);
-  return PackedSlot{fmt::format("{}:p:{}", group, hour), level,
+  const int64_t start = *index * w->seconds;  // >= 0: plain division floors
+  const int64_t hour = start / kPackSeconds;
+  return PackedSlot{fmt::format("{}:p:{}", group, hour), w->level,
                     static_cast<uint16_t>(start - hour * kPackSeconds)};
 }
 
@@ -209,17 +206,15 @@ WireBatch PlanPacked(const Batch& batch, PlanOptions options) {
 }
 
 std::vector<PackAppend> PlanPackedDelete(const std::string& group,
-                                         std::span<const std::string> keys,
+                                         std::span<const std::string> keys, PlanOptions options,
                                          std::vector<std::string>& deletes) {
   std::vector<PackAppend> appends;
   std::unordered_map<std::string, size_t> index;
   std::vector<std::vector<bool>> seen;  // per append: the slots deleted
   for (const std::string& key : keys) {
     std::optional<PackedSlot> slot = PackedSlotOf(group, key);
-    if (!slot) {
-      deletes.push_back(key);
-      continue;
-    }
+    if (!slot || options.read_both) deletes.push_back(key);  // a counter, or maybe one too
+    if (!slot) continue;
     PackAppend& append = AppendFor(appends, index, slot->pack);
     if (seen.size() < appends.size()) seen.emplace_back(kSlots, false);
     std::vector<bool>& slots = seen[index[slot->pack]];
@@ -287,9 +282,8 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
 void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
   uint64_t& second = seconds_[offset];
   uint64_t& minute = minutes_[offset / 60];
-  const auto add = [d](uint64_t& v) {
-    v = v > std::numeric_limits<uint64_t>::max() - d ? std::numeric_limits<uint64_t>::max() : v + d;
-  };
+  const bool was_busy = second != 0;
+  const auto add = [d](uint64_t& v) { v = SaturatingAdd(v, d); };
   const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
   switch (kind) {
     case kAddAll:
@@ -326,6 +320,11 @@ void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
       hour_ = 0;
       break;
   }
+  if (was_busy != (second != 0)) was_busy ? --busy_seconds_ : ++busy_seconds_;
+}
+
+size_t PackFold::CompactedBytesAtLeast() const {
+  return kPackHeaderBytes + 2 * busy_seconds_;  // a record of 2 bytes or more per busy second
 }
 
 uint64_t PackFold::Value(const PackedSlot& slot) const {
@@ -345,13 +344,13 @@ std::string PackFold::Compacted() const {
   uint64_t total = 0;
   for (uint16_t s = 0; s < kPackSeconds; ++s) {
     if (seconds_[s] > 0) PutRecords(out, kAddAll, s, seconds_[s]);
-    total = Saturating(total, seconds_[s]);
+    total = SaturatingAdd(total, seconds_[s]);
   }
   // Fold order: every minute and the hour first get the sum of their seconds (all additions),
   // then their corrections, so no floor is met on the way to their values.
   for (uint16_t m = 0; m < kMinutesPerPack; ++m) {
     uint64_t sum = 0;
-    for (uint16_t s = m * 60; s < m * 60 + 60; ++s) sum = Saturating(sum, seconds_[s]);
+    for (uint16_t s = m * 60; s < m * 60 + 60; ++s) sum = SaturatingAdd(sum, seconds_[s]);
     const uint16_t offset = static_cast<uint16_t>(m * 60);
     if (minutes_[m] > sum) PutRecords(out, kAddMinute, offset, minutes_[m] - sum);
     if (minutes_[m] < sum) PutRecords(out, kSubMinute, offset, sum - minutes_[m]);

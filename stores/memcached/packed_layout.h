@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +36,13 @@ namespace hourglass::memcached {
 
 constexpr int64_t kPackSeconds = 3600;
 constexpr size_t kPackHeaderBytes = 4;
+
+// a + b, or the largest count when that does not fit: values other clients wrote may be huge, and
+// a sum of them must never wrap to a small count.
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
+}
 
 enum class PackedLevel : uint8_t { kNone, kSecond, kMinute, kHour };
 
@@ -92,8 +100,9 @@ WireBatch PlanPacked(const Batch& batch, PlanOptions options = {});
 // a pack whose every second, minute and hour is deleted is deleted whole: a reset reads every
 // slot of a pack that is not one as the largest value, so it goes), and the keys to delete
 // outright (counters and whole packs) into `deletes`.
+// With `options.read_both`, a packed key is deleted as a counter too.
 std::vector<PackAppend> PlanPackedDelete(const std::string& group,
-                                         std::span<const std::string> keys,
+                                         std::span<const std::string> keys, PlanOptions options,
                                          std::vector<std::string>& deletes);
 
 // The header a pack created now with `ttl` starts with.
@@ -110,12 +119,15 @@ class PackFold {
   // The same values in the fewest records (one per non-empty second, with a correction where a
   // minute or the hour is not the sum of its seconds), header kept.
   std::string Compacted() const;
+  // A lower bound of Compacted().size(), without building it.
+  size_t CompactedBytesAtLeast() const;
 
  private:
   PackFold() = default;
   void Apply(uint8_t kind, uint16_t offset, uint64_t d);
   uint32_t expiry_ = 0;
   uint64_t hour_ = 0;
+  size_t busy_seconds_ = 0;  // seconds whose value is not 0
   size_t records_ = 0;
   std::vector<uint64_t> seconds_;  // kPackSeconds
   std::vector<uint64_t> minutes_;  // 60
