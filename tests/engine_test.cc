@@ -97,7 +97,7 @@ TEST_P(EngineTest, RecordThenCount) {
   const Engine engine = MakeEngine();
   Result<Cost> cost = engine.Record("signup", "ann@example.com");
   ASSERT_TRUE(cost.ok()) << cost.error().ToString();
-  EXPECT_EQ(*cost, (Cost{3, 3, 1}));
+  EXPECT_EQ(*cost, (Cost{4, 4, 1})) << "three buckets and the day ledger";
   clock_->Advance(Seconds{30});
   ASSERT_TRUE(engine.Record("signup", "ann@example.com", 2).ok());
   Result<Counts> counts = engine.Count("signup", "ann@example.com", Windows({1, 30, 31, 86400}));
@@ -329,7 +329,7 @@ TEST_P(EngineTest, DenialReportsRetryAfterAndTakesTheHitBack) {
   EXPECT_FALSE(d->limits[1].exceeded);
   EXPECT_EQ(d->limits[1].remaining, 7u);
   EXPECT_EQ(d->retry_after, d->limits[0].retry_after);
-  EXPECT_EQ(d->cost.keys_written, 6u) << "three increments and three take-backs";
+  EXPECT_EQ(d->cost.keys_written, 8u) << "four increments (with the ledger), four take-backs";
   EXPECT_LE(d->cost.round_trips, 4u) << "the take-back is not waited for";
   // The count stays at 3: the denied hit left no trace.
   EXPECT_EQ(engine.Count("signup", "ann", Windows({60}))->windows[0].count, 3u);
@@ -358,15 +358,15 @@ TEST_P(EngineTest, WithoutExactRetryADenialIsOneRoundTripAndNeverEarly) {
   EXPECT_LT(*d->retry_after, Seconds{30 + 60});
 }
 
-TEST_P(EngineTest, FourLimitsAreOneRoundTripWithThreeWrites) {
+TEST_P(EngineTest, FourLimitsAreOneRoundTripWithFourWrites) {
   const Engine engine = MakeEngine();
   clock_->Set(FromUnix(kStart + 12345));
   Result<Decision> d = engine.Check("url_shorten", "1.2.3.4", MakePolicy("2/s, 5/m, 10/h, 100/d"));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->cost.round_trips, 1u);
-  EXPECT_EQ(d->cost.keys_written, 3u);
+  EXPECT_EQ(d->cost.keys_written, 4u) << "three buckets and the day ledger";
   EXPECT_GE(d->cost.keys_read, 1u);
-  EXPECT_LE(d->cost.keys_read, 142u);
+  EXPECT_LE(d->cost.keys_read, 143u);
 }
 
 // A caller undoing an admitted check (one of several that must all pass) takes back exactly its
@@ -446,9 +446,11 @@ TEST_P(EngineTest, ResetZeroesEveryWindowOfOneFeatureOnly) {
   const int64_t now = ToUnix(clock_->Now());
   Result<Engine::ResetOutcome> reset = engine.Reset("signup", "ann");
   ASSERT_TRUE(reset.ok()) << reset.error().ToString();
-  // Each hit its own second and minute, 14 hours; the generation bump is a write, not a delete.
+  // Each hit its own second and minute, 14 hours; the generation bump is a write, not a delete;
+  // the day ledgers that can be alive are deleted too.
   EXPECT_EQ(reset->deleted, 50u * 2 + 14);
-  EXPECT_EQ(reset->cost.keys_written, 50u * 2 + 14 + 1);
+  const int64_t ledger_days = FloorDiv(now + 5, 86400) - FloorDiv(now - 86400 - 5, 86400) + 1;
+  EXPECT_EQ(reset->cost.keys_written, 50u * 2 + 14 + 2 * ledger_days + 1);
   const std::vector<Window> windows = Windows({1, 60, 3600, 86400});
   for (int64_t at = now - 86400; at <= now; at += 37) {
     Result<Counts> ann = engine.Count("signup", "ann", windows, FromUnix(at));
@@ -570,6 +572,70 @@ TEST_P(EngineTest, StoreFailureFailsOpenOrClosedAsThePolicySays) {
   EXPECT_FALSE(d->degraded);
 }
 
+// The keys an eviction of one hour of a feature takes: its hour, minute and second buckets.
+std::vector<std::string> HourKeys(const Engine& engine, const std::string& group, int64_t hour) {
+  std::vector<std::string> keys = {engine.keys().BucketKey(group, Bucket{2, hour})};
+  for (int64_t m = 0; m < 60; ++m)
+    keys.push_back(engine.keys().BucketKey(group, {1, hour * 60 + m}));
+  for (int64_t s = 0; s < 3600; ++s) {
+    keys.push_back(engine.keys().BucketKey(group, Bucket{0, hour * 3600 + s}));
+  }
+  return keys;
+}
+
+// The store loses an hour of today (as memcached evicts it): a live check whose windows hold all
+// of today sees the day ledger count more, says so, and counts the lost hits in the day window;
+// shorter windows count them only when the policy fails closed.
+TEST_P(EngineTest, HitsTheStoreLostTodayMakeTheDecisionDegraded) {
+  const Engine writer = MakeEngine();
+  clock_->Set(FromUnix(kStart + 3 * 3600 + 1800));                                         // 03:30
+  ASSERT_TRUE(writer.Record("signup", "ann", 10, FromUnix(kStart + 3600 + 600)).ok());     // 01:10
+  ASSERT_TRUE(writer.Record("signup", "ann", 3, FromUnix(kStart + 3 * 3600 + 600)).ok());  // 03:10
+  const std::string group = writer.keys().GroupKey("signup", "ann");
+  Policy open = MakePolicy("5/m, 12/d");
+  Policy closed = open;
+  closed.on_store_failure = FailureMode::kFailClosed;
+  // Nothing lost: exact, not degraded (the 14th of 12/d: denied; counts are without it, as it
+  // was taken back).
+  Result<Decision> d = MakeEngine().Check("signup", "ann", open);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->degraded);
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->limits[1].count, 13u);
+
+  ASSERT_TRUE(harness_->store().Delete(group, HourKeys(writer, group, kStart / 3600 + 1)).ok());
+  const Engine fresh = MakeEngine();  // another process: nothing cached
+  d = fresh.Check("signup", "ann", open);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->degraded);
+  ASSERT_TRUE(d->store_error.has_value());
+  EXPECT_EQ(d->store_error->code(), ErrorCode::kDataLoss);
+  EXPECT_NE(d->store_error->message().find("10 of today's hits"), std::string::npos)
+      << d->store_error->message();
+  ASSERT_EQ(d->limits.size(), 2u);
+  EXPECT_EQ(d->limits[1].count, 13u) << "the day window counts the lost hits";
+  EXPECT_TRUE(d->limits[1].exceeded);
+  EXPECT_EQ(d->limits[0].count, 0u) << "fail open: the minute may not hold them";
+  EXPECT_FALSE(d->allowed) << "denied by the day, as if nothing had been lost";
+  EXPECT_EQ(fresh.Count("signup", "ann", Windows({86400}))->windows[0].count, 3u)
+      << "the denied hit was taken back; the lost ones are gone from the store";
+
+  clock_->Advance(Seconds{60});
+  d = MakeEngine().Check("signup", "ann", closed);
+  ASSERT_TRUE(d->degraded);
+  EXPECT_EQ(d->limits[0].count, 10u) << "fail closed: the minute counts them too";
+  EXPECT_EQ(d->limits[0].count_min, 0u);
+  EXPECT_FALSE(d->limits[0].exact);
+  EXPECT_TRUE(d->limits[0].exceeded);
+
+  // A reset clears the ledger with the buckets: decisions are whole again.
+  ASSERT_TRUE(writer.Reset("signup", "ann").ok());
+  d = MakeEngine().Check("signup", "ann", open);
+  EXPECT_FALSE(d->degraded);
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->limits[1].count, 1u);
+}
+
 TEST_P(EngineTest, FailedTakeBackIsReportedAsRecorded) {
   testing::FailingStore failing(harness_->store());
   const Engine engine = *Engine::Create(failing, *clock_, Options());
@@ -655,7 +721,7 @@ TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
     EXPECT_EQ(d->cost.blocked_hits, 1u);
     EXPECT_EQ(d->cost.keys_read, 0u);
     EXPECT_EQ(d->cost.round_trips, 0u);
-    EXPECT_EQ(d->cost.keys_written, 3u) << "the attempt is still counted";
+    EXPECT_EQ(d->cost.keys_written, 4u) << "the attempt is still counted (with the ledger)";
     EXPECT_TRUE(d->recorded);
   }
   // Fire-and-forget increments arrive: the store holds every attempt.

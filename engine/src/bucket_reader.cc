@@ -31,17 +31,21 @@ Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const 
 }
 
 PendingRead BucketReader::Prepare(const std::string& group, std::span<const Bucket> buckets,
-                                  std::vector<Increment> increments, Instant now) const {
+                                  std::vector<Increment> increments, Instant now,
+                                  std::optional<KeySpace::LedgerKeys> ledger) const {
   PendingRead p;
   p.read.values.assign(buckets.size(), 0);
   p.flags = LookUp(group, buckets, now, p.read);
   p.batch = Batch{group, std::move(increments), {}};
   p.read.cost.keys_written = p.batch.increments.size();
-  p.batch.reads.reserve(buckets.size() + 1);
+  p.batch.reads.reserve(buckets.size() + 3);
   if (cache_ != nullptr) p.batch.reads.push_back(KeySpace::GenerationKey(group));  // first
+  p.reads_ledger = ledger.has_value();
+  if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->added));
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!FromCache(p.flags[i])) p.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
   }
+  if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->taken));
   p.keys_read = p.batch.reads.size();
   p.needs_store = !p.batch.reads.empty() || !p.batch.increments.empty();
   return p;
@@ -58,9 +62,11 @@ std::optional<Result<BucketRead>> BucketReader::Advance(
   read.cost.keys_read += pending.keys_read;
   read.cost.round_trips += pending.keys_read == 0 ? 0 : 1;
   size_t k = cache_ != nullptr ? 1 : 0;
+  const uint64_t added = pending.reads_ledger ? values[k++] : 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!FromCache(pending.flags[i])) read.values[i] = values[k++];
   }
+  if (pending.reads_ledger) read.ledger = added > values[k] ? added - values[k] : 0;
   if (cache_ == nullptr) return std::move(read);
 
   // The generation was read before any bucket: values cached under it are current.

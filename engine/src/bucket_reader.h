@@ -3,6 +3,8 @@
 //
 // The feature's generation key is read first in the same batch: values cached under another
 // generation (a reset happened since) are dropped and read again, so a reset anywhere is seen.
+// A read may also ask for a day's ledger (KeySpace::Ledger): `added` is read before any bucket,
+// `taken` after every one, so that the ledger never counts more than the buckets read hold.
 //
 // Thread-safety: may be used from many threads (the cache is).
 #pragma once
@@ -21,7 +23,8 @@
 namespace hourglass::internal {
 
 struct BucketRead {
-  std::vector<uint64_t> values;  // per requested bucket
+  std::vector<uint64_t> values;    // per requested bucket
+  std::optional<uint64_t> ledger;  // when asked for: added - taken (0 when fewer were added)
   Cost cost;
 };
 
@@ -34,6 +37,7 @@ struct PendingRead {
   size_t keys_read = 0;        // batch.reads.size()
   bool needs_store = true;     // false: nothing to send, Advance needs no answer
   bool rereading = false;      // batch re-reads the stale cached buckets
+  bool reads_ledger = false;   // batch reads the ledger: first (after the generation) and last
   uint64_t generation = 0;     // when rereading: the generation the first answer read
 };
 
@@ -51,8 +55,10 @@ class BucketReader {
   // (if pending.needs_store), then Advance with the same group and buckets and the store's
   // answer. Advance gives the read, or nullopt when buckets served from the cache turned out
   // stale (a reset elsewhere): pending.batch then holds their re-read, to send and Advance again.
+  // `ledger`, when given, is read too (BucketRead::ledger).
   PendingRead Prepare(const std::string& group, std::span<const Bucket> buckets,
-                      std::vector<Increment> increments, Instant now) const;
+                      std::vector<Increment> increments, Instant now,
+                      std::optional<KeySpace::LedgerKeys> ledger = std::nullopt) const;
   std::optional<Result<BucketRead>> Advance(const std::string& group,
                                             std::span<const Bucket> buckets, PendingRead& pending,
                                             Result<std::vector<uint64_t>> answer) const;

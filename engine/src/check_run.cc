@@ -1,5 +1,7 @@
 #include "check_run.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "hourglass/retry_after.h"
@@ -65,6 +67,16 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   decision_.recorded = record;
   decision_.at = t;
   if (record) core_.ForgetCachedIfSettled(group_, second_, now_);
+  const int64_t day = KeySpace::kLedgerSpan.count();
+  const int64_t today = FloorDiv(second_, day) * day;
+  const int64_t top = core.keys.ladder().width(core.keys.ladder().levels() - 1).count();
+  // Near the end of a top-level bucket, a writer whose clock runs ahead may count into the next
+  // one (not read) and into the ledger: no comparison then.
+  const bool skew_safe =
+      FloorDiv(second_ + core.settle_margin().count(), top) == FloorDiv(second_, top);
+  const bool holds_today =
+      std::any_of(spans_.begin(), spans_.end(), [&](const Span& s) { return s.first <= today; });
+  if (live() && core.keys.keeps_ledger() && skew_safe && holds_today) today_ = today;
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
@@ -106,7 +118,7 @@ Decision CheckRun::FinishBlocked() {
   decision.cost.blocked_hits = 1;
   decision.recorded = attempt_sent_;
   if (attempt_sent_) {
-    decision.cost.keys_written = core_.keys.ladder().levels();
+    decision.cost.keys_written = core_.keys.KeysPerHit();
     for (auto& pieces : blocked_->pieces) AddAttempt(pieces, second_, hits_);
   }
   // Counts are those of the decision that blocked the client, plus the attempts recorded since:
@@ -156,7 +168,10 @@ bool CheckRun::Prepare() {
     return true;
   }
   std::vector<Increment> increments;
-  if (step_ != Step::kExact && !probing_) increments = HitIncrements(+1);
+  if (step_ != Step::kExact && !probing_ && !hit_sent_) {
+    increments = HitIncrements(+1);
+    hit_sent_ = true;
+  }
   if (step_ == Step::kBounds) {
     bounds_.clear();
     reads_.clear();
@@ -172,8 +187,13 @@ bool CheckRun::Prepare() {
     plan_ = core_.Plan(spans_, open, now_);
     reads_ = plan_->reads;
   }
-  pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_);
+  pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_, Ledger());
   return true;
+}
+
+std::optional<KeySpace::LedgerKeys> CheckRun::Ledger() const {
+  if (!today_) return std::nullopt;
+  return KeySpace::Ledger(group_, *today_ / KeySpace::kLedgerSpan.count());
 }
 
 void CheckRun::TakeAnswer(Result<std::vector<uint64_t>> answer) {
@@ -208,9 +228,19 @@ void CheckRun::Absorb(Result<BucketRead> read) {
     return;
   }
   if (step_ == Step::kBounds) {
-    bool all_fit = true, one_over = false;
     for (size_t i = 0; i < spans_.size(); ++i) {
       SetBounds(tally_, i, core_.keys.ladder(), bounds_[i], reads_, read->values, second_);
+    }
+  } else {
+    for (size_t i = 0; i < spans_.size(); ++i) {
+      tally_.SetExact(i, plan_->Pieces(i, read->values));
+    }
+  }
+  if (read->ledger) missing_ = MissingHits(*read->ledger);
+  for (size_t i = 0; i < spans_.size(); ++i) CountMissing(i);
+  if (step_ == Step::kBounds) {
+    bool all_fit = true, one_over = false;
+    for (size_t i = 0; i < spans_.size(); ++i) {
       all_fit = all_fit && SatAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
       one_over = one_over || SatAdd(tally_.lower[i], Unread()) > policy_.limits[i].max_hits;
     }
@@ -223,12 +253,36 @@ void CheckRun::Absorb(Result<BucketRead> read) {
   } else {
     bool all_fit = true;
     for (size_t i = 0; i < spans_.size(); ++i) {
-      tally_.SetExact(i, plan_->Pieces(i, read->values));
       all_fit = all_fit && SatAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
     }
     if (probing_ && all_fit) return Probed();
   }
   Judged();
+}
+
+uint64_t CheckRun::MissingHits(uint64_t ledger) const {
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (spans_[i].first > *today_) continue;
+    // The window's pieces tile it, and the buckets of today lie inside it.
+    uint64_t counted = 0;
+    for (const CountedSpan& piece : tally_.upper_pieces[i]) {
+      if (piece.span.first >= *today_) counted = SatAdd(counted, piece.hits);
+    }
+    return ledger > counted ? ledger - counted : 0;
+  }
+  return 0;
+}
+
+void CheckRun::CountMissing(size_t i) {
+  if (missing_ == 0) return;
+  const bool certain = spans_[i].first <= *today_;
+  if (!certain && policy_.on_store_failure == FailureMode::kFailOpen) return;
+  tally_.upper[i] = SatAdd(tally_.upper[i], missing_);
+  if (certain) tally_.lower[i] = SatAdd(tally_.lower[i], missing_);
+  for (auto* pieces : {&tally_.upper_pieces[i], &tally_.lower_pieces[i]}) {
+    if (pieces == &tally_.lower_pieces[i] && !certain) continue;
+    AddAttempt(*pieces, second_, missing_);
+  }
 }
 
 void CheckRun::Probed() {
@@ -241,7 +295,8 @@ void CheckRun::Probed() {
 void CheckRun::Judged() {
   Judge();
   step_ = Step::kDone;
-  if (decision_.allowed || !core_.options.exact_retry_after) return;
+  // With lost hits, the retry time stays that of the pieces (refining reads them again).
+  if (decision_.allowed || !core_.options.exact_retry_after || missing_ > 0) return;
   // Reads go before the take-back, so they include this hit; it is discounted as pending.
   const uint64_t pending =
       record_ && !probing_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
@@ -262,7 +317,7 @@ std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
   }
   if (decision_.allowed && !request_denied) return std::nullopt;
   taking_back_ = true;
-  decision_.cost.keys_written += core_.keys.ladder().levels();
+  decision_.cost.keys_written += core_.keys.KeysPerHit();
   return Batch{group_, HitIncrements(-1), {}};
 }
 
@@ -270,6 +325,15 @@ Decision CheckRun::Finish() {
   if (failed_) return Degraded(*failed_, decision_.cost);
   if (blocked_) return FinishBlocked();
   if (probing_) decision_.recorded = false;  // denied by its read: nothing was written
+  if (missing_ > 0) {
+    decision_.degraded = true;
+    decision_.store_error = Error(
+        ErrorCode::kDataLoss,
+        fmt::format("{} of today's hits of {} are missing from the store (its day ledger counts "
+                    "them): memcached evicted them; windows holding all of today count them, the "
+                    "others follow the policy (fail {})",
+                    missing_, group_, FailureModeName(policy_.on_store_failure)));
+  }
   const std::optional<Seconds> earliest = FillRetryAfter();
   if (!decision_.allowed && record_) RememberBlocked(earliest);
   return std::move(decision_);

@@ -21,6 +21,13 @@
 // take-back of the hit (admitted mode) is left to the caller, who knows whether the request the
 // check belongs to stands: a denied check's hit, or an admitted one whose request was denied.
 //
+// Lost data: a live check whose windows hold all of today also reads the feature's ledger of the
+// day (KeySpace::Ledger), in the same batch. When the buckets it read hold fewer of today's hits
+// than the ledger (which, read as it is, never counts more than they hold), the store lost them
+// (memcached evicted buckets): the decision is degraded with a kDataLoss error, windows that hold
+// all of today count the missing hits, and the other windows (which may or may not hold them)
+// follow the policy's FailureMode: fail closed counts them too.
+//
 // Thread-safety: one CheckRun per check, on one thread.
 #pragma once
 
@@ -91,6 +98,13 @@ class CheckRun {
   void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.
   void Judge();
+  // The ledger to read with the counts, if any.
+  std::optional<KeySpace::LedgerKeys> Ledger() const;
+  // Today's hits the tally's pieces lack against `ledger`.
+  uint64_t MissingHits(uint64_t ledger) const;
+  // Adds the missing hits to window i's counts and pieces (at the check's second: the latest
+  // they can be, so retry times stay never early).
+  void CountMissing(size_t i);
   // The probe did not deny: forget the denial, and read the exact cover with the hit.
   void Probed();
   // The hits the reads leave out: a peek's or a probe's (nothing written yet).
@@ -126,6 +140,10 @@ class CheckRun {
   // Admitted mode, a client denied at its last check: the first read is without the hit, which
   // is written (kExactWithHit) only unless that read denies it.
   bool probing_ = false;
+  bool hit_sent_ = false;  // the hit's increments went with an earlier batch
+  // A live check whose windows hold all of today: that day's first second (the ledger is read).
+  std::optional<int64_t> today_;
+  uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw
 };
 
 }  // namespace hourglass::internal

@@ -11,12 +11,26 @@ Seconds KeySpace::Ttl(size_t level) const {
 std::vector<Increment> KeySpace::HitIncrements(const std::string& group, int64_t t,
                                                int64_t delta) const {
   std::vector<Increment> increments;
-  increments.reserve(ladder_.levels());
+  increments.reserve(ladder_.levels() + 1);
   for (size_t level = 0; level < ladder_.levels(); ++level) {
     increments.push_back(
         Increment{BucketKey(group, ladder_.BucketAt(level, t)), delta, Ttl(level)});
   }
+  if (keeps_ledger()) {
+    LedgerKeys ledger = Ledger(group, FloorDiv(t, kLedgerSpan.count()));
+    if (delta > 0) {
+      increments.push_back(Increment{std::move(ledger.added), delta, LedgerTtl()});
+    } else if (delta < 0) {
+      increments.insert(increments.begin(),
+                        Increment{std::move(ledger.taken), -delta, LedgerTtl()});
+    }
+  }
   return increments;
+}
+
+bool KeySpace::keeps_ledger() const {
+  const int64_t top = ladder_.width(ladder_.levels() - 1).count();
+  return top < kLedgerSpan.count() && kLedgerSpan.count() % top == 0;
 }
 
 }  // namespace hourglass

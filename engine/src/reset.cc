@@ -51,6 +51,21 @@ Result<std::vector<std::string>> FindNonEmpty(const EngineCore& core, const std:
   return found;
 }
 
+// The ledgers of every day that can still be alive around `t` (none when the keys keep none).
+std::vector<std::string> LedgerKeys(const EngineCore& core, const std::string& group, int64_t t) {
+  std::vector<std::string> keys;
+  if (!core.keys.keeps_ledger()) return keys;
+  const int64_t day = KeySpace::kLedgerSpan.count();
+  const int64_t first = FloorDiv(t - core.keys.LedgerTtl().count(), day);
+  const int64_t last = FloorDiv(t + core.settle_margin().count(), day);
+  for (int64_t d = first; d <= last; ++d) {
+    KeySpace::LedgerKeys ledger = KeySpace::Ledger(group, d);
+    keys.push_back(std::move(ledger.added));
+    keys.push_back(std::move(ledger.taken));
+  }
+  return keys;
+}
+
 }  // namespace
 
 Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_t t,
@@ -58,12 +73,15 @@ Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_
   Cost cost;
   Result<std::vector<std::string>> doomed = FindNonEmpty(core, group, t, cost);
   if (!doomed.ok()) return doomed.error();
-  if (!doomed->empty()) {
-    if (Status s = core.store->Delete(group, *doomed); !s.ok()) return s.error();
-    cost.keys_written += doomed->size();
+  deleted = doomed->size();
+  // The ledgers too: they may count hits whose buckets the store lost.
+  std::vector<std::string> deletes = std::move(*doomed);
+  for (std::string& key : LedgerKeys(core, group, t)) deletes.push_back(std::move(key));
+  if (!deletes.empty()) {
+    if (Status s = core.store->Delete(group, deletes); !s.ok()) return s.error();
+    cost.keys_written += deletes.size();
     cost.round_trips += 1;
   }
-  deleted = doomed->size();
   // After the deletes: every process that reads the new generation drops what it cached.
   const std::string generation = KeySpace::GenerationKey(group);
   Batch bump{group, {Increment{generation, 1, kGenerationTtl}}, {generation}};

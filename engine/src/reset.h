@@ -10,8 +10,8 @@
 namespace hourglass::internal {
 
 // Deletes every bucket of `group` alive around second `t` that holds hits, reading the ladder
-// top-down (only the children of buckets that held hits are read), then bumps the generation so
-// every process drops its cached buckets of the group.
+// top-down (only the children of buckets that held hits are read), and its day ledgers; then
+// bumps the generation so every process drops its cached buckets of the group.
 // `deleted` is set to the number of bucket keys deleted.
 Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_t t,
                         uint64_t& deleted);

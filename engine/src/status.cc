@@ -16,6 +16,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "internal";
     case ErrorCode::kNotFound:
       return "not found";
+    case ErrorCode::kDataLoss:
+      return "data loss";
   }
   return "unknown";
 }

@@ -61,6 +61,8 @@ struct Outgoing {
   std::span<const uint8_t> is_pack() const {
     return packed ? std::span<const uint8_t>(packed->get_is_pack) : std::span<const uint8_t>{};
   }
+  // Where the appends go among the counter increments.
+  size_t appends_at() const { return packed ? packed->appends_at : SIZE_MAX; }
   // Packs are read with their CAS values, for compaction.
   bool with_cas() const {
     return packed && std::find(packed->get_is_pack.begin(), packed->get_is_pack.end(), 1) !=
@@ -171,8 +173,8 @@ Status SendBatches(memcached::Lease& c, std::span<const Outgoing> batches,
   thread_local std::string request, one;
   request.clear();
   for (size_t i : indices) {
-    memcached::BuildRequest(*batches[i].wire, now, one, batches[i].appends(),
-                            batches[i].with_cas());
+    memcached::BuildRequest(*batches[i].wire, now, one, batches[i].appends(), batches[i].with_cas(),
+                            batches[i].appends_at());
     request += one;
   }
   if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
@@ -367,7 +369,7 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
   thread_local std::string request;
   memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends(),
-                          out[0].with_cas());
+                          out[0].with_cas(), out[0].appends_at());
   Result<memcached::GetAnswer> answer =
       SendAndRead(pool, c, request, *out[0].wire, out[0].is_pack(), impl_->unconfirmed_failures);
   if (!answer.ok()) return MaybeApplied(answer.error(), batch);

@@ -175,6 +175,7 @@ WireBatch PlanPacked(const Batch& batch, PlanOptions options) {
         options.write_packs ? PackedSlotOf(batch.group, incs[i].key) : std::nullopt;
     if (!slot) {
       wire.counters.increments.push_back(incs[i]);
+      if (wire.appends.empty()) wire.appends_at = wire.counters.increments.size();
       continue;
     }
     PackAppend& append = AppendFor(wire.appends, index, slot->pack);

@@ -75,8 +75,11 @@ struct ReadSource {
 
 // A logical batch as the packed layout sends it.
 struct WireBatch {
-  Batch counters;                    // the counter increments, and every key to get as reads
-  std::vector<PackAppend> appends;   // sent after the counter increments, before the get
+  Batch counters;                   // the counter increments, and every key to get as reads
+  std::vector<PackAppend> appends;  // sent before the get
+  // The counter increments that came before the batch's first packed one: sent before the
+  // appends, the others after (a batch's packed increments are expected to be contiguous).
+  size_t appends_at = 0;
   std::vector<uint8_t> get_is_pack;  // per counters.reads: 1 for a pack
   std::vector<ReadSource> sources;   // per logical read
 };

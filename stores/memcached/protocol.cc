@@ -100,18 +100,24 @@ void AppendToPacks(std::span<const PackAppend> appends, Instant now, std::string
 }  // namespace
 
 void BuildRequest(const Batch& batch, Instant now, std::string& out,
-                  std::span<const PackAppend> appends, bool with_cas) {
+                  std::span<const PackAppend> appends, bool with_cas, size_t appends_at) {
   out.clear();
-  for (const Increment& inc : batch.increments) {
-    if (inc.delta > 0) {
-      fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} N{} J{} D{} q\r\n"), inc.key,
-                     WireTtl(inc.ttl, now), inc.delta, inc.delta);
-    } else {
-      fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} MD D{} q\r\n"), inc.key,
-                     -inc.delta);
+  const size_t split = std::min(appends_at, batch.increments.size());
+  const auto counters = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const Increment& inc = batch.increments[i];
+      if (inc.delta > 0) {
+        fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} N{} J{} D{} q\r\n"), inc.key,
+                       WireTtl(inc.ttl, now), inc.delta, inc.delta);
+      } else {
+        fmt::format_to(std::back_inserter(out), FMT_COMPILE("ma {} MD D{} q\r\n"), inc.key,
+                       -inc.delta);
+      }
     }
-  }
+  };
+  counters(0, split);
   AppendToPacks(appends, now, out);
+  counters(split, batch.increments.size());
   if (batch.reads.empty()) {
     out += "mn\r\n";
     return;

@@ -25,13 +25,16 @@
 
 namespace hourglass::memcached {
 
-// The request for `batch` into `out`: its increments, then `appends` (packed layout: `ms <pack> 4
-// ME T<ttl> q` creating a pack that may be missing, `ms <pack> <n> MA q` appending its records;
-// both answer only "NS", harmlessly, when the pack exists or is missing), then the get. TTLs over
-// 30 days are sent as Unix times from `now`.
+// The request for `batch` into `out`: its increments, then the get. `appends` (packed layout:
+// `ms <pack> 4 ME T<ttl> q` creating a pack that may be missing, `ms <pack> <n> MA q` appending
+// its records; both answer only "NS", harmlessly, when the pack exists or is missing) go after
+// the first `appends_at` increments (where the batch had its packed keys), so that everything
+// takes effect in the batch's order (Store's contract). TTLs over 30 days are sent as Unix times
+// from `now`.
 // With `with_cas`, the get is a `gets` (the packs' CAS values, for compaction).
 void BuildRequest(const Batch& batch, Instant now, std::string& out,
-                  std::span<const PackAppend> appends = {}, bool with_cas = false);
+                  std::span<const PackAppend> appends = {}, bool with_cas = false,
+                  size_t appends_at = SIZE_MAX);
 
 // A pack rewritten in fewer records, if nothing was appended since it was read (CAS): `ms <key>
 // <n> C<cas> T<expiry> q` per compaction, then `mn`. A lost race answers "EX", harmlessly.

@@ -53,10 +53,12 @@ struct LimitOutcome {
 
 struct Decision {
   bool allowed = false;
-  bool recorded = false;             // the hit's increments stay in the store
-  bool degraded = false;             // the store failed; `allowed` follows the policy's FailureMode
+  bool recorded = false;  // the hit's increments stay in the store
+  // The store failed (`allowed` follows the policy's FailureMode, `limits` is empty), or it lost
+  // hits the decision needs (kDataLoss: `limits` counts them where it can, see Engine::Check).
+  bool degraded = false;
   std::optional<Error> store_error;  // set exactly when degraded
-  // Per limit, in the policy's order. Empty when degraded: no count was read.
+  // Per limit, in the policy's order. Empty when the store failed: no count was read.
   std::vector<LimitOutcome> limits;
   // The largest retry_after over the limits (0 when allowed; nullopt: never).
   std::optional<Seconds> retry_after = Seconds{0};

@@ -140,6 +140,11 @@ class Engine {
   // records it per the policy's counting mode. One round trip, two when the bounds do not settle
   // it, none when the blocked-client cache does. A store failure gives a degraded decision per the
   // policy's FailureMode, not an error; errors are for bad arguments only.
+  // Lost data is never silent where a check can tell: a live check whose windows hold all of
+  // today compares the buckets it read with the feature's day ledger (KeySpace::Ledger). When the
+  // store lost some of today's hits, the decision is degraded with a kDataLoss error, windows
+  // holding all of today count the lost hits, and shorter ones count them only when the policy
+  // fails closed (they may lie outside them).
   Result<Decision> Check(std::string_view event, std::string_view feature, const Policy& policy,
                          uint64_t hits = 1, std::optional<Instant> at = std::nullopt) const;
 

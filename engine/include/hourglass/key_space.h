@@ -3,6 +3,7 @@
 //   <namespace>:<event>:<feature>                     the group key (server affinity)
 //   <group>:<level width>:<bucket index>              a bucket
 //   <group>:g                                         the feature's generation (bumped by resets)
+//   <group>:d:<Unix day>, <group>:dt:<Unix day>       the feature's ledger of a UTC day
 //
 //   KeySpace keys = engine.keys();
 //   std::string group = keys.GroupKey("signup", "ann@example.com");
@@ -39,12 +40,33 @@ class KeySpace {
     return KeyCodec::BucketKey(group, ladder_.width(bucket.level), bucket.index);
   }
   static std::string GenerationKey(const std::string& group) { return group + ":g"; }
+  // The ledger: per feature and UTC day (`day` = Unix seconds / 86400), the hits added (`added`)
+  // and taken back (`taken`), two counters that only grow. The buckets of the day tile its span,
+  // so a check that reads them all and finds fewer hits than added - taken knows the store lost
+  // some (memcached evicts without telling). A hit reaches `added` after its buckets; a take-back
+  // reaches `taken` before them: read `added` first and `taken` last, and the ledger never counts
+  // more than the buckets hold, however writers interleave. Kept only when the ladder's top level
+  // divides a day and is shorter.
+  struct LedgerKeys {
+    std::string added, taken;
+  };
+  static LedgerKeys Ledger(const std::string& group, int64_t day) {
+    const std::string d = std::to_string(day);
+    return {group + ":d:" + d, group + ":dt:" + d};
+  }
+  bool keeps_ledger() const;
+  // The keys a hit writes: one per level, and the ledger.
+  size_t KeysPerHit() const { return ladder_.levels() + (keeps_ledger() ? 1 : 0); }
+  // A ledger is read during its day only: it lives a day plus the settle margin from creation.
+  Seconds LedgerTtl() const { return kLedgerSpan + settle_margin_; }
+  static constexpr Seconds kLedgerSpan{86400};
 
   // How long a bucket of `level` lives after its creation: the retention, plus the next level's
   // width (its buckets serve as the complement of a partial parent at a window's far edge), plus
   // the settle margin.
   Seconds Ttl(size_t level) const;
-  // One increment of `delta` per level for a hit at second `t`.
+  // One increment of `delta` per level for a hit at second `t`, and the ledger's when kept: after
+  // them for a hit (delta > 0), before them for a take-back.
   std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
 
   const Ladder& ladder() const { return ladder_; }

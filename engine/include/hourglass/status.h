@@ -23,6 +23,7 @@ enum class ErrorCode {
   kDeadlineExceeded,  // the store did not answer within the configured timeout; transient
   kInternal,          // a broken invariant or an unexpected answer from the store
   kNotFound,          // a name the caller gave is not defined (an event the policy lacks)
+  kDataLoss,          // the store lost data a decision needs (memcached evicted live buckets)
 };
 
 // "invalid argument", "unavailable", ...

@@ -34,8 +34,10 @@ struct Increment {
 
 struct Batch {
   std::string group;  // every key of the batch lives where this group key hashes to
+  // Applied in order before the reads: another client reading these keys meanwhile sees them
+  // take effect in this order (one at a time, not all at once).
   std::vector<Increment> increments;
-  std::vector<std::string> reads;  // read after the increments; missing keys read 0
+  std::vector<std::string> reads;  // read after the increments, in order; missing keys read 0
   // A read key holding a value that is not a counter (another client's set) fails the batch,
   // naming the key; with this set it reads as the largest value instead (Reset, which deletes
   // whatever is there).
