@@ -40,6 +40,12 @@ ServiceMetrics::ServiceMetrics()
                         .Name("hourglass_store_errors_total")
                         .Help("Store failures, by server")
                         .Register(*registry_)),
+      data_loss_checks_(BuildCounter()
+                            .Name("hourglass_data_loss_checks_total")
+                            .Help("Checks that found hits of today missing from the store "
+                                  "(evicted), counted from the day ledger")
+                            .Register(*registry_)
+                            .Add({})),
       keys_read_(BuildCounter()
                      .Name("hourglass_keys_read_total")
                      .Help("Bucket keys read from the store by checks")
@@ -143,7 +149,13 @@ void ServiceMetrics::CountRateLimit(std::string_view domain, std::string_view de
 }
 
 void ServiceMetrics::CountWork(const Decision& d) {
-  if (d.degraded && d.store_error) CountStoreError(*d.store_error);
+  if (d.degraded && d.store_error) {
+    if (d.store_error->code() == ErrorCode::kDataLoss) {
+      data_loss_checks_.Increment();
+    } else {
+      CountStoreError(*d.store_error);
+    }
+  }
   keys_read_.Increment(static_cast<double>(d.cost.keys_read));
   round_trips_.Increment(static_cast<double>(d.cost.round_trips));
   local_denials_.Increment(static_cast<double>(d.cost.blocked_hits));

@@ -97,7 +97,7 @@ TEST_P(EngineTest, RecordThenCount) {
   const Engine engine = MakeEngine();
   Result<Cost> cost = engine.Record("signup", "ann@example.com");
   ASSERT_TRUE(cost.ok()) << cost.error().ToString();
-  EXPECT_EQ(*cost, (Cost{4, 4, 1})) << "three buckets and the day ledger";
+  EXPECT_EQ(*cost, (Cost{5, 5, 1})) << "three buckets and the day ledger's two counters";
   clock_->Advance(Seconds{30});
   ASSERT_TRUE(engine.Record("signup", "ann@example.com", 2).ok());
   Result<Counts> counts = engine.Count("signup", "ann@example.com", Windows({1, 30, 31, 86400}));
@@ -329,7 +329,7 @@ TEST_P(EngineTest, DenialReportsRetryAfterAndTakesTheHitBack) {
   EXPECT_FALSE(d->limits[1].exceeded);
   EXPECT_EQ(d->limits[1].remaining, 7u);
   EXPECT_EQ(d->retry_after, d->limits[0].retry_after);
-  EXPECT_EQ(d->cost.keys_written, 8u) << "four increments (with the ledger), four take-backs";
+  EXPECT_EQ(d->cost.keys_written, 9u) << "five increments (with the ledger), four take-backs";
   EXPECT_LE(d->cost.round_trips, 4u) << "the take-back is not waited for";
   // The count stays at 3: the denied hit left no trace.
   EXPECT_EQ(engine.Count("signup", "ann", Windows({60}))->windows[0].count, 3u);
@@ -358,15 +358,15 @@ TEST_P(EngineTest, WithoutExactRetryADenialIsOneRoundTripAndNeverEarly) {
   EXPECT_LT(*d->retry_after, Seconds{30 + 60});
 }
 
-TEST_P(EngineTest, FourLimitsAreOneRoundTripWithFourWrites) {
+TEST_P(EngineTest, FourLimitsAreOneRoundTripWithFiveWrites) {
   const Engine engine = MakeEngine();
   clock_->Set(FromUnix(kStart + 12345));
   Result<Decision> d = engine.Check("url_shorten", "1.2.3.4", MakePolicy("2/s, 5/m, 10/h, 100/d"));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->cost.round_trips, 1u);
-  EXPECT_EQ(d->cost.keys_written, 4u) << "three buckets and the day ledger";
+  EXPECT_EQ(d->cost.keys_written, 5u) << "three buckets and the day ledger's two counters";
   EXPECT_GE(d->cost.keys_read, 1u);
-  EXPECT_LE(d->cost.keys_read, 143u);
+  EXPECT_LE(d->cost.keys_read, 144u);
 }
 
 // A caller undoing an admitted check (one of several that must all pass) takes back exactly its
@@ -721,7 +721,7 @@ TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
     EXPECT_EQ(d->cost.blocked_hits, 1u);
     EXPECT_EQ(d->cost.keys_read, 0u);
     EXPECT_EQ(d->cost.round_trips, 0u);
-    EXPECT_EQ(d->cost.keys_written, 4u) << "the attempt is still counted (with the ledger)";
+    EXPECT_EQ(d->cost.keys_written, 5u) << "the attempt is still counted (with the ledger)";
     EXPECT_TRUE(d->recorded);
   }
   // Fire-and-forget increments arrive: the store holds every attempt.

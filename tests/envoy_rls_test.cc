@@ -528,8 +528,9 @@ TEST_F(EnvoyRlsTest, ABadConfigurationIsRefusedWithFileAndLineAndAReloadKeepsThe
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("oops.yaml:7:7: unknown key \"burst\""), std::string::npos) << r.err;
   // A unit the retention cannot answer is refused at start, not on every request.
-  Write("bad/oops.yaml",
-        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: week, requests_per_unit: 9}\n");
+  Write(
+      "bad/oops.yaml",
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: week, requests_per_unit: 9}\n");
   r = testing::RunProcess(
       {HOURGLASS_CLI, "--store", "memory", "serve", "--envoy-config", dir_ + "/bad"});
   EXPECT_EQ(r.code, 2);

@@ -49,7 +49,9 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   const Decision d =
       Unwrap(rt.engine().Check(a.event, a.feature, policy, CheckCost(a.cost), ParseAt(a.at)));
   Print(g.json ? Dump(DecisionJson(d)) + "\n" : DecisionText(a.event, a.feature, d));
-  if (d.degraded) {
+  if (d.degraded && d.store_error->code() == ErrorCode::kDataLoss) {
+    std::fprintf(stderr, "hourglass: warning: %s\n", d.store_error->message().c_str());
+  } else if (d.degraded) {
     std::fprintf(stderr, "hourglass: store unreachable, decision per policy (fail %s): %s\n",
                  std::string(FailureModeName(policy.on_store_failure)).c_str(),
                  d.store_error->message().c_str());

@@ -130,8 +130,8 @@ void CheckBatch(const ReplayArgs& a, std::span<const TraceHit> hits, int64_t fir
     const int64_t index = first_index + static_cast<int64_t>(i);
     const Decision d = Unwrap(std::move(decisions[i]));
     if (d.degraded) {
-      Fail(kUnavailable, fmt::format("store unreachable at hit {} of {}: {}", index, a.file,
-                                     d.store_error->message()));
+      Fail(kUnavailable, fmt::format("store failed at hit {} of {}: {}", index, a.file,
+                                     d.store_error->ToString()));
     }
     tally.Checked(tally.Feature(hits[i]), d);
     if (a.decisions) PrintDecision(d, hits[i], index);

@@ -45,7 +45,7 @@ PendingRead BucketReader::Prepare(const std::string& group, std::span<const Buck
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!FromCache(p.flags[i])) p.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
   }
-  if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->taken));
+  if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->events));
   p.keys_read = p.batch.reads.size();
   p.needs_store = !p.batch.reads.empty() || !p.batch.increments.empty();
   return p;
@@ -66,7 +66,11 @@ std::optional<Result<BucketRead>> BucketReader::Advance(
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!FromCache(pending.flags[i])) read.values[i] = values[k++];
   }
-  if (pending.reads_ledger) read.ledger = added > values[k] ? added - values[k] : 0;
+  // 2 * added - events; events below added were lost (evicted): no ledger then.
+  if (pending.reads_ledger && values[k] >= added) {
+    const uint64_t events = values[k];
+    read.ledger = added > events - added ? added - (events - added) : 0;
+  }
   if (cache_ == nullptr) return std::move(read);
 
   // The generation was read before any bucket: values cached under it are current.

@@ -4,7 +4,7 @@
 // The feature's generation key is read first in the same batch: values cached under another
 // generation (a reset happened since) are dropped and read again, so a reset anywhere is seen.
 // A read may also ask for a day's ledger (KeySpace::Ledger): `added` is read before any bucket,
-// `taken` after every one, so that the ledger never counts more than the buckets read hold.
+// `events` after every one, so that the ledger never counts more than the buckets read hold.
 //
 // Thread-safety: may be used from many threads (the cache is).
 #pragma once
@@ -23,8 +23,9 @@
 namespace hourglass::internal {
 
 struct BucketRead {
-  std::vector<uint64_t> values;    // per requested bucket
-  std::optional<uint64_t> ledger;  // when asked for: added - taken (0 when fewer were added)
+  std::vector<uint64_t> values;  // per requested bucket
+  // When asked for and whole: today's net hits as the ledger has them, floored at 0.
+  std::optional<uint64_t> ledger;
   Cost cost;
 };
 

@@ -317,7 +317,7 @@ std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
   }
   if (decision_.allowed && !request_denied) return std::nullopt;
   taking_back_ = true;
-  decision_.cost.keys_written += core_.keys.KeysPerHit();
+  decision_.cost.keys_written += core_.keys.KeysPerTakeBack();
   return Batch{group_, HitIncrements(-1), {}};
 }
 

@@ -61,7 +61,7 @@ std::vector<std::string> LedgerKeys(const EngineCore& core, const std::string& g
   for (int64_t d = first; d <= last; ++d) {
     KeySpace::LedgerKeys ledger = KeySpace::Ledger(group, d);
     keys.push_back(std::move(ledger.added));
-    keys.push_back(std::move(ledger.taken));
+    keys.push_back(std::move(ledger.events));
   }
   return keys;
 }

@@ -185,12 +185,15 @@ std::string MemcachedServer::Raw(const std::string& command) const {
   return answer;
 }
 
-bool MemcachedServer::Fill(int items) const {
+bool MemcachedServer::Fill(int items, const std::string& prefix, int reads) const {
   std::string request;
   for (int i = 0; i < items; ++i) {
-    request += "set fill:" + std::to_string(i) + " 0 0 8 noreply\r\n12345678\r\n";
+    request += "set " + prefix + std::to_string(i) + " 0 0 8 noreply\r\n12345678\r\n";
   }
-  return Raw(request + "get nothing\r\n") == "END\r\n";
+  for (int r = 0; r < reads; ++r) {
+    for (int i = 0; i < items; ++i) request += "mg " + prefix + std::to_string(i) + " q\r\n";
+  }
+  return Raw(request + "get nothing\r\n").ends_with("END\r\n");  // after any HD of the reads
 }
 
 long long MemcachedServer::Stat(const std::string& name) const {

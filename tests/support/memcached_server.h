@@ -47,9 +47,11 @@ class MemcachedServer {
   long long Stat(const std::string& name) const;
   // Sends one raw ASCII command and returns the whole answer (up to "END\r\n" or a timeout).
   std::string Raw(const std::string& command) const;
-  // Stores `items` small items (a bucket's size, keys "fill:<i>") in one quiet request; true once
-  // the server answered after them. Enough of them make a small server (-m 8) evict.
-  bool Fill(int items) const;
+  // Stores `items` small items (a bucket's size, keys "<prefix><i>") in one quiet request; true
+  // once the server answered after them. Enough of them make a small server (-m 8) evict.
+  // `reads` > 0 reads each that many times after (items in use, as a bucket is, which memcached's
+  // segmented LRU protects against one-time writes).
+  bool Fill(int items, const std::string& prefix = "fill:", int reads = 0) const;
   // The reason the last Start() failed, for assertion messages.
   const std::string& error() const { return error_; }
 

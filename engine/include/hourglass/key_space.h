@@ -3,7 +3,7 @@
 //   <namespace>:<event>:<feature>                     the group key (server affinity)
 //   <group>:<level width>:<bucket index>              a bucket
 //   <group>:g                                         the feature's generation (bumped by resets)
-//   <group>:d:<Unix day>, <group>:dt:<Unix day>       the feature's ledger of a UTC day
+//   <group>:d:<Unix day>, <group>:de:<Unix day>       the feature's ledger of a UTC day
 //
 //   KeySpace keys = engine.keys();
 //   std::string group = keys.GroupKey("signup", "ann@example.com");
@@ -40,23 +40,26 @@ class KeySpace {
     return KeyCodec::BucketKey(group, ladder_.width(bucket.level), bucket.index);
   }
   static std::string GenerationKey(const std::string& group) { return group + ":g"; }
-  // The ledger: per feature and UTC day (`day` = Unix seconds / 86400), the hits added (`added`)
-  // and taken back (`taken`), two counters that only grow. The buckets of the day tile its span,
-  // so a check that reads them all and finds fewer hits than added - taken knows the store lost
-  // some (memcached evicts without telling). A hit reaches `added` after its buckets; a take-back
-  // reaches `taken` before them: read `added` first and `taken` last, and the ledger never counts
-  // more than the buckets hold, however writers interleave. Kept only when the ladder's top level
-  // divides a day and is shorter.
+  // The ledger: per feature and UTC day (`day` = Unix seconds / 86400), two counters that only
+  // grow: `added` counts hits, `events` hits and take-backs. Today's net hits are 2 * added -
+  // events. The buckets of the day tile its span, so a check that reads them all and finds fewer
+  // hits than that knows the store lost some (memcached evicts without telling). A hit reaches
+  // `events` then `added` after its buckets; a take-back reaches `events` before them: read
+  // `added` first and `events` last, and the ledger never counts more than the buckets hold,
+  // however writers interleave. `events` < `added` means `events` was lost: no comparison then.
+  // Kept only when the ladder's top level divides a day and is shorter.
   struct LedgerKeys {
-    std::string added, taken;
+    std::string added, events;
   };
   static LedgerKeys Ledger(const std::string& group, int64_t day) {
     const std::string d = std::to_string(day);
-    return {group + ":d:" + d, group + ":dt:" + d};
+    return {group + ":d:" + d, group + ":de:" + d};
   }
   bool keeps_ledger() const;
-  // The keys a hit writes: one per level, and the ledger.
-  size_t KeysPerHit() const { return ladder_.levels() + (keeps_ledger() ? 1 : 0); }
+  // The keys a hit writes: one per level, and the ledger's two.
+  size_t KeysPerHit() const { return ladder_.levels() + (keeps_ledger() ? 2 : 0); }
+  // The keys a take-back writes: one per level, and the ledger's events.
+  size_t KeysPerTakeBack() const { return ladder_.levels() + (keeps_ledger() ? 1 : 0); }
   // A ledger is read during its day only: it lives a day plus the settle margin from creation.
   Seconds LedgerTtl() const { return kLedgerSpan + settle_margin_; }
   static constexpr Seconds kLedgerSpan{86400};

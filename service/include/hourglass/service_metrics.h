@@ -5,6 +5,8 @@
 //   hourglass_checks_near_limit_total{event}  decisions with a count >= 80% of a limit
 //   hourglass_request_duration_seconds{endpoint}  histogram
 //   hourglass_store_errors_total{server}      store failures, per memcached server
+//   hourglass_data_loss_checks_total          checks that found hits of today missing from the
+//                                             store (evicted) and counted them from the ledger
 //   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
 //                                             per check, as if each had gone alone
 //   hourglass_failed_take_backs_total         denied checks (admitted mode) whose increments
@@ -81,6 +83,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& near_limit_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& store_errors_;
+  prometheus::Counter& data_loss_checks_;
   prometheus::Counter& keys_read_;
   prometheus::Counter& round_trips_;
   prometheus::Counter& local_denials_;
@@ -97,7 +100,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
   // The store work of a decision, into keys_read_, round_trips_, local_denials_,
-  // failed_take_backs_, store_errors_.
+  // failed_take_backs_, store_errors_, data_loss_checks_.
   void CountWork(const Decision& decision);
 };
 
