@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hourglass/api_route.h"
+#include "hourglass/key_space.h"
 #include "hourglass/memory_store.h"
 
 namespace hourglass {
@@ -46,6 +47,7 @@ class DecisionApiTest : public ::testing::Test {
         engine_(*Engine::Create(store_, clock_, LongRunning())) {
     std::ofstream(path_) << "events:\n"
                             "  signup:\n    limits: [2/m]\n"
+                            "  quota:\n    limits: [5/m, 20/d]\n"
                             "  url_shorten:\n    limits: [100/m]\n"
                             "    overrides:\n      \"203.0.113.66\": {deny: true}\n";
     DecisionApiOptions options;
@@ -98,6 +100,31 @@ TEST_F(DecisionApiTest, DeniesAtTheLimitAndAdmitsAgainOnceTheFirstHitLeavesTheWi
   EXPECT_EQ(Check("signup", "ann").result(), http::status::too_many_requests);
   clock_.Advance(Seconds{1});
   EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+}
+
+// The store lost an hour of today (as memcached evicts): the answer says so, the day still
+// counts the lost hits, and the metrics count the check.
+TEST_F(DecisionApiTest, HitsTheStoreLostAreToldAndStillCounted) {
+  const int64_t today = kStart - kStart % 86400;
+  ASSERT_TRUE(engine_.Record("quota", "ann", 20, FromUnix(today + 3600)).ok());
+  const std::string group = engine_.keys().GroupKey("quota", "ann");
+  std::vector<std::string> lost;
+  for (size_t level = 0; level < 3; ++level) {
+    lost.push_back(
+        engine_.keys().BucketKey(group, engine_.keys().ladder().BucketAt(level, today + 3600)));
+  }
+  ASSERT_TRUE(store_.Delete(group, lost).ok());
+  HttpResponse r = Check("quota", "ann");
+  ASSERT_EQ(r.result(), http::status::too_many_requests) << r.body();
+  const json body = json::parse(r.body());
+  EXPECT_TRUE(body["degraded"].get<bool>());
+  EXPECT_NE(body["error"].get<std::string>().find("data loss: 20 of today's hits"),
+            std::string::npos)
+      << body["error"];
+  EXPECT_EQ(body["limits"][1]["count"], 20) << "the day counts the lost hits";
+  EXPECT_NE(metrics_.Render().find("hourglass_data_loss_checks_total 1"), std::string::npos);
+  EXPECT_EQ(metrics_.Render().find("hourglass_store_errors_total{"), std::string::npos)
+      << "the store did not fail";
 }
 
 TEST_F(DecisionApiTest, ABannedFeatureIsToldNoRetryTime) {

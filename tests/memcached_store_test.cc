@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "dripping_server.h"
+#include "hourglass/engine.h"
 #include "store_harness.h"
 
 namespace hourglass {
@@ -199,6 +200,33 @@ TEST_F(PackedLayoutTest, BytesThatAreNotAPackAreNamedAndAResetDeletesThem) {
 // Switching layout: clients on either layout that read both see every hit, wherever it was
 // written and taken back; a client reading only its own layout misses the other's (why the switch
 // needs the flag on every client).
+// Clients of the two layouts that do not read both count into different keys, but the day ledger
+// is one counter for both: a check with a day window tells, and still counts the other's hits.
+TEST(MemcachedLayoutSwitch, ClientsOnBothLayoutsWithoutReadingBothAreToldNotSilent) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  const auto open = [&](MemcachedLayout layout) {
+    MemcachedOptions options{.layout = layout};
+    options.servers = {server.address()};
+    return std::move(*MemcachedStore::Create(options));
+  };
+  std::unique_ptr<MemcachedStore> counters = open(MemcachedLayout::kCounters);
+  std::unique_ptr<MemcachedStore> packed = open(MemcachedLayout::kPacked);
+  const int64_t today = 1'431'820'800;
+  ManualClock clock(FromUnix(today + 5 * 3600 + 100));
+  const Engine old_layout = *Engine::Create(*counters, clock, EngineOptions{});
+  const Engine new_layout = *Engine::Create(*packed, clock, EngineOptions{});
+  ASSERT_TRUE(old_layout.Record("signup", "ann", 12, FromUnix(today + 3600)).ok());
+  const Policy policy{*ParseLimits("5/m, 10/d"), CountingMode::kAdmitted, FailureMode::kFailOpen};
+  Result<Decision> d = new_layout.Check("signup", "ann", policy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->degraded);
+  ASSERT_TRUE(d->store_error.has_value());
+  EXPECT_EQ(d->store_error->code(), ErrorCode::kDataLoss) << d->store_error->ToString();
+  EXPECT_FALSE(d->allowed) << "the day holds the 12 hits the other layout wrote";
+  EXPECT_EQ(d->limits[1].count, 12u);
+}
+
 TEST(MemcachedLayoutSwitch, ClientsReadingBothLayoutsSeeEveryHitWhicheverWroteIt) {
   testing::MemcachedServer server;
   ASSERT_TRUE(server.running()) << server.error();

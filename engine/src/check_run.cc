@@ -330,8 +330,9 @@ Decision CheckRun::Finish() {
     decision_.store_error = Error(
         ErrorCode::kDataLoss,
         fmt::format("{} of today's hits of {} are missing from the store (its day ledger counts "
-                    "them): memcached evicted them; windows holding all of today count them, the "
-                    "others follow the policy (fail {})",
+                    "them): memcached evicted them, or clients of the other --layout wrote them; "
+                    "windows holding all of today count them, the others follow the policy (fail "
+                    "{})",
                     missing_, group_, FailureModeName(policy_.on_store_failure)));
   }
   const std::optional<Seconds> earliest = FillRetryAfter();
