@@ -37,11 +37,13 @@ declare -A describe=([reallog]="the real log (1,753 client IPs, 10,000 hits)"
 real_features=$(awk '{ print $1 }' "$log" | sort -u | wc -l)
 
 field() { sed -E "s/.*\"$2\": ?([0-9.]+).*/\1/" <<<"$1"; }
-# "bytes items evictions" of the fresh server after the command "$@".
+# "bytes items evictions sent" of the fresh server after the command "$@" (sent: the bytes the
+# server wrote to its clients, its `bytes_written`: what the reads cost on the wire).
 measured() {
   start_memcached 1024
   "$@" "$MEMCACHED_ADDRESS" >"$tmp/answer"
-  echo "$(memcached_stat bytes) $(memcached_stat curr_items) $(memcached_stat evictions)"
+  echo "$(memcached_stat bytes) $(memcached_stat curr_items) $(memcached_stat evictions)" \
+    "$(memcached_stat bytes_written)"
   stop_memcached
 }
 hourglass_run() {  # scenario mode layout address
@@ -76,15 +78,15 @@ for scenario in reallog every30s every1s flood; do
     [[ -z $goal && $scenario != reallog ]] && goal=${synthetic_target[$scenario]}
     for layout in ${LAYOUTS:-counters packed}; do
       echo "== $scenario, $mode, $layout" >&2
-      read -r bytes items evictions < <(measured hourglass_run "$scenario" "$mode" "$layout")
+      read -r bytes items evictions sent < <(measured hourglass_run "$scenario" "$mode" "$layout")
       answer=$(cat "$tmp/answer")
       checks=$(field "$answer" lines)
       hb=$(per "$bytes" "$features")
       rows+=("| ${describe[$scenario]} | $mode | $layout | $(human "$hb") |\
  $(per "$items" "$features") | $(human "$pb") | $(per "$peer_items" "$features") |\
  $(awk -v a="$hb" -v b="$pb" 'BEGIN { printf "%.1fx", a / b }') |\
- $(per "$(field "$answer" keys_read)" "$checks") | $(per "$(field "$answer" round_trips)" "$checks") |\
- $evictions | ${goal:--} |")
+ $(per "$(field "$answer" keys_read)" "$checks") | $(human "$(per "$sent" "$checks")") |\
+ $(per "$(field "$answer" round_trips)" "$checks") | $evictions | ${goal:--} |")
     done
   done
 done
@@ -100,10 +102,11 @@ done
   echo "hit recorded, no limits (the peer keeps the four admitted limits). Keys read and round trips"
   echo "are hourglass's per check (per hit when recording), from the replay's summary; a round trip"
   echo "is one wait for memcached (the replay batches a second's hits: as if each went alone)."
+  echo "Bytes read per check: memcached's \`bytes_written\` (all it sent, protocol included) / checks."
   echo "Layouts (\`--layout\`): counters, an item per bucket; packed, an hour of a feature's"
   echo "buckets in one item of 2-byte records (docs/design.md)."
   echo
-  echo "| traffic of one day | mode | layout | hourglass bytes / feature | items / feature | peer bytes / feature | peer items | ratio | keys read / check | round trips / check | evictions | target |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| traffic of one day | mode | layout | hourglass bytes / feature | items / feature | peer bytes / feature | peer items | ratio | keys read / check | bytes read / check | round trips / check | evictions | target |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
 } | tee "$out/memory.md"
