@@ -67,16 +67,22 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   decision_.recorded = record;
   decision_.at = t;
   if (record) core_.ForgetCachedIfSettled(group_, second_, now_);
+  today_ = ComparedDay();
+}
+
+std::optional<int64_t> CheckRun::ComparedDay() const {
+  if (!live() || !core_.keys.keeps_ledger()) return std::nullopt;
   const int64_t day = KeySpace::kLedgerSpan.count();
   const int64_t today = FloorDiv(second_, day) * day;
-  const int64_t top = core.keys.ladder().width(core.keys.ladder().levels() - 1).count();
+  const int64_t top = core_.keys.ladder().width(core_.keys.ladder().levels() - 1).count();
   // Near the end of a top-level bucket, a writer whose clock runs ahead may count into the next
   // one (not read) and into the ledger: no comparison then.
-  const bool skew_safe =
-      FloorDiv(second_ + core.settle_margin().count(), top) == FloorDiv(second_, top);
+  if (FloorDiv(second_ + core_.settle_margin().count(), top) != FloorDiv(second_, top)) {
+    return std::nullopt;
+  }
   const bool holds_today =
       std::any_of(spans_.begin(), spans_.end(), [&](const Span& s) { return s.first <= today; });
-  if (live() && core.keys.keeps_ledger() && skew_safe && holds_today) today_ = today;
+  return holds_today ? std::optional(today) : std::nullopt;
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
@@ -236,7 +242,7 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       tally_.SetExact(i, plan_->Pieces(i, read->values));
     }
   }
-  if (read->ledger) missing_ = MissingHits(*read->ledger);
+  missing_ = read->ledger ? MissingHits(*read->ledger) : 0;
   for (size_t i = 0; i < spans_.size(); ++i) CountMissing(i);
   if (step_ == Step::kBounds) {
     bool all_fit = true, one_over = false;
@@ -278,11 +284,10 @@ void CheckRun::CountMissing(size_t i) {
   const bool certain = spans_[i].first <= *today_;
   if (!certain && policy_.on_store_failure == FailureMode::kFailOpen) return;
   tally_.upper[i] = SatAdd(tally_.upper[i], missing_);
-  if (certain) tally_.lower[i] = SatAdd(tally_.lower[i], missing_);
-  for (auto* pieces : {&tally_.upper_pieces[i], &tally_.lower_pieces[i]}) {
-    if (pieces == &tally_.lower_pieces[i] && !certain) continue;
-    AddAttempt(*pieces, second_, missing_);
-  }
+  AddAttempt(tally_.upper_pieces[i], second_, missing_);
+  if (!certain) return;
+  tally_.lower[i] = SatAdd(tally_.lower[i], missing_);
+  AddAttempt(tally_.lower_pieces[i], second_, missing_);
 }
 
 void CheckRun::Probed() {

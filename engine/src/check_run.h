@@ -98,6 +98,9 @@ class CheckRun {
   void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.
   void Judge();
+  // The first second of today when this check compares today's buckets with the ledger: a live
+  // check whose windows hold all of today, away from a top-level bucket's end.
+  std::optional<int64_t> ComparedDay() const;
   // The ledger to read with the counts, if any.
   std::optional<KeySpace::LedgerKeys> Ledger() const;
   // Today's hits the tally's pieces lack against `ledger`.
@@ -143,7 +146,7 @@ class CheckRun {
   bool hit_sent_ = false;  // the hit's increments went with an earlier batch
   // A live check whose windows hold all of today: that day's first second (the ledger is read).
   std::optional<int64_t> today_;
-  uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw
+  uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw (0: no ledger)
 };
 
 }  // namespace hourglass::internal

@@ -52,7 +52,8 @@ Result<std::vector<std::string>> FindNonEmpty(const EngineCore& core, const std:
 }
 
 // The ledgers of every day that can still be alive around `t` (none when the keys keep none).
-std::vector<std::string> LedgerKeys(const EngineCore& core, const std::string& group, int64_t t) {
+std::vector<std::string> LedgerKeysAround(const EngineCore& core, const std::string& group,
+                                          int64_t t) {
   std::vector<std::string> keys;
   if (!core.keys.keeps_ledger()) return keys;
   const int64_t day = KeySpace::kLedgerSpan.count();
@@ -76,7 +77,7 @@ Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_
   deleted = doomed->size();
   // The ledgers too: they may count hits whose buckets the store lost.
   std::vector<std::string> deletes = std::move(*doomed);
-  for (std::string& key : LedgerKeys(core, group, t)) deletes.push_back(std::move(key));
+  for (std::string& key : LedgerKeysAround(core, group, t)) deletes.push_back(std::move(key));
   if (!deletes.empty()) {
     if (Status s = core.store->Delete(group, deletes); !s.ok()) return s.error();
     cost.keys_written += deletes.size();
