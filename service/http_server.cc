@@ -1,6 +1,8 @@
 #include "hourglass/http_server.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
@@ -9,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -29,11 +32,22 @@ class Session;
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(HttpServerOptions o, AsyncHttpHandler h)
-      : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
+      : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {
+    reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  ~Impl() {
+    if (reserve_fd >= 0) ::close(reserve_fd);
+  }
 
   void Accept();
-  // Over the connection cap: a 503 with Retry-After, then the connection closes.
-  void Refuse(tcp::socket socket);
+  void OnAccepted(tcp::socket socket);
+  // Out of descriptors: frees the reserve, answers one waiting connection 503 and takes the
+  // reserve back. False when there was no reserve to free.
+  bool RefuseWithReserve();
+  // At the cap: closes the connection idle longest to make room. False when none is idle.
+  bool MakeRoom();
+  // Connections open and not on their way out.
+  size_t Staying() const { return open - leaving; }
   void Register(Session* s, std::weak_ptr<Session> w) {
     std::lock_guard lock(mu);
     sessions.emplace(s, std::move(w));
@@ -50,12 +64,35 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   net::steady_timer accept_retry{ioc};  // after an accept error (e.g. out of descriptors)
   uint16_t port = 0;                    // as bound
   std::atomic<size_t> open{0};
+  std::atomic<size_t> leaving{0};  // connections MakeRoom() closed that are not gone yet
   std::atomic<bool> stopping{false};
+  int reserve_fd = -1;  // a descriptor kept for refusing a connection when none are left
   std::mutex mu;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
 };
 
 namespace {
+
+// A 503 with Retry-After for a connection that cannot be served, then the connection closes.
+const std::string& BusyResponse() {
+  static const std::string busy = [] {
+    const std::string body = "{\"error\":\"too many connections: try again\"}\n";
+    return fmt::format(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
+        body.size(), body);
+  }();
+  return busy;
+}
+
+void Refuse(tcp::socket socket) {
+  auto refused = std::make_shared<tcp::socket>(std::move(socket));
+  net::async_write(*refused, net::buffer(BusyResponse()), [refused](beast::error_code, size_t) {
+    beast::error_code ignored;
+    refused->shutdown(tcp::socket::shutdown_send, ignored);
+    refused->close(ignored);
+  });
+}
 
 HttpResponse ErrorResponse(http::status status, std::string_view message) {
   HttpResponse res{status, 11};
@@ -106,6 +143,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   ~Session() {
     server_->Unregister(this);
+    if (leaving_) --server_->leaving;
     --server_->open;
   }
 
@@ -121,16 +159,36 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Waiting for a request since when; nullopt while a request is being read or answered, or once
+  // the connection was told to leave. Any thread.
+  std::optional<std::chrono::steady_clock::time_point> IdleSince() const {
+    if (!idle_ || leaving_) return std::nullopt;
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(idle_since_.load()));
+  }
+  // Makes room for a new connection: closes this one if idle, or after the request it is
+  // answering. Counted in the server's `leaving` until it is gone. Any thread; once.
+  void Leave() {
+    if (leaving_.exchange(true)) return;
+    ++server_->leaving;
+    Shutdown();
+  }
+
  private:
   void WaitForRequest() {
-    if (server_->stopping) return Close();
+    if (server_->stopping || leaving_) return Close();
     if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is here already
+    idle_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
     idle_ = true;
-    stream_.expires_after(server_->options.idle_timeout);
+    // A new connection gets a short wait for its first byte; a kept-alive one the idle timeout.
+    stream_.expires_after(answered_ ? server_->options.idle_timeout
+                                    : server_->options.first_byte_timeout);
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
                               self->idle_ = false;
-                              if (ec || self->server_->stopping) return self->Close();
+                              if (ec || self->server_->stopping || self->leaving_) {
+                                return self->Close();
+                              }
                               self->buffer_.commit(n);
                               self->ReadRequest();
                             });
@@ -181,7 +239,8 @@ class Session : public std::enable_shared_from_this<Session> {
               response = ErrorResponse(http::status::internal_server_error, "internal error");
             }
             response.version(version);
-            response.keep_alive(keep_alive && response.keep_alive() && !self->server_->stopping);
+            response.keep_alive(keep_alive && response.keep_alive() && !self->server_->stopping &&
+                                !self->leaving_);
             self->Write(std::move(response));
           });
       pending->Answered();
@@ -200,6 +259,7 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_write(stream_, *message,
                       [self = shared_from_this(), message](beast::error_code ec, size_t) {
                         if (ec || !message->keep_alive()) return self->Close();
+                        self->answered_ = true;
                         self->WaitForRequest();
                       });
   }
@@ -214,7 +274,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_{16 * 1024};
   std::optional<http::request_parser<http::string_body>> parser_;
-  bool idle_ = false;
+  bool answered_ = false;               // a request was answered: the connection is kept alive
+  std::atomic<bool> idle_{false};       // waiting for a request (read by MakeRoom)
+  std::atomic<int64_t> idle_since_{0};  // steady_clock ticks, set before idle_
+  std::atomic<bool> leaving_{false};    // closed to make room (Leave)
 };
 
 }  // namespace
@@ -223,34 +286,59 @@ void HttpServer::Impl::Accept() {
   acceptor.async_accept(
       net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
         if (!self->acceptor.is_open()) return;
-        if (ec) {  // out of descriptors, say: try again shortly rather than spin
-          self->accept_retry.expires_after(std::chrono::milliseconds{50});
+        const bool out_of_descriptors = ec == net::error::no_descriptors ||
+                                        ec == boost::system::errc::too_many_files_open_in_system;
+        if (!ec) {
+          self->OnAccepted(std::move(socket));
+        } else if (!out_of_descriptors || !self->RefuseWithReserve()) {
+          self->accept_retry.expires_after(std::chrono::milliseconds{50});  // rather than spin
           self->accept_retry.async_wait([self](beast::error_code) { self->Accept(); });
           return;
-        }
-        if (self->open >= self->options.max_connections) {
-          self->Refuse(std::move(socket));
-        } else {
-          std::make_shared<Session>(std::move(socket), self)->Start();
         }
         self->Accept();
       });
 }
 
-void HttpServer::Impl::Refuse(tcp::socket socket) {
-  static const std::string kBusy = [] {
-    const std::string body = "{\"error\":\"too many connections: try again\"}\n";
-    return fmt::format(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
-        body.size(), body);
-  }();
-  auto refused = std::make_shared<tcp::socket>(std::move(socket));
-  net::async_write(*refused, net::buffer(kBusy), [refused](beast::error_code, size_t) {
-    beast::error_code ignored;
-    refused->shutdown(tcp::socket::shutdown_send, ignored);
-    refused->close(ignored);
-  });
+void HttpServer::Impl::OnAccepted(tcp::socket socket) {
+  if (Staying() >= options.max_connections && !MakeRoom()) return Refuse(std::move(socket));
+  std::make_shared<Session>(std::move(socket), shared_from_this())->Start();
+}
+
+bool HttpServer::Impl::MakeRoom() {
+  std::shared_ptr<Session> oldest;
+  std::optional<std::chrono::steady_clock::time_point> oldest_since;
+  {
+    std::lock_guard lock(mu);
+    for (auto& [raw, weak] : sessions) {
+      const auto since = raw->IdleSince();
+      if (!since || (oldest_since && *oldest_since <= *since)) continue;
+      if (std::shared_ptr<Session> s = weak.lock()) {
+        oldest = std::move(s);
+        oldest_since = since;
+      }
+    }
+  }
+  if (oldest == nullptr) return false;
+  oldest->Leave();
+  return true;
+}
+
+bool HttpServer::Impl::RefuseWithReserve() {
+  if (reserve_fd < 0) return false;
+  ::close(reserve_fd);
+  beast::error_code ec;
+  tcp::socket socket(ioc);
+  acceptor.non_blocking(true, ec);
+  if (!ec) acceptor.accept(socket, ec);
+  if (!ec) {
+    // A 503 of a few hundred bytes fits an empty send buffer: written at once, or dropped.
+    socket.non_blocking(true, ec);
+    net::write(socket, net::buffer(BusyResponse()), ec);
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    socket.close(ec);
+  }
+  reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return reserve_fd >= 0;
 }
 
 void HttpResponder::operator()(HttpResponse response) const {

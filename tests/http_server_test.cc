@@ -1,5 +1,6 @@
-// HttpServer with real sockets: a slow or idle client is cut off and never holds the others, the
-// connection cap answers 503, asynchronous handlers answer from other threads, and Stop() waits
+// HttpServer with real sockets: a slow or idle client is cut off and never holds the others, at
+// the connection cap a new client takes an idle one's place (503 only when all are busy or no
+// descriptor is left), asynchronous handlers answer from other threads, and Stop() waits
 // for an answer still on its way.
 #include "hourglass/http_server.h"
 
@@ -7,14 +8,17 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace hourglass {
 namespace {
@@ -148,26 +152,138 @@ TEST_F(HttpServerTest, ADrippingRequestIsCutOffAndHoldsNobodyElse) {
   drip.join();
 }
 
-TEST_F(HttpServerTest, ConnectionsOverTheCapAreAnswered503AndClosed) {
+// Until closed(), keeps every request waiting for an answer: connections stay busy.
+class HeldAnswers {
+ public:
+  AsyncHttpHandler Handler() {
+    return [this](HttpRequest, HttpResponder respond) {
+      std::lock_guard lock(mu_);
+      held_.push_back(std::move(respond));
+    };
+  }
+  size_t held() {
+    std::lock_guard lock(mu_);
+    return held_.size();
+  }
+  void AnswerAll() {
+    std::lock_guard lock(mu_);
+    for (HttpResponder& r : held_) r(HttpResponse{http::status::ok, 11});
+    held_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<HttpResponder> held_;
+};
+
+TEST_F(HttpServerTest, WhenEveryConnectionIsBusyANewOneIsAnswered503AndClosed) {
   HttpServerOptions options;
   options.max_connections = 2;
-  Start(options);
-  auto first = std::make_unique<RawClient>(port());
-  RawClient second(port());
-  ASSERT_NE(first->Exchange(kGet).find("200 OK"), std::string::npos);
-  ASSERT_NE(second.Exchange(kGet).find("200 OK"), std::string::npos);
+  HeldAnswers answers;
+  Start(options, answers.Handler());
+  RawClient first(port()), second(port());
+  ASSERT_TRUE(first.Send(kGet) && second.Send(kGet));
+  for (int i = 0; i < 250 && answers.held() < 2; ++i) std::this_thread::sleep_for(milliseconds{20});
+  ASSERT_EQ(answers.held(), 2u);
   RawClient third(port());
   const std::string refused = third.ReadUntilClosed();
   EXPECT_TRUE(third.closed());
   EXPECT_EQ(refused.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << refused;
   EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
-  // Room again once one leaves.
-  first.reset();
-  for (int i = 0; i < 100 && server_->connections() >= 2; ++i) {
+  // Once answered, the two are idle: a new connection takes the place of one of them.
+  answers.AnswerAll();
+  EXPECT_NE(first.ReadUntilClosed(milliseconds{300}).find("200 OK"), std::string::npos);
+  RawClient fourth(port());
+  ASSERT_TRUE(fourth.Send(kGet));
+  for (int i = 0; i < 250 && answers.held() < 1; ++i) std::this_thread::sleep_for(milliseconds{20});
+  EXPECT_EQ(answers.held(), 1u) << "the fourth connection was not served";
+  answers.AnswerAll();
+}
+
+TEST_F(HttpServerTest, AtTheCapANewConnectionTakesThePlaceOfTheOneIdleLongest) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  Start(options);
+  RawClient oldest(port());
+  ASSERT_NE(oldest.Exchange(kGet).find("200 OK"), std::string::npos);
+  std::this_thread::sleep_for(milliseconds{50});
+  RawClient recent(port());
+  ASSERT_NE(recent.Exchange(kGet).find("200 OK"), std::string::npos);
+  RawClient newcomer(port());
+  EXPECT_NE(newcomer.Exchange(kGet).find("200 OK"), std::string::npos);
+  oldest.ReadUntilClosed(milliseconds{2000});
+  EXPECT_TRUE(oldest.closed()) << "the connection idle longest was kept";
+  EXPECT_NE(recent.Exchange(kGet).find("200 OK"), std::string::npos)
+      << "the connection idle for less time was closed";
+  EXPECT_LE(server_->connections(), 2u);
+}
+
+TEST_F(HttpServerTest, IdleConnectionsCannotLockOutANewClient) {
+  HttpServerOptions options;
+  options.max_connections = 50;
+  Start(options);
+  // Connections that never send a byte, more than the cap: each new one takes an older one's
+  // place, and a real client still gets its answer.
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 120; ++i) idle.push_back(std::make_unique<RawClient>(port()));
+  RawClient client(port());
+  EXPECT_NE(client.Exchange(kGet).find("200 OK"), std::string::npos);
+  for (int i = 0; i < 100 && server_->connections() > 50; ++i) {
     std::this_thread::sleep_for(milliseconds{20});
   }
-  RawClient fourth(port());
-  EXPECT_NE(fourth.Exchange(kGet).find("200 OK"), std::string::npos);
+  EXPECT_LE(server_->connections(), 50u);
+}
+
+TEST_F(HttpServerTest, ANewConnectionThatSendsNothingIsClosedAfterTheFirstByteTimeout) {
+  HttpServerOptions options;
+  options.first_byte_timeout = milliseconds{300};
+  options.idle_timeout = milliseconds{60'000};
+  Start(options);
+  RawClient silent(port());
+  silent.ReadUntilClosed(milliseconds{3000});
+  EXPECT_TRUE(silent.closed()) << "a connection that sent nothing was kept past 3 s";
+  // A connection kept alive after an answer waits the (longer) idle timeout instead.
+  RawClient kept(port());
+  ASSERT_NE(kept.Exchange(kGet).find("200 OK"), std::string::npos);
+  kept.ReadUntilClosed(milliseconds{900});
+  EXPECT_FALSE(kept.closed());
+  EXPECT_NE(kept.Exchange(kGet).find("200 OK"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting) {
+  Start(HttpServerOptions{});
+  // The client's socket exists before the process runs out of descriptors; connecting needs none.
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(client, 0);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 1024);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> taken;
+  for (int fd; (fd = dup(client)) >= 0;) taken.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string got;
+  for (int i = 0; i < 100; ++i) {
+    pollfd p{client, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buffer[1024];
+    const ssize_t n = recv(client, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<size_t>(n));
+  }
+  for (int fd : taken) close(fd);
+  close(client);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_EQ(got.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << got;
+  // Descriptors back: served again.
+  RawClient after(port());
+  EXPECT_NE(after.Exchange(kGet).find("200 OK"), std::string::npos);
 }
 
 TEST_F(HttpServerTest, AsyncAnswersComeFromOtherThreadsAndStopWaitsForThem) {

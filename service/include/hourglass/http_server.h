@@ -8,10 +8,14 @@
 //   std::thread t([&] { server.Run(); });  // until Stop() and every connection is closed
 //   server.Stop();
 //
-// A slow or hostile client cannot hold the server: an idle keep-alive connection is closed after
-// idle_timeout, a request must arrive whole within request_timeout once its first byte has, a
-// header over max_header_bytes is answered 431 and a body over max_body_bytes 413, and
-// connections beyond max_connections are answered 503 (Retry-After: 1) and closed at once.
+// A slow or hostile client cannot hold the server: a new connection must send its first byte
+// within first_byte_timeout, an idle keep-alive connection is closed after idle_timeout, a request
+// must arrive whole within request_timeout once its first byte has, a header over
+// max_header_bytes is answered 431 and a body over max_body_bytes 413. At max_connections, a new
+// connection takes the place of the connection idle longest (closed at once); only when every
+// connection is busy with a request is the new one answered 503 (Retry-After: 1) and closed. Out
+// of file descriptors, a new connection is still answered 503 (a descriptor is kept in reserve
+// for it) rather than left waiting in the listen queue.
 //
 // Thread-safety: Stop() and port() may be called from any thread; the handler is called from many
 // threads at once.
@@ -55,9 +59,10 @@ struct HttpServerOptions {
   int threads = 4;
   size_t max_connections = 1024;
   size_t max_header_bytes = 8 * 1024;
-  size_t max_body_bytes = 256 * 1024;                // room for a few 64 KiB features, JSON-escaped
-  std::chrono::milliseconds idle_timeout{60'000};    // a keep-alive connection's wait
-  std::chrono::milliseconds request_timeout{5'000};  // from a request's first byte to its last
+  size_t max_body_bytes = 256 * 1024;  // room for a few 64 KiB features, JSON-escaped
+  std::chrono::milliseconds first_byte_timeout{5'000};  // a new connection's wait for a byte
+  std::chrono::milliseconds idle_timeout{60'000};       // a keep-alive connection's wait
+  std::chrono::milliseconds request_timeout{5'000};     // from a request's first byte to its last
 };
 
 class HttpServer {
