@@ -2,9 +2,12 @@
 // timeout with a clear error, or fail open/closed as the policy says; after a restart, counting
 // resumes.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "hourglass/engine.h"
 #include "hourglass/memcached_store.h"
@@ -145,6 +148,33 @@ TEST_F(FaultTest, GracefulStopMidRunIsAnErrorNotACrash) {
   EXPECT_GT(ok.load(), 0);
   EXPECT_GT(failed.load(), 0);
   EXPECT_EQ(bad_code.load(), 0);
+}
+
+// This process, out of descriptors, cannot open a connection: that is its own fault, told as
+// such, and the server is not put into its fail-fast state (it is tried again at once).
+TEST_F(FaultTest, OutOfDescriptorsIsTheProcesssOwnErrorAndTheServerIsNotMarkedFailed) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 1024);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> taken;
+  for (int fd; (fd = dup(STDERR_FILENO)) >= 0;) taken.push_back(fd);
+  Result<Decision> starved = engine_->Check("signup", "ann", closed_);
+  for (int fd : taken) close(fd);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_TRUE(starved.ok());
+  ASSERT_TRUE(starved->degraded) << "a check without a connection was decided";
+  EXPECT_FALSE(starved->allowed);  // fail closed, as the policy says
+  EXPECT_EQ(starved->store_error->code(), ErrorCode::kResourceExhausted)
+      << starved->store_error->ToString();
+  EXPECT_NE(starved->store_error->message().find("ulimit -n"), std::string::npos)
+      << starved->store_error->message();
+  // Descriptors back: the very next check reaches the server.
+  Result<Decision> d = engine_->Check("signup", "ann", closed_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->degraded) << d->store_error->ToString();
+  EXPECT_TRUE(d->allowed);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "not found";
     case ErrorCode::kDataLoss:
       return "data loss";
+    case ErrorCode::kResourceExhausted:
+      return "resource exhausted";
   }
   return "unknown";
 }

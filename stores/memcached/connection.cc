@@ -22,7 +22,18 @@ namespace {
 constexpr size_t kReadChunk = 16 * 1024;
 constexpr size_t kMaxLine = 64 * 1024;  // memcached's answer lines are short; more is a desync
 
+// An error of this process (out of descriptors or memory) is not the server's: it must not make
+// the server look down.
 Error ErrnoError(std::string_view what, int err) {
+  if (err == EMFILE || err == ENFILE) {
+    return Error(ErrorCode::kResourceExhausted,
+                 fmt::format("{}: {}: this process is out of file descriptors (raise `ulimit -n`, "
+                             "or lower --max-connections)",
+                             what, std::strerror(err)));
+  }
+  if (err == ENOBUFS || err == ENOMEM) {
+    return Error(ErrorCode::kResourceExhausted, fmt::format("{}: {}", what, std::strerror(err)));
+  }
   return Error(ErrorCode::kUnavailable, fmt::format("{}: {}", what, std::strerror(err)));
 }
 

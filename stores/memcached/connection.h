@@ -10,7 +10,8 @@
 //   Result<std::string_view> line = (*c)->ReadLine();  // "MN"
 //
 // Errors: kUnavailable (refused, reset, closed by the server, name lookup failed),
-// kDeadlineExceeded (a wait outlasted its timeout). After any error the connection is unusable:
+// kDeadlineExceeded (a wait outlasted its timeout), kResourceExhausted (this process is out of
+// descriptors or memory: not the server's fault). After any error the connection is unusable:
 // the caller drops it. Messages do not name the server; the caller prefixes them.
 //
 // Thread-safety: one thread at a time.

@@ -89,6 +89,7 @@ class Lease {
 
   // Drops the connection (its state is unknown after `error`); a transport failure also makes the
   // server fail fast for retry_timeout and drops its idle connections, which are likely dead too.
+  // A local error (kResourceExhausted: out of descriptors) does neither: the server is fine.
   // Returns the error, its message starting with the server's name.
   Error Fail(const Error& error);
 

@@ -18,12 +18,13 @@
 namespace hourglass {
 
 enum class ErrorCode {
-  kInvalidArgument,   // the caller's input is wrong; retrying will not help
-  kUnavailable,       // the store cannot be reached right now; transient
-  kDeadlineExceeded,  // the store did not answer within the configured timeout; transient
-  kInternal,          // a broken invariant or an unexpected answer from the store
-  kNotFound,          // a name the caller gave is not defined (an event the policy lacks)
-  kDataLoss,          // the store lost data a decision needs (memcached evicted live buckets)
+  kInvalidArgument,    // the caller's input is wrong; retrying will not help
+  kUnavailable,        // the store cannot be reached right now; transient
+  kDeadlineExceeded,   // the store did not answer within the configured timeout; transient
+  kInternal,           // a broken invariant or an unexpected answer from the store
+  kNotFound,           // a name the caller gave is not defined (an event the policy lacks)
+  kDataLoss,           // the store lost data a decision needs (memcached evicted live buckets)
+  kResourceExhausted,  // this process ran out of descriptors or memory; the store may be fine
 };
 
 // "invalid argument", "unavailable", ...
