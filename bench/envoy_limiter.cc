@@ -51,14 +51,14 @@ class EnvoyGrpcLimiter final : public Limiter {
         service_(engine_,
                  std::make_shared<const EnvoyConfig>(*EnvoyConfig::Parse(ConfigFor(limits_), "")),
                  EnvoyOptions{}, nullptr) {
-    int port = 0;
-    Result<std::unique_ptr<grpc::Server>> server = service_.Listen("127.0.0.1", 0, &port);
-    if (!server.ok()) throw std::runtime_error(server.error().ToString());
-    server_ = std::move(*server);
-    stub_ = rls::RateLimitService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                               grpc::InsecureChannelCredentials()));
+    Result<std::unique_ptr<GrpcEndpoint>> endpoint =
+        service_.Listen({.host = "127.0.0.1", .port = 0});
+    if (!endpoint.ok()) throw std::runtime_error(endpoint.error().ToString());
+    endpoint_ = std::move(*endpoint);
+    stub_ = rls::RateLimitService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(endpoint_->listener->port()),
+                            grpc::InsecureChannelCredentials()));
   }
-  ~EnvoyGrpcLimiter() override { server_->Shutdown(); }
 
   std::string name() const override { return name_; }
 
@@ -99,7 +99,7 @@ class EnvoyGrpcLimiter final : public Limiter {
   std::vector<Limit> limits_;
   Engine engine_;
   EnvoyService service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcEndpoint> endpoint_;
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
 

@@ -43,6 +43,12 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
 
 }  // namespace
 
+size_t StoreConnections(const Globals& g) {
+  if (g.store == "memory") return 0;
+  const Result<std::vector<std::string>> servers = ParseServers(g.servers);
+  return servers.ok() ? servers->size() * MemcachedOptions{}.pool_size : 0;
+}
+
 Runtime::Runtime(const Globals& g, const Clock& clock, EngineUse use)
     : store_(OpenCliStore(g, clock)) {
   engine_.emplace(Unwrap(Engine::Create(*store_, clock, EngineOptionsFor(g, use))));

@@ -19,6 +19,9 @@ enum class EngineUse {
   kLongRunningExact,  // the same, with retry_after exact to the second (serve --exact-retry-after)
 };
 
+// How many connections the store of `g` may open at once (0 for the memory store).
+size_t StoreConnections(const Globals& g);
+
 class Runtime {
  public:
   // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime. The

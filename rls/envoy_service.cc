@@ -144,20 +144,29 @@ void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond)
   });
 }
 
-Result<std::unique_ptr<grpc::Server>> EnvoyService::Listen(const std::string& host, uint16_t port,
-                                                           int* bound) {
-  const std::string address = host.find(':') == std::string::npos
-                                  ? fmt::format("{}:{}", host, port)
-                                  : fmt::format("[{}]:{}", host, port);
+GrpcEndpoint::~GrpcEndpoint() {
+  listener.reset();
+  if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds{5});
+}
+
+Result<std::unique_ptr<GrpcEndpoint>> EnvoyService::Listen(GrpcListenerOptions options) {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), bound);
   builder.RegisterService(grpc_.get());
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || *bound == 0) {
-    return Error(ErrorCode::kUnavailable, fmt::format("cannot listen for gRPC on {}", address));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5 * 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 1000);
+  auto endpoint = std::make_unique<GrpcEndpoint>();
+  endpoint->server = builder.BuildAndStart();  // no port of its own: the listener hands them over
+  if (endpoint->server == nullptr) {
+    return Error(ErrorCode::kUnavailable, "cannot start the gRPC server");
   }
-  return server;
+  Result<std::unique_ptr<GrpcListener>> listener =
+      GrpcListener::Create(std::move(options), *endpoint->server);
+  if (!listener.ok()) return listener.error();
+  endpoint->listener = std::move(*listener);
+  return endpoint;
 }
 
 }  // namespace hourglass

@@ -14,6 +14,7 @@
 #include "../runtime.h"
 #include "hourglass/api_route.h"
 #include "hourglass/decision_api.h"
+#include "hourglass/descriptor_budget.h"
 #include "hourglass/envoy_service.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
@@ -30,6 +31,7 @@ struct ServeArgs {
   // (bench/results/serve.md).
   int threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
   size_t max_connections = 1024;
+  size_t grpc_max_connections = 1024;
   std::string feature_header = "X-Real-IP";
   std::string admin_token_file;
   bool no_admin = false;
@@ -157,6 +159,21 @@ EnvoyOptions EnvoyOptionsOf(const ServeArgs& a) {
   return o;
 }
 
+// Raises the open file limit and fits the connection caps under it beside the store's
+// connections (warned when lowered; exit 2 when not even those fit).
+void FitCaps(const Globals& g, const ServeArgs& a, bool grpc, HttpServerOptions& http,
+             size_t& grpc_cap) {
+  const size_t store = StoreConnections(g);
+  const size_t limit = RaiseOpenFileLimit();
+  const DescriptorPlan plan = FitConnections(
+      limit,
+      {.store = store, .http = a.max_connections, .grpc = grpc ? a.grpc_max_connections : 0});
+  if (!plan.fits) Fail(kUsage, plan.warnings.front());
+  for (const std::string& warning : plan.warnings) Log("warning: " + warning);
+  http.max_connections = plan.http;
+  grpc_cap = plan.grpc;
+}
+
 int RunServe(const Globals& g, const ServeArgs& a) {
   if (a.policy.empty() && a.envoy_config.empty()) {
     Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
@@ -171,7 +188,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   ParseListen("--listen", a.listen, http);
   ParseListen("--grpc-listen", a.grpc_listen, grpc);
   http.threads = a.threads;
-  http.max_connections = a.max_connections;
+  size_t grpc_cap = 0;
+  FitCaps(g, a, envoy_config != nullptr, http, grpc_cap);
   DecisionApiOptions api_options;
   api_options.feature_header = a.feature_header;
   api_options.admin = !a.no_admin;
@@ -191,12 +209,15 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   StoreWatch watch(rt.store(), metrics, Log);
   if (a.stats_interval > 0) watch.Start(std::chrono::seconds{a.stats_interval});
   std::unique_ptr<EnvoyService> envoy;
-  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<GrpcEndpoint> grpc_endpoint;
   if (envoy_config) {
     envoy = std::make_unique<EnvoyService>(rt.engine(), envoy_config, EnvoyOptionsOf(a), &metrics);
-    int bound = 0;
-    grpc_server = Listening(envoy->Listen(grpc.host, grpc.port, &bound));
-    Log(fmt::format("gRPC rate limit service listening on {}:{}; domains {}", grpc.host, bound,
+    grpc_endpoint = Listening(
+        envoy->Listen({.host = grpc.host, .port = grpc.port, .max_connections = grpc_cap}));
+    Log(
+        fmt::format("gRPC rate limit service listening on {}:{} (at most {} connections); "
+                    "domains {}",
+                    grpc.host, grpc_endpoint->listener->port(), grpc_cap,
                     fmt::join(envoy_config->domains(), ", ")));
   }
   std::unique_ptr<HttpServer> server = Listening(
@@ -206,15 +227,17 @@ int RunServe(const Globals& g, const ServeArgs& a) {
         }
         api.HandleAsync(std::move(r), std::move(respond));
       }));
-  Log(fmt::format("listening on {}:{} with {} threads; policy {}; store {}", http.host,
-                  server->port(), a.threads, a.policy.empty() ? "(none)" : a.policy,
+  Log(
+      fmt::format("listening on {}:{} with {} threads (at most {} connections); policy {}; "
+                  "store {}",
+                  http.host, server->port(), a.threads, http.max_connections,
+                  a.policy.empty() ? "(none)" : a.policy,
                   g.store == "memory" ? std::string("memory") : "memcached " + g.servers));
   std::thread signal_thread(
       [&] { HandleSignals(signals, a, retention, api, envoy.get(), *server); });
   server->Run();
   signal_thread.join();
-  if (grpc_server)
-    grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds{5});
+  grpc_endpoint.reset();                // stops accepting, then gives calls in flight 5 s
   const uint64_t refused = rt.Flush();  // settle fire-and-forget writes before leaving
   Log(refused == 0 ? std::string("stopped")
                    : fmt::format("stopped; the store refused {} fire-and-forget writes", refused));
@@ -234,7 +257,16 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "I/O threads (1 to 256); checks arriving together share memcached round trips")
       ->capture_default_str();
   sub->add_option("--max-connections", args->max_connections,
-                  "connections beyond this are closed at once")
+                  "HTTP connections at once; a new one beyond takes the place of the one idle "
+                  "longest, or is answered 503 when all are busy (lowered, with a warning, to fit "
+                  "the open file limit)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option(
+         "--grpc-max-connections", args->grpc_max_connections,
+         "gRPC connections at once (with --envoy-config); a new one beyond takes the place "
+         "of one silent for a second or more, or is closed")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   sub->add_option("--feature-header", args->feature_header,
                   "request header /v1/auth/EVENT takes the feature from")

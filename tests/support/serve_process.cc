@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,7 +24,8 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string>& args) {
+ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string>& args,
+                           size_t open_files) {
   port_ = FreeLoopbackPort();
   char path[] = "/tmp/hourglass-serve-XXXXXX";
   const int log_fd = mkstemp(path);
@@ -33,6 +35,10 @@ ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string
   pid_ = fork();
   if (pid_ == 0) {
     dup2(log_fd, STDERR_FILENO);
+    if (open_files > 0) {
+      const rlimit limit{open_files, open_files};
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
     std::vector<char*> raw;
     for (std::string& a : argv) raw.push_back(a.data());
     raw.push_back(nullptr);

@@ -3,7 +3,7 @@
 // protobuf JSON mapping; 200 OK, 429 OVER_LIMIT, 400 for a bad request).
 //
 //   EnvoyService rls(engine, config, options, &metrics);
-//   Result<std::unique_ptr<grpc::Server>> server = rls.Listen("127.0.0.1", 8081, &port);
+//   Result<std::unique_ptr<GrpcEndpoint>> grpc = rls.Listen({.host = "127.0.0.1", .port = 8081});
 //   http handler: if (request.target() == "/json") rls.HandleJson(std::move(request), respond);
 //
 // Checks go through a CheckBatcher: requests arriving while others are at the store share its
@@ -24,10 +24,19 @@
 #include "hourglass/check_batcher.h"
 #include "hourglass/envoy_config.h"
 #include "hourglass/envoy_request.h"
+#include "hourglass/grpc_listener.h"
 #include "hourglass/http_server.h"
 #include "hourglass/service_metrics.h"
 
 namespace hourglass {
+
+// A gRPC server and its capped listener. Destroying it stops accepting, then gives calls in flight
+// up to 5 s to finish.
+struct GrpcEndpoint {
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<GrpcListener> listener;
+  ~GrpcEndpoint();
+};
 
 class EnvoyService {
  public:
@@ -45,9 +54,11 @@ class EnvoyService {
                        std::function<void(Result<RateLimitResponse>)> done);
   // POST /json.
   void HandleJson(const HttpRequest& request, HttpResponder respond);
-  // A gRPC server for ShouldRateLimit on host:port (port 0: a free one, stored in *bound);
-  // kUnavailable when it cannot listen. Shut it down before this service goes.
-  Result<std::unique_ptr<grpc::Server>> Listen(const std::string& host, uint16_t port, int* bound);
+  // A gRPC server for ShouldRateLimit on the listener's address (port 0: a free one, see
+  // listener->port()), capped at its max_connections. A connection idle (no call) for 5 minutes is
+  // closed (GOAWAY), and one whose peer stops answering keep-alive pings within 20 s of one sent
+  // after a minute's silence. kUnavailable when it cannot listen. Destroy it before this service.
+  Result<std::unique_ptr<GrpcEndpoint>> Listen(GrpcListenerOptions options);
   // Requests after this call use `config`.
   void SetConfig(std::shared_ptr<const EnvoyConfig> config);
 

@@ -1,0 +1,44 @@
+// The file descriptors of a service process: raise the soft limit as far as the hard limit allows,
+// then fit the connection caps under it, so that a flood of clients can never take the
+// descriptors the store's own connections need.
+//
+//   const size_t limit = RaiseOpenFileLimit();
+//   DescriptorPlan plan = FitConnections(limit, {.store = 8, .http = 1024, .grpc = 1024});
+//   for (const std::string& w : plan.warnings) Log("warning: " + w);
+//   if (!plan.fits) Fail(...);  // not even the store's connections fit
+//
+// Thread-safety: RaiseOpenFileLimit changes the process; call it at start, before other threads.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hourglass {
+
+// Descriptors a service needs besides its connections: standard streams, the listeners, the
+// policy and configuration files read on reload, gRPC's and Asio's internal event descriptors,
+// and one kept in reserve to refuse a connection when all others are taken.
+inline constexpr size_t kDescriptorOverhead = 64;
+
+struct DescriptorNeeds {
+  size_t store = 0;  // connections the store may open (per server pool size x servers)
+  size_t http = 0;   // the HTTP connection cap
+  size_t grpc = 0;   // the gRPC connection cap; 0 without the gRPC listener
+};
+
+struct DescriptorPlan {
+  bool fits = true;  // false: the store's connections and the overhead alone exceed the limit
+  size_t http = 0;   // caps that fit (each at least 1 when `fits`)
+  size_t grpc = 0;
+  std::vector<std::string> warnings;  // each names the limit, the cap lowered and the fix
+};
+
+// Raises the soft RLIMIT_NOFILE to the hard limit. Returns the soft limit now in force.
+size_t RaiseOpenFileLimit();
+
+// The caps of `needs` under `limit` open descriptors: unchanged when they fit beside the store
+// and the overhead, otherwise lowered in proportion, with a warning.
+DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs);
+
+}  // namespace hourglass
