@@ -19,6 +19,7 @@
 #include "prometheus_sample.h"
 #include "run_process.h"
 #include "serve_process.h"
+#include "silent_connections.h"
 
 namespace hourglass {
 namespace {
@@ -584,6 +585,37 @@ TEST_F(EnvoyRlsTest, AKilledStoreAnswersPerTheFailureModeUntilItIsBack) {
     if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds{100});
   }
   EXPECT_TRUE(counted);
+}
+
+// Descriptors open in process `pid` now.
+size_t OpenDescriptors(pid_t pid) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// 2,000 TCP connections to the gRPC port that send nothing: gRPC alone would keep them all (and
+// run the process out of descriptors); the listener's cap holds the process's descriptors down,
+// and Envoy's calls and HTTP clients are still answered during the flood.
+TEST_F(EnvoyRlsTest, AConnectionFloodOnTheGrpcPortIsCappedAndEnvoyIsStillAnswered) {
+  auto serve = Serve({"--grpc-max-connections", "64"});
+  const size_t before = OpenDescriptors(serve->pid());
+  testing::SilentConnections flood(grpc_port_, 2000);
+  ASSERT_EQ(flood.opened(), 2000u);
+  std::this_thread::sleep_for(std::chrono::milliseconds{1200});  // the flood falls silent
+  RlsClient client(grpc_port_);
+  rls::RateLimitResponse r;
+  EXPECT_TRUE(client.Call(Request("shorten", {{{"client", "during-flood"}}}), r).ok());
+  EXPECT_EQ(r.overall_code(), rls::RateLimitResponse::OK);
+  HttpClient http(serve->port());
+  EXPECT_EQ(http.Get("/healthz").status, 200);
+  // Each kept connection costs two descriptors (gRPC's and the listener's watch).
+  EXPECT_LE(OpenDescriptors(serve->pid()), before + 2 * 64 + 16)
+      << "the gRPC listener kept connections beyond its cap";
+  EXPECT_GE(flood.ClosedByPeer(), 2000u - 64);
 }
 
 }  // namespace

@@ -3,14 +3,9 @@
 // (a new connection is closed only when none is silent).
 #include "hourglass/grpc_listener.h"
 
-#include <arpa/inet.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -20,39 +15,24 @@
 #include <thread>
 #include <vector>
 
+#include "silent_connections.h"
+
 namespace hourglass {
 namespace {
 
 using std::chrono::milliseconds;
 
-// A TCP connection that sends nothing: what a flood is made of.
-class SilentClient {
- public:
-  explicit SilentClient(uint16_t port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  }
-  ~SilentClient() { close(fd_); }
-  bool connected() const { return connected_; }
-  // Whether the server closes the connection within `wait` (bytes it sends are skipped).
-  bool ClosedWithin(milliseconds wait) {
-    const auto deadline = std::chrono::steady_clock::now() + wait;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 20) <= 0) continue;
-      char buffer[1024];
-      if (recv(fd_, buffer, sizeof buffer, 0) <= 0) return true;
-    }
-    return false;
-  }
+using testing::SilentConnections;
 
- private:
-  int fd_;
-  bool connected_ = false;
-};
+// Whether `n` of `connections` are closed by the server within `wait`.
+bool ClosedWithin(SilentConnections& connections, size_t n, milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (connections.ClosedByPeer() < n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds{20});
+  }
+  return true;
+}
 
 // gRPC builds no server without a service: a generic one that answers every call UNIMPLEMENTED.
 std::unique_ptr<grpc::Server> ServerWithAService() {
@@ -116,8 +96,7 @@ TEST_F(GrpcListenerTest, ConnectionsHandedOverAreServedByGrpcAndForgottenOnceClo
   Start(16, milliseconds{1000});
   EXPECT_EQ(Call(), grpc::StatusCode::UNIMPLEMENTED);
   {
-    std::vector<std::unique_ptr<SilentClient>> silent;
-    for (int i = 0; i < 5; ++i) silent.push_back(std::make_unique<SilentClient>(listener_->port()));
+    SilentConnections silent(listener_->port(), 5);
     for (int i = 0; i < 100 && listener_->connections() < 5; ++i) {
       std::this_thread::sleep_for(milliseconds{20});
     }
@@ -128,25 +107,24 @@ TEST_F(GrpcListenerTest, ConnectionsHandedOverAreServedByGrpcAndForgottenOnceClo
 
 TEST_F(GrpcListenerTest, SilentConnectionsAtTheCapMakeRoomForARealClient) {
   Start(20, milliseconds{100});
-  std::vector<std::unique_ptr<SilentClient>> flood;
-  for (int i = 0; i < 200; ++i) flood.push_back(std::make_unique<SilentClient>(listener_->port()));
+  SilentConnections flood(listener_->port(), 200);
+  ASSERT_EQ(flood.opened(), 200u);
   std::this_thread::sleep_for(milliseconds{300});
   EXPECT_EQ(Call(), grpc::StatusCode::UNIMPLEMENTED) << "a real client was locked out";
   EXPECT_TRUE(ConnectionsFallTo(20)) << listener_->connections() << " connections over a cap of 20";
-  size_t closed = 0;
-  for (auto& c : flood) closed += c->ClosedWithin(milliseconds{20}) ? 1 : 0;
-  EXPECT_GE(closed, 180u) << "the flood's connections were not closed";
+  EXPECT_TRUE(ClosedWithin(flood, 180, milliseconds{2000}))
+      << flood.ClosedByPeer() << " of the flood's 200 connections closed";
 }
 
 TEST_F(GrpcListenerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
   Start(2, milliseconds{60'000});
-  SilentClient first(listener_->port()), second(listener_->port());
+  SilentConnections two(listener_->port(), 2);
   for (int i = 0; i < 100 && listener_->connections() < 2; ++i) {
     std::this_thread::sleep_for(milliseconds{20});
   }
-  SilentClient third(listener_->port());
-  EXPECT_TRUE(third.ClosedWithin(milliseconds{2000}));
-  EXPECT_FALSE(first.ClosedWithin(milliseconds{100}));
+  SilentConnections third(listener_->port(), 1);
+  EXPECT_TRUE(ClosedWithin(third, 1, milliseconds{2000}));
+  EXPECT_EQ(two.ClosedByPeer(), 0u);
   EXPECT_EQ(listener_->connections(), 2u);
 }
 

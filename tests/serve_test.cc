@@ -21,6 +21,7 @@
 #include "memcached_server.h"
 #include "prometheus_sample.h"
 #include "serve_process.h"
+#include "silent_connections.h"
 
 namespace hourglass {
 namespace {
@@ -653,6 +654,54 @@ TEST_F(ServeTest, AnAddressInUseExitsWithItsOwnCode) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 4);
+}
+
+// More connections that send nothing than --max-connections no longer lock real clients out:
+// each new connection takes the place of the one idle longest.
+TEST_F(ServeTest, AFloodOfIdleConnectionsLocksNoClientOut) {
+  auto serve = Serve("events:\n  signup:\n    limits: [5/m]\n", {"--max-connections", "64"});
+  testing::SilentConnections flood(serve->port(), 300);
+  ASSERT_EQ(flood.opened(), 300u);
+  int answered = 0;
+  for (int i = 0; i < 40; ++i) {
+    HttpClient client(serve->port());
+    answered += client.Post("/v1/check", CheckBody("signup", std::to_string(i))).status == 200;
+  }
+  EXPECT_EQ(answered, 40) << "real clients were refused while idle connections held the cap";
+  EXPECT_GE(flood.ClosedByPeer(), 300u - 64);
+}
+
+// Under systemd's usual open file limit, the default caps shrink (with a warning) so that a flood
+// cannot take the descriptors memcached needs: checks stay exact, none degraded.
+TEST_F(ServeTest, UnderALowOpenFileLimitTheCapsShrinkAndAFloodLeavesTheStoreItsConnections) {
+  ServeProcess serve(HOURGLASS_CLI,
+                     {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"),
+                      "--servers", memcached_.address()},
+                     256);
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  EXPECT_TRUE(serve.WaitForLog("--max-connections lowered from 1024 to")) << serve.log();
+  testing::SilentConnections flood(serve.port(), 600);
+  int allowed = 0, degraded = 0;
+  for (int i = 0; i < 10; ++i) {
+    HttpClient client(serve.port());
+    HttpReply r = client.Post("/v1/check", CheckBody("signup", "ann"));
+    ASSERT_TRUE(r.status == 200 || r.status == 429) << r.status << " " << r.body;
+    const json body = json::parse(r.body);
+    allowed += body["allowed"].get<bool>() ? 1 : 0;
+    degraded += body["degraded"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(allowed, 5);
+  EXPECT_EQ(degraded, 0);
+}
+
+TEST_F(ServeTest, AnOpenFileLimitTooLowForTheStoreIsRefusedAtStart) {
+  ServeProcess serve(HOURGLASS_CLI,
+                     {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"),
+                      "--servers", memcached_.address()},
+                     40);
+  EXPECT_FALSE(serve.ready());
+  EXPECT_EQ(serve.Wait(), 2) << serve.log();
+  EXPECT_NE(serve.log().find("open file limit (40)"), std::string::npos) << serve.log();
 }
 
 }  // namespace
