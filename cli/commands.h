@@ -16,9 +16,12 @@ Command AddPolicyCommand(CLI::App& app, const Globals& g);
 Command AddServeCommand(CLI::App& app, const Globals& g);
 
 // --policy FILE on a command that records or reads counters without deciding (hit, count,
-// inspect, reset): the file the event should be in. WarnIfUndefined warns on stderr when it is
-// not (a typo counts or resets nothing useful); a bad file is exit 2.
+// inspect, reset): the file the event should be in. FeatureIn returns the feature as the file
+// counts it (an IP event's feature is its network, "2001:db8:1:2::/64"), warns on stderr when the
+// event is not in the file (a typo counts or resets nothing useful), and leaves with exit 2 for a
+// bad file or an IP event's feature that is not an address. Without a file: `feature` as given.
 void AddPolicyCheckOption(CLI::App* sub, std::string& path);
-void WarnIfUndefined(const std::string& path, const std::string& event);
+std::string FeatureIn(const std::string& path, const std::string& event,
+                      const std::string& feature);
 
 }  // namespace hourglass::cli

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "yaml_fields.h"
 
@@ -150,11 +152,69 @@ Result<Policy> ParseOverride(const std::string& name, const YAML::Node& o, Polic
   return policy;
 }
 
+// `feature: ip` and `ip_prefix: {ipv4: N, ipv6: M}`, if given.
+Status ParseFeatureKind(const std::string& name, const YAML::Node& node, EventPolicy& entry) {
+  const YAML::Node feature = node["feature"];
+  const YAML::Node prefix = node["ip_prefix"];
+  if (feature && feature.as<std::string>() != "ip" && feature.as<std::string>() != "text") {
+    return At(name, feature, "feature is text (the default) or ip");
+  }
+  const bool ip = feature && feature.as<std::string>() == "ip";
+  if (prefix && !ip) return At(name, prefix, "ip_prefix needs feature: ip");
+  if (!ip) return {};
+  entry.ip = IpGrouping{};
+  if (!prefix) return {};
+  if (!prefix.IsMap()) return At(name, prefix, "ip_prefix is a map, e.g. {ipv4: 32, ipv6: 64}");
+  if (Status s = CheckFields(name, prefix, {"ipv4", "ipv6"}, "ip_prefix field", "ip_prefix");
+      !s.ok()) {
+    return s;
+  }
+  for (const auto& [key, bits, target] :
+       {std::tuple{"ipv4", 32, &entry.ip->ipv4}, std::tuple{"ipv6", 128, &entry.ip->ipv6}}) {
+    const YAML::Node n = prefix[key];
+    if (!n) continue;
+    const std::string text = n.as<std::string>();
+    int value = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > bits) {
+      return At(name, n, fmt::format("ip_prefix {} is 1 to {}, not \"{}\"", key, bits, text));
+    }
+    *target = value;
+  }
+  return {};
+}
+
+// For an IP event: every override key as a range, longest prefix first.
+Status IndexIpOverrides(const std::string& name, const YAML::Node& overrides, EventPolicy& entry) {
+  for (const auto& kv : overrides) {
+    const std::string key = kv.first.as<std::string>();
+    Result<IpNetwork> range = IpNetwork::ParseRange(key);
+    if (!range.ok()) {
+      return At(name, kv.first,
+                "an override of a feature: ip event is an address or a range: " +
+                    range.error().message());
+    }
+    for (const auto& [other, other_key] : entry.ip_overrides) {
+      if (other == *range) {
+        return At(name, kv.first,
+                  fmt::format("override \"{}\" is the range of override \"{}\" (line {})", key,
+                              other_key, entry.override_lines[other_key]));
+      }
+    }
+    entry.ip_overrides.emplace_back(*range, key);
+  }
+  std::stable_sort(
+      entry.ip_overrides.begin(), entry.ip_overrides.end(),
+      [](const auto& a, const auto& b) { return a.first.length() > b.first.length(); });
+  return {};
+}
+
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  if (Status s =
-          CheckFields(name, node, {"limits", "mode", "on_store_failure", "shadow", "overrides"},
-                      "field", "an event entry");
+  if (Status s = CheckFields(
+          name, node,
+          {"limits", "mode", "on_store_failure", "shadow", "overrides", "feature", "ip_prefix"},
+          "field", "an event entry");
       !s.ok()) {
     return s.error();
   }
@@ -169,6 +229,7 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
     if (value != "true" && value != "false") return At(name, shadow, "shadow is true or false");
     entry.shadow = value == "true";
   }
+  if (Status s = ParseFeatureKind(name, node, entry); !s.ok()) return s.error();
   const YAML::Node overrides = node["overrides"];
   if (!overrides) return entry;
   if (!overrides.IsMap()) return At(name, overrides, "overrides is a map: feature -> {limits}");
@@ -178,6 +239,9 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
     if (!policy.ok()) return policy.error();
     entry.overrides[kv.first.as<std::string>()] = *policy;
     entry.override_lines[kv.first.as<std::string>()] = kv.first.Mark().line + 1;
+  }
+  if (entry.ip) {
+    if (Status s = IndexIpOverrides(name, overrides, entry); !s.ok()) return s.error();
   }
   return entry;
 }
@@ -312,6 +376,43 @@ std::vector<std::string> PolicyFile::Remarks() const {
 }
 
 Result<Policy> PolicyFile::For(std::string_view event, std::string_view feature) const {
+  Result<Resolved> resolved = Resolve(event, feature);
+  if (!resolved.ok()) return resolved.error();
+  return std::move(resolved->policy);
+}
+
+namespace {
+
+// An IP event's feature: its network, and the policy of the longest override range holding it.
+Result<Resolved> ResolveIp(std::string_view event, const EventPolicy& entry,
+                           std::string_view feature) {
+  Result<IpNetwork> given = IpNetwork::ParseRange(feature);
+  if (!given.ok()) {
+    return InvalidArgument(
+        fmt::format("event \"{}\" counts IP addresses (feature: ip): {}", event,
+                    IpNetwork::ParseAddress(feature.substr(0, feature.find('/'))).ok()
+                        ? given.error().message()
+                        : IpNetwork::ParseAddress(feature).error().message()));
+  }
+  const int length = given->v6() ? entry.ip->ipv6 : entry.ip->ipv4;
+  if (given->length() < length) {
+    return InvalidArgument(fmt::format(
+        "event \"{}\" counts IP addresses by /{}: the range {} is wider; give an address", event,
+        length, given->ToString()));
+  }
+  Resolved resolved{entry.policy, given->Truncated(length).ToString()};
+  for (const auto& [range, key] : entry.ip_overrides) {
+    if (range.Contains(*given)) {
+      resolved.policy = entry.overrides.at(key);
+      break;
+    }
+  }
+  return resolved;
+}
+
+}  // namespace
+
+Result<Resolved> PolicyFile::Resolve(std::string_view event, std::string_view feature) const {
   auto it = events_.find(std::string(event));
   if (it == events_.end()) {
     std::string known;
@@ -319,8 +420,10 @@ Result<Policy> PolicyFile::For(std::string_view event, std::string_view feature)
     return Error(ErrorCode::kNotFound,
                  fmt::format("unknown event \"{}\": the policy file defines {}", event, known));
   }
-  auto o = it->second.overrides.find(std::string(feature));
-  return o != it->second.overrides.end() ? o->second : it->second.policy;
+  const EventPolicy& entry = it->second;
+  if (entry.ip) return ResolveIp(event, entry, feature);
+  auto o = entry.overrides.find(std::string(feature));
+  return Resolved{o != entry.overrides.end() ? o->second : entry.policy, std::string(feature)};
 }
 
 std::string PolicyFile::Explain() const {
@@ -333,6 +436,12 @@ std::string PolicyFile::Explain() const {
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
         FailureModeName(p.on_store_failure),
         entry.shadow ? "; shadow: decided and reported, every hit allowed" : "");
+    if (entry.ip) {
+      out += fmt::format(
+          "  features are IP addresses: counted per IPv4 /{} and IPv6 /{}; overrides are ranges, "
+          "the longest holding the address wins\n",
+          entry.ip->ipv4, entry.ip->ipv6);
+    }
     for (const Limit& limit : p.limits) {
       out += fmt::format("  {}: at most {} hit{} in {}\n", limit.ToString(), limit.max_hits,
                          limit.max_hits == 1 ? "" : "s",

@@ -25,9 +25,16 @@ Result<PolicySource> PolicySource::FromFile(const std::string& path,
 }
 
 Result<Policy> PolicySource::For(std::string_view event, std::string_view feature) const {
-  Result<Policy> policy = file_ ? file_->For(event, feature) : Result<Policy>(inline_);
-  if (policy.ok() && mode_) policy->mode = *mode_;
-  return policy;
+  Result<Resolved> resolved = Resolve(event, feature);
+  if (!resolved.ok()) return resolved.error();
+  return std::move(resolved->policy);
+}
+
+Result<Resolved> PolicySource::Resolve(std::string_view event, std::string_view feature) const {
+  Result<Resolved> resolved = file_ ? file_->Resolve(event, feature)
+                                    : Result<Resolved>(Resolved{inline_, std::string(feature)});
+  if (resolved.ok() && mode_) resolved->policy.mode = *mode_;
+  return resolved;
 }
 
 Status PolicySource::CheckWindows(Seconds retention) const {

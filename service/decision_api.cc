@@ -349,17 +349,17 @@ std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& reques
   for (size_t i = 0; i < requested.size(); ++i) {
     HitRequest& c = requested[i];
     const std::string label = requested.size() > 1 ? fmt::format("checks[{}]", i) : "";
-    Result<Policy> policy = pending.policies->For(c.event, c.feature);
-    if (!policy.ok()) {
+    Result<Resolved> resolved = pending.policies->Resolve(c.event, c.feature);
+    if (!resolved.ok()) {
       return ErrorResponse(
-          StatusFor(policy.error()),
-          label.empty() ? policy.error().message() : label + ": " + policy.error().message());
+          StatusFor(resolved.error()),
+          label.empty() ? resolved.error().message() : label + ": " + resolved.error().message());
     }
     OwnedCheck check;
     check.binding = !pending.policies->IsShadow(c.event);
     check.event = std::move(c.event);
-    check.feature = std::move(c.feature);
-    check.policy = std::move(*policy);
+    check.feature = std::move(resolved->feature);
+    check.policy = std::move(resolved->policy);
     check.hits = c.cost;
     check.label = label;
     pending.checks.push_back(std::move(check));
@@ -411,16 +411,18 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   return res;
 }
 
-std::optional<HttpResponse> DecisionApi::RefuseUnknownEvent(std::string_view event) const {
-  Result<Policy> policy = Policies()->For(event, "");
-  if (policy.ok() || policy.error().code() != ErrorCode::kNotFound) return std::nullopt;
-  return ErrorResponse(policy.error());
+std::optional<HttpResponse> DecisionApi::Resolve(std::string_view event,
+                                                 std::string& feature) const {
+  Result<Resolved> resolved = Policies()->Resolve(event, feature);
+  if (!resolved.ok()) return ErrorResponse(resolved.error());
+  feature = std::move(resolved->feature);
+  return std::nullopt;
 }
 
 HttpResponse DecisionApi::Count(const boost::urls::url_view& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
-  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(*q->event)) return *refused;
+  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature)) return *refused;
   Result<std::vector<Window>> windows = q->windows.empty()
                                             ? Result<std::vector<Window>>(engine_.DefaultWindows())
                                             : ParseSlidingWindows(q->windows);
@@ -437,7 +439,7 @@ HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const
     return ErrorResponse(http::status::bad_request,
                          "inspect takes no window: it shows 1s 1m 1h 1d (within the retention)");
   }
-  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(*q->event)) return *refused;
+  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature)) return *refused;
   Result<Inspection> inspection = Inspect(engine_, *q->event, *q->feature, options_.clock->Now());
   if (!inspection.ok()) return StoreErrorResponse(inspection.error());
   return JsonResponse(http::status::ok, InspectionJson(*q->event, *q->feature, *inspection));
@@ -465,7 +467,7 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
   if (!body.ok()) return ErrorResponse(body.error());
   Result<HitRequest> hit = ParseHit(*body, "");
   if (!hit.ok()) return ErrorResponse(hit.error());
-  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(hit->event)) return *refused;
+  if (std::optional<HttpResponse> refused = Resolve(hit->event, hit->feature)) return *refused;
   Result<Cost> cost = engine_.Record(hit->event, hit->feature, hit->cost);
   if (!cost.ok()) return StoreErrorResponse(cost.error());
   return JsonResponse(
@@ -479,7 +481,7 @@ HttpResponse DecisionApi::Reset(const HttpRequest& request,
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) return ErrorResponse(http::status::bad_request, "reset takes no window");
-  if (std::optional<HttpResponse> refused = RefuseUnknownEvent(*q->event)) return *refused;
+  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature)) return *refused;
   Result<Engine::ResetOutcome> reset = engine_.Reset(*q->event, *q->feature);
   if (!reset.ok()) return StoreErrorResponse(reset.error());
   return JsonResponse(http::status::ok, json{{"deleted", reset->deleted}});

@@ -193,5 +193,87 @@ TEST(PolicyFile, ShadowIsPerEventTrueOrFalse) {
   EXPECT_NE(bad.error().message().find("shadow is true or false"), std::string::npos);
 }
 
+// A feature: ip event counts a client by its network (an IPv6 client owns a /64: every address
+// in it is one counter), and its overrides are ranges, the longest holding the address winning.
+TEST(PolicyFile, IpEventsCountByNetworkAndOverridesAreRangesLongestFirst) {
+  Result<PolicyFile> file = PolicyFile::Parse(R"(
+events:
+  api:
+    limits: [10/s]
+    feature: ip
+    overrides:
+      "10.0.0.0/8": {limits: [100/s]}
+      "10.1.2.3": {deny: true}
+      "10.1.0.0/16": {limits: [1000/s]}
+      "2001:db8::/32": {limits: [50/s]}
+  wide:
+    limits: [5/s]
+    feature: ip
+    ip_prefix: {ipv4: 24, ipv6: 48}
+  text:
+    limits: [1/s]
+    feature: text
+    overrides:
+      "10.0.0.0/8": {deny: true}
+)");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  const auto resolved = [&](const char* event, const std::string& feature) {
+    Result<Resolved> r = file->Resolve(event, feature);
+    return r.ok() ? r->feature + " " + DescribeLimits(r->policy.limits)
+                  : "error: " + r.error().message();
+  };
+  EXPECT_EQ(resolved("api", "10.1.2.3"), "10.1.2.3 deny all");
+  EXPECT_EQ(resolved("api", "::ffff:10.1.2.3"), "10.1.2.3 deny all");
+  EXPECT_EQ(resolved("api", "10.1.9.9"), "10.1.9.9 1000/s");
+  EXPECT_EQ(resolved("api", "10.9.9.9"), "10.9.9.9 100/s");
+  EXPECT_EQ(resolved("api", "11.0.0.1"), "11.0.0.1 10/s");
+  EXPECT_EQ(resolved("api", "2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64 50/s");
+  EXPECT_EQ(resolved("api", "2001:DB8:1:2::ffff"), "2001:db8:1:2::/64 50/s");
+  EXPECT_EQ(resolved("api", "2001:db8:1:2::/64"), "2001:db8:1:2::/64 50/s");
+  EXPECT_EQ(resolved("api", "2001:db9::1"), "2001:db9::/64 10/s");
+  EXPECT_EQ(resolved("wide", "192.0.2.77"), "192.0.2.0/24 5/s");
+  EXPECT_EQ(resolved("wide", "2001:db8:1:2::1"), "2001:db8:1::/48 5/s");
+  EXPECT_EQ(resolved("text", "10.1.2.3"), "10.1.2.3 1/s") << "text events match verbatim";
+  EXPECT_EQ(resolved("text", "10.0.0.0/8"), "10.0.0.0/8 deny all");
+  for (const std::string bad : {"not-an-ip", "1.2.3.4, 5.6.7.8", "", "10.0.0.0/8", "10.0.0.1/8"}) {
+    Result<Resolved> r = file->Resolve("api", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.error().message().find("event \"api\" counts IP addresses"), std::string::npos)
+        << r.error().message();
+  }
+  EXPECT_NE(file->Explain().find("counted per IPv4 /32 and IPv6 /64"), std::string::npos);
+}
+
+TEST(PolicyFile, BadIpSettingsNameTheLine) {
+  struct Case {
+    const char* yaml;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"events:\n  a:\n    limits: [1/s]\n    feature: ipv4\n", ":4:"},
+           Case{"events:\n  a:\n    limits: [1/s]\n    ip_prefix: {ipv6: 56}\n",
+                "ip_prefix needs feature: ip"},
+           Case{"events:\n  a:\n    limits: [1/s]\n    feature: ip\n    ip_prefix: {ipv6: 129}\n",
+                "ip_prefix ipv6 is 1 to 128"},
+           Case{"events:\n  a:\n    limits: [1/s]\n    feature: ip\n    ip_prefix: {v6: 56}\n",
+                "v6"},
+           Case{"events:\n  a:\n    limits: [1/s]\n    feature: ip\n    overrides:\n"
+                "      example.com: {deny: true}\n",
+                ":6:"},
+           Case{"events:\n  a:\n    limits: [1/s]\n    feature: ip\n    overrides:\n"
+                "      10.0.0.1/8: {deny: true}\n",
+                "did you mean 10.0.0.0/8?"},
+           Case{"events:\n  a:\n    limits: [1/s]\n    feature: ip\n    overrides:\n"
+                "      \"::ffff:10.0.0.1\": {deny: true}\n      10.0.0.1: {deny: true}\n",
+                "is the range of override"},
+       }) {
+    Result<PolicyFile> file = PolicyFile::Parse(c.yaml, "p.yaml");
+    ASSERT_FALSE(file.ok()) << c.yaml;
+    EXPECT_NE(file.error().message().find(c.says), std::string::npos) << c.yaml << "\n"
+                                                                      << file.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -43,12 +43,13 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   if (source.empty()) {
     Fail(kUsage, "no limits: give --limit N/DUR (e.g. --limit 5/m) or --policy FILE");
   }
-  const Policy policy = Unwrap(source.For(a.event, a.feature));
+  const Resolved resolved = Unwrap(source.Resolve(a.event, a.feature));
+  const Policy& policy = resolved.policy;
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShotExact);
-  const Decision d =
-      Unwrap(rt.engine().Check(a.event, a.feature, policy, CheckCost(a.cost), ParseAt(a.at)));
-  Print(g.json ? Dump(DecisionJson(d)) + "\n" : DecisionText(a.event, a.feature, d));
+  const Decision d = Unwrap(
+      rt.engine().Check(a.event, resolved.feature, policy, CheckCost(a.cost), ParseAt(a.at)));
+  Print(g.json ? Dump(DecisionJson(d)) + "\n" : DecisionText(a.event, resolved.feature, d));
   if (d.degraded && d.store_error->code() == ErrorCode::kDataLoss) {
     std::fprintf(stderr, "hourglass: warning: %s\n", d.store_error->message().c_str());
   } else if (d.degraded) {

@@ -16,16 +16,16 @@ struct CountArgs {
 };
 
 int RunCount(const Globals& g, const CountArgs& a) {
-  WarnIfUndefined(a.policy, a.event);
+  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::vector<Window> windows =
       a.windows.empty() ? rt.engine().DefaultWindows() : ParseWindows(a.windows);
-  const Counts counts = Unwrap(rt.engine().Count(a.event, a.feature, windows, ParseAt(a.at)));
+  const Counts counts = Unwrap(rt.engine().Count(a.event, feature, windows, ParseAt(a.at)));
   if (g.json) {
-    Print(Dump(CountsJson(a.event, a.feature, counts)) + "\n");
+    Print(Dump(CountsJson(a.event, feature, counts)) + "\n");
   } else {
-    Print(fmt::format("{} {} at {}\n{}keys read {}, round trips {}\n", a.event, a.feature,
+    Print(fmt::format("{} {} at {}\n{}keys read {}, round trips {}\n", a.event, feature,
                       FormatTime(counts.at), CountsText(counts), counts.cost.keys_read,
                       counts.cost.round_trips));
   }

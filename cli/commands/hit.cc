@@ -16,14 +16,14 @@ struct HitArgs {
 };
 
 int RunHit(const Globals& g, const HitArgs& a) {
-  WarnIfUndefined(a.policy, a.event);
+  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const Instant t = ParseAt(a.at).value_or(clock.Now());
-  const Cost cost = Unwrap(rt.engine().Record(a.event, a.feature, CheckCost(a.cost), t));
+  const Cost cost = Unwrap(rt.engine().Record(a.event, feature, CheckCost(a.cost), t));
   if (g.json) {
     Print(Dump({{"event", a.event},
-                {"feature", a.feature},
+                {"feature", feature},
                 {"at", ToUnix(t)},
                 {"cost", a.cost},
                 {"keys_written", cost.keys_written},
@@ -32,7 +32,7 @@ int RunHit(const Globals& g, const HitArgs& a) {
           "\n");
   } else {
     Print(fmt::format("recorded {} hit{} of {} {} at {}\n", a.cost, a.cost == 1 ? "" : "s", a.event,
-                      a.feature, FormatTime(t)));
+                      feature, FormatTime(t)));
   }
   return kOk;
 }

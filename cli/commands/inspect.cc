@@ -29,16 +29,16 @@ std::string TimelineText(const Timeline& t, int64_t now) {
 }
 
 int RunInspect(const Globals& g, const InspectArgs& a) {
-  WarnIfUndefined(a.policy, a.event);
+  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const Instant t = ParseAt(a.at).value_or(clock.Now());
-  const Inspection inspection = Unwrap(Inspect(rt.engine(), a.event, a.feature, t));
+  const Inspection inspection = Unwrap(Inspect(rt.engine(), a.event, feature, t));
   if (g.json) {
-    Print(Dump(InspectionJson(a.event, a.feature, inspection)) + "\n");
+    Print(Dump(InspectionJson(a.event, feature, inspection)) + "\n");
     return kOk;
   }
-  std::string out = fmt::format("{} {} at {}\n\n", a.event, a.feature, FormatTime(t));
+  std::string out = fmt::format("{} {} at {}\n\n", a.event, feature, FormatTime(t));
   for (const Timeline& timeline : inspection.timelines) out += TimelineText(timeline, ToUnix(t));
   out += fmt::format("\nwindows ending {}:\n", a.at.empty() ? "now" : "at " + FormatTime(t)) +
          CountsText(inspection.counts);

@@ -50,12 +50,15 @@ void AddPolicyCheckOption(CLI::App* sub, std::string& path) {
                   "policy file the event should be in: warns if it is not (a typo)");
 }
 
-void WarnIfUndefined(const std::string& path, const std::string& event) {
-  if (path.empty()) return;
+std::string FeatureIn(const std::string& path, const std::string& event,
+                      const std::string& feature) {
+  if (path.empty()) return feature;
   const PolicyFile policies = Unwrap(PolicyFile::Load(path));
-  Result<Policy> policy = policies.For(event, "");
-  if (policy.ok()) return;
-  std::fprintf(stderr, "hourglass: warning: %s\n", policy.error().message().c_str());
+  Result<Resolved> resolved = policies.Resolve(event, feature);
+  if (resolved.ok()) return resolved->feature;
+  if (resolved.error().code() != ErrorCode::kNotFound) Fail(kUsage, resolved.error().message());
+  std::fprintf(stderr, "hourglass: warning: %s\n", resolved.error().message().c_str());
+  return feature;
 }
 
 Command AddPolicyCommand(CLI::App& app, const Globals& g) {

@@ -117,12 +117,18 @@ void PrintDecision(const Decision& d, const TraceHit& hit, int64_t index) {
 // Checks hits[first, last), all of one second, as one batch: exactly as one by one.
 void CheckBatch(const ReplayArgs& a, std::span<const TraceHit> hits, int64_t first_index,
                 const PolicySource& source, const Engine& engine, ReplayTally& tally) {
-  std::vector<Policy> policies;
-  policies.reserve(hits.size());
-  for (const TraceHit& hit : hits) policies.push_back(Unwrap(source.For(hit.event, hit.feature)));
+  std::vector<Resolved> resolved;
+  resolved.reserve(hits.size());
+  for (const TraceHit& hit : hits) {
+    Result<Resolved> r = source.Resolve(hit.event, hit.feature);
+    if (!r.ok())
+      Fail(CodeFor(r.error()),
+           fmt::format("{} line {}: {}", a.file, hit.line, r.error().message()));
+    resolved.push_back(std::move(*r));
+  }
   std::vector<Engine::CheckRequest> checks;
   for (size_t i = 0; i < hits.size(); ++i) {
-    checks.emplace_back(hits[i].event, hits[i].feature, policies[i], hits[i].cost);
+    checks.emplace_back(hits[i].event, resolved[i].feature, resolved[i].policy, hits[i].cost);
   }
   std::vector<Result<Decision>> decisions = engine.CheckMany(checks);
   ++tally.batches;

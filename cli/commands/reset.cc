@@ -15,22 +15,22 @@ struct ResetArgs {
 };
 
 int RunReset(const Globals& g, const ResetArgs& a) {
-  WarnIfUndefined(a.policy, a.event);
+  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::optional<Instant> at = ParseAt(a.at);
-  const Engine::ResetOutcome reset = Unwrap(rt.engine().Reset(a.event, a.feature, at));
+  const Engine::ResetOutcome reset = Unwrap(rt.engine().Reset(a.event, feature, at));
   const Instant around = at.value_or(clock.Now());
   if (g.json) {
     Print(Dump({{"event", a.event},
-                {"feature", a.feature},
+                {"feature", feature},
                 {"around", ToUnix(around)},
                 {"deleted", reset.deleted},
                 {"keys_read", reset.cost.keys_read},
                 {"round_trips", reset.cost.round_trips}}) +
           "\n");
   } else {
-    Print(fmt::format("reset {} {}: deleted {} bucket{} around {}\n", a.event, a.feature,
+    Print(fmt::format("reset {} {}: deleted {} bucket{} around {}\n", a.event, feature,
                       reset.deleted, reset.deleted == 1 ? "" : "s", FormatTime(around)));
   }
   return kOk;

@@ -10,6 +10,12 @@
 //       overrides:
 //         "198.51.100.10": {limits: [20/s, 100/m]}
 //         "203.0.113.66": {deny: true}
+//     api:
+//       limits: [10/s]
+//       feature: ip                           # features are client addresses, see IpGrouping
+//       ip_prefix: {ipv4: 32, ipv6: 64}       # counted per /64 (the default); optional
+//       overrides:
+//         "10.0.0.0/8": {limits: [100/s]}     # ranges; the longest prefix holding the address
 //     signup:
 //       limits:
 //         - 3/h
@@ -18,15 +24,20 @@
 //
 //   Result<PolicyFile> file = PolicyFile::Load("policies/example.yaml");
 //   Result<Policy> policy = file->For("url_shorten", "203.0.113.66");
+//   Result<Resolved> r = file->Resolve("api", "2001:db8:1:2::7");  // feature "2001:db8:1:2::/64"
+
 //
 // Thread-safety: immutable after Load.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "hourglass/ip_network.h"
 #include "hourglass/limit.h"
 #include "hourglass/status.h"
 
@@ -40,6 +51,16 @@ struct EventPolicy {
   std::map<std::string, Policy> overrides;  // by feature, verbatim; a ban denies every hit
   int line = 0;                             // where the event's entry starts (1-based)
   std::map<std::string, int> override_lines;
+  // Set for `feature: ip`: features are IP addresses, counted by network; the overrides' keys are
+  // then ranges (ip_overrides, longest prefix first, each with its key in `overrides`).
+  std::optional<IpGrouping> ip;
+  std::vector<std::pair<IpNetwork, std::string>> ip_overrides;
+};
+
+// What a hit of event+feature is decided by, and the feature it is counted under.
+struct Resolved {
+  Policy policy;
+  std::string feature;  // as given, or for an IP event its network ("2001:db8:1:2::/64")
 };
 
 class PolicyFile {
@@ -51,6 +72,10 @@ class PolicyFile {
   // The policy for a hit of event+feature: the feature's override, else the event's.
   // kNotFound naming the known events when the event has no entry.
   Result<Policy> For(std::string_view event, std::string_view feature) const;
+  // The policy and the feature to count. For an IP event, the override whose range holds the
+  // address with the longest prefix, and the address's network; kInvalidArgument when the
+  // feature is not an address (or is a range wider than the network it would be counted by).
+  Result<Resolved> Resolve(std::string_view event, std::string_view feature) const;
   const std::map<std::string, EventPolicy>& events() const { return events_; }
   // A human explanation of every entry, for `policy validate`.
   std::string Explain() const;

@@ -33,6 +33,9 @@ class PolicySource {
   bool empty() const { return !file_ && inline_.limits.empty(); }
   // kNotFound naming the known events when a policy file has no entry for `event`.
   Result<Policy> For(std::string_view event, std::string_view feature) const;
+  // The policy and the feature to count (an IP event's feature is its network; inline limits
+  // count features as given). kInvalidArgument when an IP event's feature is not an address.
+  Result<Resolved> Resolve(std::string_view event, std::string_view feature) const;
   // Every limit against an engine keeping `retention` (PolicyFile::CheckWindows; inline limits
   // too): an error naming the first that could never be answered.
   Status CheckWindows(Seconds retention) const;

@@ -89,8 +89,10 @@ class DecisionApi {
   // through, metrics counted.
   HttpResponse Decided(const PendingChecks& pending, const std::vector<OwnedCheck>& checks,
                        Result<Engine::RequestDecision> decided) const;
-  // 404 naming the known events when the policy has no entry for `event`.
-  std::optional<HttpResponse> RefuseUnknownEvent(std::string_view event) const;
+  // Sets `feature` to what the policy counts (an IP event's network), or returns the refusal: 404
+  // naming the known events when the policy has no entry for `event`, 400 when an IP event's
+  // feature is not an address.
+  std::optional<HttpResponse> Resolve(std::string_view event, std::string& feature) const;
   HttpResponse Check(const HttpRequest& request, const std::optional<std::string>& auth) const;
   // Counts a request to `route` that started at `start`.
   void ObserveRequest(const ApiRoute& route, std::chrono::steady_clock::time_point start) const;
