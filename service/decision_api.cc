@@ -220,13 +220,13 @@ HttpResponse DecisionApi::StoreErrorResponse(const Error& e) const {
   return ErrorResponse(status, e.message());
 }
 
-HttpResponse DecisionApi::Handle(const HttpRequest& request) const {
+HttpResponse DecisionApi::Handle(const HttpRequest& request, std::string_view peer) const {
   const auto start = std::chrono::steady_clock::now();
   boost::system::result<boost::urls::url_view> url =
       boost::urls::parse_origin_form(request.target());
   if (!url) return ErrorResponse(http::status::bad_request, "malformed request target");
   const ApiRoute route = RouteOf(url->path());
-  HttpResponse response = Route(request, route, *url);
+  HttpResponse response = Route(request, peer, route, *url);
   ObserveRequest(route, start);
   return response;
 }
@@ -236,9 +236,10 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
   boost::system::result<boost::urls::url_view> url =
       boost::urls::parse_origin_form(request.target());
   const ApiRoute route = url ? RouteOf(url->path()) : ApiRoute{};
-  if (!IsCheck(route, request.method())) return respond(Handle(request));
+  if (!IsCheck(route, request.method())) return respond(Handle(request, respond.peer()));
   auto pending = std::make_shared<PendingChecks>();
-  if (std::optional<HttpResponse> refused = PrepareChecks(request, route.auth_event, *pending)) {
+  if (std::optional<HttpResponse> refused =
+          PrepareChecks(request, respond.peer(), route.auth_event, *pending)) {
     ObserveRequest(route, start);
     return respond(std::move(*refused));
   }
@@ -271,8 +272,8 @@ void DecisionApi::ObserveRequest(const ApiRoute& route,
   options_.metrics->ObserveRequest(route.label, std::chrono::steady_clock::now() - start);
 }
 
-HttpResponse DecisionApi::Route(const HttpRequest& request, const ApiRoute& route,
-                                const boost::urls::url_view& url) const {
+HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view peer,
+                                const ApiRoute& route, const boost::urls::url_view& url) const {
   // Envoy's /json is its service's, and /metrics is served only with metrics.
   const bool served = route.endpoint != Endpoint::kUnknown &&
                       route.endpoint != Endpoint::kEnvoyJson &&
@@ -283,9 +284,9 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, const ApiRoute& rout
   }
   switch (route.endpoint) {
     case Endpoint::kCheck:
-      return Check(request, std::nullopt);
+      return Check(request, peer, std::nullopt);
     case Endpoint::kAuth:
-      return Check(request, route.auth_event);
+      return Check(request, peer, route.auth_event);
     case Endpoint::kCount:
       return Count(url);
     case Endpoint::kInspect:
@@ -327,18 +328,35 @@ bool DecisionApi::LetThrough(const PolicySource& policies, std::string_view even
   return true;
 }
 
+Result<std::string> DecisionApi::AuthFeature(const HttpRequest& request,
+                                             std::string_view peer) const {
+  const std::string& name = options_.feature_header;
+  if (boost::beast::iequals(name, "X-Forwarded-For")) {
+    std::string joined;  // several headers are one list
+    for (auto it = request.find(name);
+         it != request.end() && boost::beast::iequals(it->name_string(), name); ++it) {
+      if (!joined.empty()) joined += ',';
+      joined += std::string(it->value());
+    }
+    return ClientAddress(peer, joined, options_.trusted_proxies);
+  }
+  const auto header = request.find(name);
+  if (header == request.end()) {
+    return InvalidArgument(
+        fmt::format("header {} is missing: the proxy must set it to the feature", name));
+  }
+  return std::string(header->value());
+}
+
 std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& request,
+                                                       std::string_view peer,
                                                        const std::optional<std::string>& auth_event,
                                                        PendingChecks& pending) const {
   std::vector<HitRequest> requested;
   if (auth_event) {
-    const auto header = request.find(options_.feature_header);
-    if (header == request.end()) {
-      return ErrorResponse(http::status::bad_request,
-                           fmt::format("header {} is missing: the proxy must set it to the feature",
-                                       options_.feature_header));
-    }
-    requested.push_back(HitRequest{*auth_event, std::string(header->value()), 1});
+    Result<std::string> feature = AuthFeature(request, peer);
+    if (!feature.ok()) return ErrorResponse(feature.error());
+    requested.push_back(HitRequest{*auth_event, std::move(*feature), 1});
   } else {
     Result<std::vector<HitRequest>> checks = ParseChecks(request, options_.max_checks_per_request);
     if (!checks.ok()) return ErrorResponse(checks.error());
@@ -367,10 +385,10 @@ std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& reques
   return std::nullopt;
 }
 
-HttpResponse DecisionApi::Check(const HttpRequest& request,
+HttpResponse DecisionApi::Check(const HttpRequest& request, std::string_view peer,
                                 const std::optional<std::string>& auth) const {
   PendingChecks pending;
-  if (std::optional<HttpResponse> refused = PrepareChecks(request, auth, pending)) {
+  if (std::optional<HttpResponse> refused = PrepareChecks(request, peer, auth, pending)) {
     return std::move(*refused);
   }
   return Decided(pending, pending.checks, engine_.CheckAll(RequestsOf(pending.checks)));

@@ -148,6 +148,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Start() {
+    beast::error_code ec;
+    const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string();
     server_->Register(this, weak_from_this());
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
   }
@@ -227,24 +230,26 @@ class Session : public std::enable_shared_from_this<Session> {
     // The response is built and written on this connection's strand; until then the server's
     // work is kept alive.
     auto pending = std::make_shared<PendingAnswer>(server_->ioc, shared_from_this());
-    HttpResponder respond([version, keep_alive, pending](HttpResponder::Builder build) {
-      std::shared_ptr<Session> self = pending->Take();
-      if (!self) return;  // a second answer is ignored
-      net::dispatch(
-          self->stream_.get_executor(), [self, version, keep_alive, build = std::move(build)] {
-            HttpResponse response;
-            try {
-              response = build();
-            } catch (const std::exception&) {
-              response = ErrorResponse(http::status::internal_server_error, "internal error");
-            }
-            response.version(version);
-            response.keep_alive(keep_alive && response.keep_alive() && !self->server_->stopping &&
-                                !self->leaving_);
-            self->Write(std::move(response));
-          });
-      pending->Answered();
-    });
+    HttpResponder respond(
+        [version, keep_alive, pending](HttpResponder::Builder build) {
+          std::shared_ptr<Session> self = pending->Take();
+          if (!self) return;  // a second answer is ignored
+          net::dispatch(
+              self->stream_.get_executor(), [self, version, keep_alive, build = std::move(build)] {
+                HttpResponse response;
+                try {
+                  response = build();
+                } catch (const std::exception&) {
+                  response = ErrorResponse(http::status::internal_server_error, "internal error");
+                }
+                response.version(version);
+                response.keep_alive(keep_alive && response.keep_alive() &&
+                                    !self->server_->stopping && !self->leaving_);
+                self->Write(std::move(response));
+              });
+          pending->Answered();
+        },
+        peer_);
     try {
       server_->handler(std::move(request), respond);
     } catch (const std::exception&) {
@@ -274,6 +279,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_{16 * 1024};
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::string peer_;                    // the client's address, empty when unknown
   bool answered_ = false;               // a request was answered: the connection is kept alive
   std::atomic<bool> idle_{false};       // waiting for a request (read by MakeRoom)
   std::atomic<int64_t> idle_since_{0};  // steady_clock ticks, set before idle_

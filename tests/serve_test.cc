@@ -704,5 +704,49 @@ TEST_F(ServeTest, AnOpenFileLimitTooLowForTheStoreIsRefusedAtStart) {
   EXPECT_NE(serve.log().find("open file limit (40)"), std::string::npos) << serve.log();
 }
 
+// Behind one trusted proxy, a client that prepends its own X-Forwarded-For entries, or rotates
+// through the addresses of its IPv6 /64, is still one client; a range override bans a network;
+// a malformed header is refused and counts nothing.
+TEST_F(ServeTest, SpoofedForwardedForAndRotatingIpv6AddressesAreOneClient) {
+  auto serve = Serve(
+      "events:\n  url_shorten:\n    limits: [2/m]\n    feature: ip\n    overrides:\n"
+      "      \"10.0.0.0/8\": {deny: true}\n",
+      {"--feature-header", "X-Forwarded-For", "--trusted-proxies", "1"});
+  HttpClient client(serve->port());
+  const auto auth = [&](const std::string& forwarded_for) {
+    return client.Send("GET", "/v1/auth/url_shorten", "", {{"X-Forwarded-For", forwarded_for}})
+        .status;
+  };
+  std::vector<int> spoofed, rotating;
+  for (int i = 1; i <= 4; ++i) {
+    spoofed.push_back(auth("6.6.6." + std::to_string(i) + ", 203.0.113.7"));
+    rotating.push_back(auth("2001:db8:1:2::" + std::to_string(i)));
+  }
+  EXPECT_EQ(spoofed, (std::vector<int>{204, 204, 403, 403}));
+  EXPECT_EQ(rotating, (std::vector<int>{204, 204, 403, 403}));
+  EXPECT_EQ(auth("2001:db8:1:3::1"), 204) << "another /64 is another client";
+  EXPECT_EQ(auth("10.200.0.1"), 403) << "inside the banned range";
+  // The same client through the JSON API and the count endpoint, by any address of its /64.
+  HttpReply r = client.Post("/v1/check", CheckBody("url_shorten", "2001:db8:1:2:ffff::9"));
+  EXPECT_EQ(r.status, 429) << r.body;
+  EXPECT_EQ(CountOf(client, "url_shorten", "2001:db8:1:2::abcd", "1m"), 2u);
+  EXPECT_EQ(CountOf(client, "url_shorten", "203.0.113.7", "1m"), 2u);
+  // Refused, counted nowhere: not an address, or an address in a malformed list.
+  EXPECT_EQ(auth("unknown"), 400);
+  EXPECT_EQ(auth("198.51.100.1 203.0.113.8"), 400);
+  r = client.Post("/v1/check", CheckBody("url_shorten", "not-an-address"));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("counts IP addresses"), std::string::npos) << r.body;
+}
+
+TEST_F(ServeTest, ForwardedForWithoutTrustedProxiesIsRefusedAtStart) {
+  ServeProcess serve(HOURGLASS_CLI,
+                     {"--policy", WritePolicy("events:\n  a:\n    limits: [1/s]\n"), "--servers",
+                      memcached_.address(), "--feature-header", "X-Forwarded-For"});
+  EXPECT_FALSE(serve.ready());
+  EXPECT_EQ(serve.Wait(), 2) << serve.log();
+  EXPECT_NE(serve.log().find("needs --trusted-proxies N"), std::string::npos) << serve.log();
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "../commands.h"
 #include "../runtime.h"
 #include "hourglass/api_route.h"
+#include "hourglass/client_address.h"
 #include "hourglass/decision_api.h"
 #include "hourglass/descriptor_budget.h"
 #include "hourglass/envoy_service.h"
@@ -33,6 +35,8 @@ struct ServeArgs {
   size_t max_connections = 1024;
   size_t grpc_max_connections = 1024;
   std::string feature_header = "X-Real-IP";
+  size_t trusted_proxies = 0;
+  std::vector<std::string> trusted_proxy;  // ranges
   std::string admin_token_file;
   bool no_admin = false;
   // Envoy's rate limit service: off without configuration files.
@@ -151,6 +155,31 @@ T Listening(Result<T> listener) {
   return std::move(*listener);
 }
 
+// Which proxies /v1/auth believes about X-Forwarded-For (exit 2 for a contradiction).
+TrustedProxies TrustedProxiesOf(const ServeArgs& a) {
+  TrustedProxies trusted;
+  trusted.hops = a.trusted_proxies;
+  for (const std::string& range : a.trusted_proxy) {
+    Result<IpNetwork> parsed = IpNetwork::ParseRange(range);
+    if (!parsed.ok()) Fail(kUsage, "--trusted-proxy: " + parsed.error().message());
+    trusted.ranges.push_back(*parsed);
+  }
+  const bool forwarded = boost::beast::iequals(a.feature_header, "X-Forwarded-For");
+  if (trusted.hops > 0 && !trusted.ranges.empty()) {
+    Fail(kUsage, "give --trusted-proxies N (hops) or --trusted-proxy RANGE, not both");
+  }
+  if (forwarded && !trusted.any()) {
+    Fail(kUsage,
+         "--feature-header X-Forwarded-For needs --trusted-proxies N (the proxies in front, each "
+         "appending to it) or --trusted-proxy RANGE: its left entries are whatever the client "
+         "sent, so counting them lets every request be a new client");
+  }
+  if (!forwarded && trusted.any()) {
+    Fail(kUsage, "--trusted-proxies and --trusted-proxy apply to --feature-header X-Forwarded-For");
+  }
+  return trusted;
+}
+
 EnvoyOptions EnvoyOptionsOf(const ServeArgs& a) {
   EnvoyOptions o;
   o.mode = Unwrap(ParseCountingMode(a.envoy_counting));
@@ -192,6 +221,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   FitCaps(g, a, envoy_config != nullptr, http, grpc_cap);
   DecisionApiOptions api_options;
   api_options.feature_header = a.feature_header;
+  api_options.trusted_proxies = TrustedProxiesOf(a);
   api_options.admin = !a.no_admin;
   api_options.admin_token = ReadToken(a.admin_token_file);
   // Signals go to the signal thread only: block them before any other thread starts.
@@ -269,8 +299,17 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   sub->add_option("--feature-header", args->feature_header,
-                  "request header /v1/auth/EVENT takes the feature from")
+                  "request header /v1/auth/EVENT takes the feature from; X-Forwarded-For is read "
+                  "as a list, through --trusted-proxies or --trusted-proxy")
       ->capture_default_str();
+  sub->add_option("--trusted-proxies", args->trusted_proxies,
+                  "with --feature-header X-Forwarded-For: how many proxies stand in front, each "
+                  "appending to it (1: the client is its last entry)")
+      ->check(CLI::Range(size_t{1}, size_t{64}));
+  sub->add_option("--trusted-proxy", args->trusted_proxy,
+                  "with --feature-header X-Forwarded-For: a trusted proxy's address or range "
+                  "(repeat); the client is the last entry from the right not in one, and a peer "
+                  "not in one is the client itself");
   sub->add_option("--admin-token-file", args->admin_token_file,
                   "POST /v1/hit and DELETE /v1/counters need this bearer token (first line)");
   sub->add_flag("--no-admin", args->no_admin, "turn POST /v1/hit and DELETE /v1/counters off");
@@ -318,6 +357,7 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"
       "  hourglass serve --envoy-config ratelimit/config/ --grpc-listen 0.0.0.0:8081\n"
+      "  hourglass serve --policy p.yaml --feature-header X-Forwarded-For --trusted-proxies 1\n"
       "  curl -si localhost:8080/v1/check -d "
       "'{\"event\":\"signup\",\"feature\":\"ann@example.com\"}'");
   return {sub, [&g, args] { return RunServe(g, *args); }};

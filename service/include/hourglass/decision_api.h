@@ -34,6 +34,7 @@
 
 #include "hourglass/api_route.h"
 #include "hourglass/check_batcher.h"
+#include "hourglass/client_address.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
@@ -43,7 +44,10 @@ namespace hourglass {
 
 struct DecisionApiOptions {
   // The request header /v1/auth/{event} takes the feature from (nginx sets it per request).
+  // X-Forwarded-For is read as a list of addresses: the client is the one `trusted_proxies`
+  // vouch for, never what the client itself prepended (DecisionApi refuses it without them).
   std::string feature_header = "X-Real-IP";
+  TrustedProxies trusted_proxies;
   // The mutating admin calls (POST /v1/hit, DELETE /v1/counters): off answers 403; with a token
   // they need "Authorization: Bearer <token>" (401 otherwise).
   bool admin = true;
@@ -63,7 +67,8 @@ class DecisionApi {
   DecisionApi(const Engine& engine, std::shared_ptr<const PolicySource> policies,
               DecisionApiOptions options = {});
 
-  HttpResponse Handle(const HttpRequest& request) const;
+  // `peer`: the connection's peer address, for /v1/auth behind trusted proxies.
+  HttpResponse Handle(const HttpRequest& request, std::string_view peer = "") const;
   // `respond` is called once, on this thread or on the thread that sends the batch.
   void HandleAsync(HttpRequest request, HttpResponder respond);
   void CountReload(bool ok) const;
@@ -72,7 +77,7 @@ class DecisionApi {
 
  private:
   std::shared_ptr<const PolicySource> Policies() const;
-  HttpResponse Route(const HttpRequest& request, const ApiRoute& route,
+  HttpResponse Route(const HttpRequest& request, std::string_view peer, const ApiRoute& route,
                      const boost::urls::url_view& url) const;
   HttpResponse Metrics() const;
   // A check request (/v1/check, or /v1/auth with `auth_event`) parsed, its policies resolved.
@@ -82,7 +87,7 @@ class DecisionApi {
     bool auth = false;  // answered 204/403 without a body
   };
   // The checks of a request, or the response refusing it.
-  std::optional<HttpResponse> PrepareChecks(const HttpRequest& request,
+  std::optional<HttpResponse> PrepareChecks(const HttpRequest& request, std::string_view peer,
                                             const std::optional<std::string>& auth_event,
                                             PendingChecks& pending) const;
   // The response to a decided request (Engine::CheckAll: all or nothing): shadow events let
@@ -93,7 +98,11 @@ class DecisionApi {
   // naming the known events when the policy has no entry for `event`, 400 when an IP event's
   // feature is not an address.
   std::optional<HttpResponse> Resolve(std::string_view event, std::string& feature) const;
-  HttpResponse Check(const HttpRequest& request, const std::optional<std::string>& auth) const;
+  HttpResponse Check(const HttpRequest& request, std::string_view peer,
+                     const std::optional<std::string>& auth) const;
+  // The feature of /v1/auth: the feature header's value, or with X-Forwarded-For the client's
+  // address as the trusted proxies vouch for it (ClientAddress).
+  Result<std::string> AuthFeature(const HttpRequest& request, std::string_view peer) const;
   // Counts a request to `route` that started at `start`.
   void ObserveRequest(const ApiRoute& route, std::chrono::steady_clock::time_point start) const;
   HttpResponse Count(const boost::urls::url_view& url) const;

@@ -40,16 +40,20 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 class HttpResponder {
  public:
   using Builder = std::function<HttpResponse()>;
-  explicit HttpResponder(std::function<void(Builder)> send) : send_(std::move(send)) {}
+  explicit HttpResponder(std::function<void(Builder)> send, std::string peer = "")
+      : send_(std::move(send)), peer_(std::move(peer)) {}
 
   // Sends `response`.
   void operator()(HttpResponse response) const;
   // Builds the response on the connection's own thread, then sends it: for a caller whose
   // thread has other work (a thread sending batches for many connections).
   void Later(Builder build) const { send_(std::move(build)); }
+  // The address of the connection's peer ("203.0.113.7", "2001:db8::1"); empty when unknown.
+  const std::string& peer() const { return peer_; }
 
  private:
   std::function<void(Builder)> send_;
+  std::string peer_;
 };
 using AsyncHttpHandler = std::function<void(HttpRequest, HttpResponder)>;
 
