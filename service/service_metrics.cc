@@ -100,6 +100,15 @@ ServiceMetrics::ServiceMetrics()
                         .Name("hourglass_memcached_items")
                         .Help("Items the memcached server holds, by server")
                         .Register(*registry_)),
+      clock_offset_(BuildGauge()
+                        .Name("hourglass_clock_offset_seconds")
+                        .Help("This host's clock minus the memcached server's (to about 1 s)")
+                        .Register(*registry_)),
+      clock_correction_(BuildGauge()
+                            .Name("hourglass_clock_correction_seconds")
+                            .Help("Seconds added to this host's clock to follow memcached's")
+                            .Register(*registry_)
+                            .Add({})),
       reloads_(BuildCounter()
                    .Name("hourglass_policy_reloads_total")
                    .Help("Policy file reloads, by result")
@@ -175,6 +184,14 @@ void ServiceMetrics::SetServerStats(const ServerStats& stats, uint64_t new_evict
   server_bytes_.Add(server).Set(static_cast<double>(stats.bytes));
   server_limit_bytes_.Add(server).Set(static_cast<double>(stats.limit_maxbytes));
   server_items_.Add(server).Set(static_cast<double>(stats.curr_items));
+}
+
+void ServiceMetrics::SetClock(const std::string& server, int64_t offset_seconds) {
+  clock_offset_.Add({{"server", server}}).Set(static_cast<double>(offset_seconds));
+}
+
+void ServiceMetrics::SetClockCorrection(int64_t seconds) {
+  clock_correction_.Set(static_cast<double>(seconds));
 }
 
 void ServiceMetrics::CountStoreError(const Error& error) {

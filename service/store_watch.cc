@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 namespace hourglass {
 namespace {
 
@@ -21,10 +23,15 @@ StoreWatch::~StoreWatch() {
 }
 
 void StoreWatch::Poll() {
+  std::vector<ClockOffset> offsets;
   for (Result<ServerStats>& stats : store_.Stats()) {
     if (!stats.ok()) {
       metrics_.CountStoreError(stats.error());
       continue;
+    }
+    if (local_ != nullptr && stats->time > 0) {
+      offsets.push_back({stats->server, ToUnix(local_->Now()) - static_cast<int64_t>(stats->time)});
+      metrics_.SetClock(stats->server, offsets.back().seconds);
     }
     auto [seen, first] = seen_.try_emplace(stats->server, stats->pid, 0);
     auto& [pid, evictions] = seen->second;
@@ -36,6 +43,11 @@ void StoreWatch::Poll() {
     metrics_.SetServerStats(*stats, rise);
     if (rise > 0) warn_(Warning(*stats, rise, first));
   }
+  if (follow_ == nullptr) return;
+  const ClockFollower::Step step = follower_.Update(offsets);
+  follow_->SetOffset(step.correction);
+  metrics_.SetClockCorrection(step.correction.count());
+  if (step.warning) warn_(*step.warning);
 }
 
 std::string StoreWatch::Warning(const ServerStats& stats, uint64_t rise, bool first) const {
@@ -48,13 +60,15 @@ std::string StoreWatch::Warning(const ServerStats& stats, uint64_t rise, bool fi
 }
 
 void StoreWatch::Start(std::chrono::milliseconds interval) {
+  Poll();  // before the caller serves anything: a clock to follow is followed from the start
   thread_ = std::thread([this, interval] {
     std::unique_lock lock(mu_);
     while (!stopping_) {
+      wake_.wait_for(lock, interval, [this] { return stopping_; });
+      if (stopping_) break;
       lock.unlock();
       Poll();
       lock.lock();
-      wake_.wait_for(lock, interval, [this] { return stopping_; });
     }
   });
 }

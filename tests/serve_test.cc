@@ -748,5 +748,38 @@ TEST_F(ServeTest, ForwardedForWithoutTrustedProxiesIsRefusedAtStart) {
   EXPECT_NE(serve.log().find("needs --trusted-proxies N"), std::string::npos) << serve.log();
 }
 
+// Service B's host clock lags 10 s (libfaketime), A's is right; both check one feature under
+// 5/20s through one memcached, alternately, for 12 s. B follows memcached's clock, so its hits
+// land in the buckets A reads (and has cached as settled): 5 admitted in all, as one service would.
+TEST_F(ServeTest, AServiceWhoseHostClockLagsFollowsMemcachedsAndTheLimitHolds) {
+  ASSERT_STRNE(HOURGLASS_FAKETIME_LIB, "") << "libfaketime is missing: apt-get install faketime";
+  const std::string policy = WritePolicy("events:\n  e:\n    limits: [5/20s]\n");
+  // Under AddressSanitizer the preloaded library comes before the sanitizer's runtime.
+  const char* inherited = std::getenv("ASAN_OPTIONS");
+  const std::string asan_options = std::string("ASAN_OPTIONS=") +
+                                   (inherited != nullptr ? std::string(inherited) + ":" : "") +
+                                   "verify_asan_link_order=0";
+  ServeProcess a(HOURGLASS_CLI, {"--policy", policy, "--servers", memcached_.address()});
+  ServeProcess b(HOURGLASS_CLI, {"--policy", policy, "--servers", memcached_.address()}, 0,
+                 {std::string("LD_PRELOAD=") + HOURGLASS_FAKETIME_LIB, "FAKETIME=-10s",
+                  "FAKETIME_DONT_FAKE_MONOTONIC=1", asan_options});
+  ASSERT_TRUE(a.ready()) << a.log();
+  ASSERT_TRUE(b.ready()) << b.log();
+  EXPECT_TRUE(b.WaitForLog("s behind memcached's: following memcached's")) << b.log();
+  HttpClient client_a(a.port()), client_b(b.port());
+  const double correction =
+      Sample(client_b.Get("/metrics").body, "hourglass_clock_correction_seconds");
+  EXPECT_GE(correction, 9);
+  EXPECT_LE(correction, 11);
+  int admitted = 0;
+  for (int i = 0; i < 48; ++i) {
+    HttpClient& client = i % 2 == 0 ? client_a : client_b;
+    admitted += client.Post("/v1/check", CheckBody("e", "shared")).status == 200 ? 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds{250});
+  }
+  EXPECT_EQ(admitted, 5) << "48 checks within 12 s under 5/20s";
+  EXPECT_EQ(CountOf(client_a, "e", "shared", "20s"), 5u);
+}
+
 }  // namespace
 }  // namespace hourglass

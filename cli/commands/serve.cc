@@ -232,11 +232,15 @@ int RunServe(const Globals& g, const ServeArgs& a) {
 
   ServiceMetrics metrics;
   api_options.metrics = &metrics;
-  Runtime rt(g, SystemClock::Get(),
+  // The engine follows memcached's clock when this host's is off by 2 s or more (StoreWatch).
+  OffsetClock clock(SystemClock::Get());
+  Runtime rt(g, clock,
              a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning);
   api_options.store = &rt.store();
+  api_options.clock = &clock;
   DecisionApi api(rt.engine(), policies, api_options);
   StoreWatch watch(rt.store(), metrics, Log);
+  watch.FollowClock(SystemClock::Get(), clock);
   if (a.stats_interval > 0) watch.Start(std::chrono::seconds{a.stats_interval});
   std::unique_ptr<EnvoyService> envoy;
   std::unique_ptr<GrpcEndpoint> grpc_endpoint;
@@ -331,8 +335,9 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                 "on a denial, read what pins Retry-After to the second (as `check` does); off, it "
                 "may be late by up to a bucket's width, never early");
   sub->add_option("--stats-interval", args->stats_interval,
-                  "seconds between reads of memcached's own stats (evictions, memory) into "
-                  "/metrics; a rise in evictions is logged as a warning; 0: never")
+                  "seconds between reads of memcached's own stats (evictions, memory, its clock) "
+                  "into /metrics; a rise in evictions is logged as a warning, and a host clock "
+                  "2 s or more off memcached's is followed to memcached's; 0: never")
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   sub->add_flag("--envoy-response-headers", args->envoy_headers,
@@ -351,6 +356,9 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  sliding window (`window: fixed` in a rate_limit: the reference's fixed windows)\n"
       "memcached's own stats are read every --stats-interval seconds: evictions (each a lost\n"
       "count) and memory per server in /metrics, and a warning on stderr when evictions rise.\n"
+      "The same read compares clocks: a host clock 2 s or more off the servers' (their median)\n"
+      "is warned about and the service follows the servers' clock instead, so that its buckets\n"
+      "agree with every other client's (hourglass_clock_offset_seconds{server}).\n"
       "SIGHUP reloads the policy and Envoy files (a bad file keeps the old ones); SIGTERM drains\n"
       "and exits 0. Exit 2: a bad option or file (a limit longer than --retention too), 3: the\n"
       "store unreachable at start, 4: cannot listen (address in use).\n"

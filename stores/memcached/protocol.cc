@@ -155,7 +155,8 @@ Status ReadStats(std::string_view server, MemcachedConnection& c, ServerStats& o
                                                            {"bytes", &out.bytes},
                                                            {"limit_maxbytes", &out.limit_maxbytes},
                                                            {"curr_items", &out.curr_items},
-                                                           {"pid", &out.pid}};
+                                                           {"pid", &out.pid},
+                                                           {"time", &out.time}};
   for (;;) {
     Result<std::string_view> line = c.ReadLine();
     if (!line.ok()) return line.error();

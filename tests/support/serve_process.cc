@@ -25,7 +25,7 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string>& args,
-                           size_t open_files) {
+                           size_t open_files, const std::vector<std::string>& env) {
   port_ = FreeLoopbackPort();
   char path[] = "/tmp/hourglass-serve-XXXXXX";
   const int log_fd = mkstemp(path);
@@ -35,6 +35,10 @@ ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string
   pid_ = fork();
   if (pid_ == 0) {
     dup2(log_fd, STDERR_FILENO);
+    for (const std::string& variable : env) {
+      const size_t eq = variable.find('=');
+      setenv(variable.substr(0, eq).c_str(), variable.substr(eq + 1).c_str(), 1);
+    }
     if (open_files > 0) {
       const rlimit limit{open_files, open_files};
       setrlimit(RLIMIT_NOFILE, &limit);

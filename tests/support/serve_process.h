@@ -25,8 +25,9 @@ class ServeProcess {
  public:
   // Starts `cli serve --listen 127.0.0.1:PORT ARGS...` and waits up to 10 s for /healthz. With
   // `open_files` > 0, the process's open file limit (soft and hard) is that, as systemd's
-  // LimitNOFILE= sets it.
-  ServeProcess(const std::string& cli, const std::vector<std::string>& args, size_t open_files = 0);
+  // LimitNOFILE= sets it; `env` ("NAME=VALUE") is added to its environment.
+  ServeProcess(const std::string& cli, const std::vector<std::string>& args, size_t open_files = 0,
+               const std::vector<std::string>& env = {});
   ~ServeProcess();  // SIGKILL if still running
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;

@@ -49,6 +49,24 @@ class SystemClock final : public Clock {
   static const SystemClock& Get();
 };
 
+// Another clock's wall time shifted by a whole number of seconds (set at any time), its monotonic
+// time unchanged: for a process that follows a reference clock (its store's) rather than its
+// own host's.
+class OffsetClock final : public Clock {
+ public:
+  explicit OffsetClock(const Clock& base) : base_(base) {}
+  Instant Now() const override {
+    return base_.Now() + Seconds{offset_.load(std::memory_order_relaxed)};
+  }
+  MonoTime Monotonic() const override { return base_.Monotonic(); }
+  void SetOffset(Seconds offset) { offset_.store(offset.count(), std::memory_order_relaxed); }
+  Seconds offset() const { return Seconds{offset_.load(std::memory_order_relaxed)}; }
+
+ private:
+  const Clock& base_;
+  std::atomic<int64_t> offset_{0};
+};
+
 // A clock that moves only when told to. Monotonic time starts at steady_clock's epoch and moves
 // forward with every Advance and every Set to a later instant.
 class ManualClock final : public Clock {

@@ -23,6 +23,8 @@
 //                                             lost count: limits then over-admit), from its stats
 //   hourglass_memcached_bytes{server}, hourglass_memcached_limit_bytes{server},
 //   hourglass_memcached_items{server}         what the server holds, and may hold (its -m)
+//   hourglass_clock_offset_seconds{server}    this host's clock minus the server's (+-1 s)
+//   hourglass_clock_correction_seconds        added to this host's clock to follow the servers'
 //   hourglass_policy_reloads_total{result}    result: ok, failed
 //   hourglass_ratelimit_hits_total{domain,descriptor,result}
 //                                             Envoy rate limit service hits (hits_addend summed):
@@ -65,6 +67,8 @@ class ServiceMetrics {
   void SyncUnconfirmedFailures(uint64_t total);
   // A server's figures as just read: gauges set, evictions_total raised by `new_evictions`.
   void SetServerStats(const ServerStats& stats, uint64_t new_evictions);
+  void SetClock(const std::string& server, int64_t offset_seconds);
+  void SetClockCorrection(int64_t seconds);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
   // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
@@ -96,6 +100,8 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Gauge>& server_bytes_;
   prometheus::Family<prometheus::Gauge>& server_limit_bytes_;
   prometheus::Family<prometheus::Gauge>& server_items_;
+  prometheus::Family<prometheus::Gauge>& clock_offset_;
+  prometheus::Gauge& clock_correction_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;

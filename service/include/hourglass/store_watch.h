@@ -17,6 +17,8 @@
 #include <string>
 #include <thread>
 
+#include "hourglass/clock.h"
+#include "hourglass/clock_follower.h"
 #include "hourglass/service_metrics.h"
 #include "hourglass/store.h"
 
@@ -32,11 +34,18 @@ class StoreWatch {
   StoreWatch(const StoreWatch&) = delete;
   StoreWatch& operator=(const StoreWatch&) = delete;
 
+  // From now on each poll also compares `local` (this host's clock) with every server's, and
+  // sets `follow`'s offset so that it follows the servers' clock (ClockFollower). Call before
+  // Start; both clocks must outlive the watch.
+  void FollowClock(const Clock& local, OffsetClock& follow) {
+    local_ = &local;
+    follow_ = &follow;
+  }
   // Reads every server's figures once: metrics set; one warning per server whose evictions rose
   // since the last poll (or that had evicted before the first); a server that cannot answer
-  // counts as a store error.
+  // counts as a store error; clocks compared (FollowClock).
   void Poll();
-  // Polls every `interval` on a thread of its own, the first time at once.
+  // Polls once on this thread, then every `interval` on a thread of its own.
   void Start(std::chrono::milliseconds interval);
 
  private:
@@ -48,6 +57,9 @@ class StoreWatch {
   Warn warn_;
   // Per server, as last read: its process and evictions. Poll's thread only.
   std::map<std::string, std::pair<uint64_t, uint64_t>> seen_;
+  const Clock* local_ = nullptr;
+  OffsetClock* follow_ = nullptr;
+  ClockFollower follower_;  // Poll's thread only
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mu_
