@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "descriptors_taken.h"
 #include "hourglass/engine.h"
 #include "hourglass/memcached_store.h"
 #include "memcached_server.h"
@@ -153,16 +154,10 @@ TEST_F(FaultTest, GracefulStopMidRunIsAnErrorNotACrash) {
 // This process, out of descriptors, cannot open a connection: that is its own fault, told as
 // such, and the server is not put into its fail-fast state (it is tried again at once).
 TEST_F(FaultTest, OutOfDescriptorsIsTheProcesssOwnErrorAndTheServerIsNotMarkedFailed) {
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit low = saved;
-  low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 1024);
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-  std::vector<int> taken;
-  for (int fd; (fd = dup(STDERR_FILENO)) >= 0;) taken.push_back(fd);
+  testing::DescriptorsTaken taken(STDERR_FILENO);
+  ASSERT_TRUE(taken.exhausted());
   Result<Decision> starved = engine_->Check("signup", "ann", closed_);
-  for (int fd : taken) close(fd);
-  setrlimit(RLIMIT_NOFILE, &saved);
+  taken.Release();
   ASSERT_TRUE(starved.ok());
   ASSERT_TRUE(starved->degraded) << "a check without a connection was decided";
   EXPECT_FALSE(starved->allowed);  // fail closed, as the policy says

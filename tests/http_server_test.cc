@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "descriptors_taken.h"
+
 namespace hourglass {
 namespace {
 
@@ -255,14 +257,8 @@ TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting
   // The client's socket exists before the process runs out of descriptors; connecting needs none.
   const int client = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(client, 0);
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit low = saved;
-  low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 1024);
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-  std::vector<int> taken;
-  for (int fd; (fd = dup(client)) >= 0;) taken.push_back(fd);
-  ASSERT_EQ(errno, EMFILE);
+  testing::DescriptorsTaken taken(client);
+  ASSERT_TRUE(taken.exhausted());
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port());
@@ -277,9 +273,8 @@ TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting
     if (n <= 0) break;
     got.append(buffer, static_cast<size_t>(n));
   }
-  for (int fd : taken) close(fd);
+  taken.Release();
   close(client);
-  setrlimit(RLIMIT_NOFILE, &saved);
   EXPECT_EQ(got.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << got;
   // Descriptors back: served again.
   RawClient after(port());
