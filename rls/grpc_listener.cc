@@ -72,7 +72,7 @@ struct GrpcListener::Impl {
       : options(std::move(o)), server(s), listen_fd(listen), port(BoundPort(listen)) {}
   ~Impl() {
     for (auto& [watch, shut] : watched) close(watch);
-    for (int fd : {listen_fd, epoll_fd, stop_fd}) {
+    for (int fd : {listen_fd, epoll_fd, stop_fd, reserve_fd}) {
       if (fd >= 0) close(fd);
     }
   }
@@ -84,6 +84,9 @@ struct GrpcListener::Impl {
   void HandOver(int fd);
   // Shuts down the connection idle longest, if one is idle at least min_idle.
   bool MakeRoom();
+  // Out of descriptors: frees the reserve, accepts and closes one waiting connection (its client
+  // sees the connection closed at once, not a wait), and takes the reserve back.
+  bool RefuseWithReserve();
   void Forget(int watch);
   size_t Staying() const { return watched.size() - leaving; }
 
@@ -92,6 +95,7 @@ struct GrpcListener::Impl {
   int listen_fd;
   int epoll_fd = -1;
   int stop_fd = -1;
+  int reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   uint16_t port;
   // Duplicates of the connections handed over, and whether each was shut down to make room.
   // Touched by the listener's thread only.
@@ -138,7 +142,12 @@ void GrpcListener::Impl::AcceptAll() {
     const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // EAGAIN: all taken; EMFILE: the caps were meant to leave room, retried on next
+      if ((errno == EMFILE || errno == ENFILE) && RefuseWithReserve()) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        // Out of descriptors with no reserve: wait rather than spin on a listener still ready.
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+      }
+      return;
     }
     if (Staying() >= options.max_connections && !MakeRoom()) {
       close(fd);
@@ -162,6 +171,15 @@ void GrpcListener::Impl::HandOver(int fd) {
   watched.emplace(watch, false);
   open = watched.size();
   grpc::AddInsecureChannelFromFd(&server, fd);
+}
+
+bool GrpcListener::Impl::RefuseWithReserve() {
+  if (reserve_fd < 0) return false;
+  close(reserve_fd);
+  const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) close(fd);
+  reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return fd >= 0 && reserve_fd >= 0;
 }
 
 bool GrpcListener::Impl::MakeRoom() {
