@@ -2,7 +2,10 @@
 # The test suite again, built with AddressSanitizer and UndefinedBehaviorSanitizer into
 # ./build-asan: any finding (a use after free, a signed overflow, a leak) fails the test that
 # hit it. CI runs it after scripts/test.sh. The installed-package test is left out: it builds
-# a program without the sanitizers against these instrumented libraries.
+# a program without the sanitizers against these instrumented libraries, and so are the tests
+# that take every descriptor of the process (`OutOfDescriptors`): UndefinedBehaviorSanitizer
+# opens a pipe to check each new dynamic type and, finding none, reports a false "invalid vptr".
+# Those run in the plain suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -13,4 +16,4 @@ cmake --build build-asan -j"$(nproc)"
 cd build-asan
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-ctest --output-on-failure -j"$(nproc)" --timeout 900 -E '^installed_package_consumer$'
+ctest --output-on-failure -j"$(nproc)" --timeout 900 -E '^installed_package_consumer$|OutOfDescriptors'

@@ -154,14 +154,6 @@ TEST_F(FaultTest, GracefulStopMidRunIsAnErrorNotACrash) {
 // This process, out of descriptors, cannot open a connection: that is its own fault, told as
 // such, and the server is not put into its fail-fast state (it is tried again at once).
 TEST_F(FaultTest, OutOfDescriptorsIsTheProcesssOwnErrorAndTheServerIsNotMarkedFailed) {
-  {
-    // The same path once with descriptors to spare, through another store: UndefinedBehavior-
-    // Sanitizer checks each dynamic type once, with a pipe, which it could not open later.
-    MemcachedOptions options;
-    options.servers = {server_.address()};
-    std::unique_ptr<MemcachedStore> warm = std::move(*MemcachedStore::Create(options));
-    ASSERT_TRUE(Engine::Create(*warm, clock_, EngineOptions{})->Check("warm", "up", closed_).ok());
-  }
   testing::DescriptorsTaken taken(STDERR_FILENO);
   ASSERT_TRUE(taken.exhausted());
   Result<Decision> starved = engine_->Check("signup", "ann", closed_);
