@@ -750,7 +750,9 @@ TEST_F(ServeTest, ForwardedForWithoutTrustedProxiesIsRefusedAtStart) {
 
 // Service B's host clock lags 10 s (libfaketime), A's is right; both check one feature under
 // 5/20s through one memcached, alternately, for 12 s. B follows memcached's clock, so its hits
-// land in the buckets A reads (and has cached as settled): 5 admitted in all, as one service would.
+// land in the buckets A reads (and has cached as settled). memcached tells its time in whole
+// seconds, ticked once a second, so the two may still differ by a second: then B does not read the
+// second A is in, and one more may get through. Without following, 10 were admitted.
 TEST_F(ServeTest, AServiceWhoseHostClockLagsFollowsMemcachedsAndTheLimitHolds) {
   ASSERT_STRNE(HOURGLASS_FAKETIME_LIB, "") << "libfaketime is missing: apt-get install faketime";
   const std::string policy = WritePolicy("events:\n  e:\n    limits: [5/20s]\n");
@@ -777,8 +779,9 @@ TEST_F(ServeTest, AServiceWhoseHostClockLagsFollowsMemcachedsAndTheLimitHolds) {
     admitted += client.Post("/v1/check", CheckBody("e", "shared")).status == 200 ? 1 : 0;
     std::this_thread::sleep_for(std::chrono::milliseconds{250});
   }
-  EXPECT_EQ(admitted, 5) << "48 checks within 12 s under 5/20s";
-  EXPECT_EQ(CountOf(client_a, "e", "shared", "20s"), 5u);
+  EXPECT_GE(admitted, 5) << "48 checks within 12 s under 5/20s";
+  EXPECT_LE(admitted, 6) << "48 checks within 12 s under 5/20s: more than the second's residual";
+  EXPECT_EQ(CountOf(client_a, "e", "shared", "20s"), static_cast<uint64_t>(admitted));
 }
 
 }  // namespace
