@@ -332,11 +332,12 @@ Result<std::string> DecisionApi::AuthFeature(const HttpRequest& request,
                                              std::string_view peer) const {
   const std::string& name = options_.feature_header;
   if (boost::beast::iequals(name, "X-Forwarded-For")) {
-    std::string joined;  // several headers are one list
-    for (auto it = request.find(name);
-         it != request.end() && boost::beast::iequals(it->name_string(), name); ++it) {
+    // Several header lines are one list, in their order.
+    std::string joined;
+    for (const auto& field : request) {
+      if (!boost::beast::iequals(field.name_string(), name)) continue;
       if (!joined.empty()) joined += ',';
-      joined += std::string(it->value());
+      joined += std::string(field.value());
     }
     return ClientAddress(peer, joined, options_.trusted_proxies);
   }

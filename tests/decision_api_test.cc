@@ -158,6 +158,24 @@ TEST_F(DecisionApiTest, AResetReachesThisProcesssCachedDenialAtOnce) {
   EXPECT_EQ(Check("signup", "cy").result(), http::status::ok) << "no cached denial survives";
 }
 
+// X-Forwarded-For in several lines is one list, even with other headers between them: the line a
+// proxy appended at the end is read, and the client's own line before it does not decide.
+// (Beast keeps lines of one name together; the service does not rely on it.)
+TEST_F(DecisionApiTest, ForwardedForLinesAnywhereInTheRequestAreOneList) {
+  DecisionApiOptions options;
+  options.feature_header = "X-Forwarded-For";
+  options.trusted_proxies.hops = 1;
+  DecisionApi api(engine_, std::make_shared<const PolicySource>(*PolicySource::FromFile(path_)),
+                  options);
+  HttpRequest request{http::verb::get, "/v1/auth/url_shorten", 11};
+  request.insert("X-Forwarded-For", "6.6.6.6");
+  request.insert(http::field::accept, "*/*");
+  request.insert("x-forwarded-for", "203.0.113.7");
+  EXPECT_EQ(api.Handle(request, "10.0.0.2").result(), http::status::no_content);
+  EXPECT_EQ(CountOf("url_shorten", "203.0.113.7"), 1u);
+  EXPECT_EQ(CountOf("url_shorten", "6.6.6.6"), 0u);
+}
+
 TEST_F(DecisionApiTest, StrictBodiesAndRoutes) {
   HttpResponse r = Send(http::verb::post, "/v1/check", R"({"event":"signup","feature":"d","n":1})");
   EXPECT_EQ(r.result(), http::status::bad_request);
