@@ -17,6 +17,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "hourglass/spare_descriptor.h"
+
 namespace hourglass {
 namespace {
 
@@ -72,7 +74,7 @@ struct GrpcListener::Impl {
       : options(std::move(o)), server(s), listen_fd(listen), port(BoundPort(listen)) {}
   ~Impl() {
     for (auto& [watch, shut] : watched) close(watch);
-    for (int fd : {listen_fd, epoll_fd, stop_fd, reserve_fd}) {
+    for (int fd : {listen_fd, epoll_fd, stop_fd}) {
       if (fd >= 0) close(fd);
     }
   }
@@ -84,8 +86,8 @@ struct GrpcListener::Impl {
   void HandOver(int fd);
   // Shuts down the connection idle longest, if one is idle at least min_idle.
   bool MakeRoom();
-  // Out of descriptors: frees the reserve, accepts and closes one waiting connection (its client
-  // sees the connection closed at once, not a wait), and takes the reserve back.
+  // Out of descriptors: accepts and closes one waiting connection on the spare descriptor (its
+  // client sees the connection closed at once, not a wait). False when none was refused.
   bool RefuseWithReserve();
   void Forget(int watch);
   size_t Staying() const { return watched.size() - leaving; }
@@ -95,7 +97,7 @@ struct GrpcListener::Impl {
   int listen_fd;
   int epoll_fd = -1;
   int stop_fd = -1;
-  int reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  SpareDescriptor spare;
   uint16_t port;
   // Duplicates of the connections handed over, and whether each was shut down to make room.
   // Touched by the listener's thread only.
@@ -141,9 +143,10 @@ void GrpcListener::Impl::AcceptAll() {
   for (;;) {
     const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if ((errno == EMFILE || errno == ENFILE) && RefuseWithReserve()) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      const int err = errno;
+      if (err == EINTR || err == ECONNABORTED) continue;
+      if ((err == EMFILE || err == ENFILE) && RefuseWithReserve()) continue;
+      if (err != EAGAIN && err != EWOULDBLOCK) {
         // Out of descriptors with no reserve: wait rather than spin on a listener still ready.
         std::this_thread::sleep_for(std::chrono::milliseconds{50});
       }
@@ -174,12 +177,13 @@ void GrpcListener::Impl::HandOver(int fd) {
 }
 
 bool GrpcListener::Impl::RefuseWithReserve() {
-  if (reserve_fd < 0) return false;
-  close(reserve_fd);
-  const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd >= 0) close(fd);
-  reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return fd >= 0 && reserve_fd >= 0;
+  bool refused = false;
+  const bool spare_kept = spare.Lend([&] {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    refused = fd >= 0;
+    if (refused) close(fd);
+  });
+  return refused && spare_kept;
 }
 
 bool GrpcListener::Impl::MakeRoom() {

@@ -1,8 +1,6 @@
 #include "hourglass/http_server.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
@@ -18,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hourglass/spare_descriptor.h"
+
 namespace hourglass {
 namespace {
 
@@ -32,17 +32,12 @@ class Session;
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(HttpServerOptions o, AsyncHttpHandler h)
-      : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {
-    reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  }
-  ~Impl() {
-    if (reserve_fd >= 0) ::close(reserve_fd);
-  }
+      : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
 
   void Accept();
   void OnAccepted(tcp::socket socket);
-  // Out of descriptors: frees the reserve, answers one waiting connection 503 and takes the
-  // reserve back. False when there was no reserve to free.
+  // Out of descriptors: answers one waiting connection 503 on the spare descriptor. False when
+  // there was no spare (SpareDescriptor::Lend).
   bool RefuseWithReserve();
   // At the cap: closes the connection idle longest to make room. False when none is idle.
   bool MakeRoom();
@@ -66,7 +61,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::atomic<size_t> open{0};
   std::atomic<size_t> leaving{0};  // connections MakeRoom() closed that are not gone yet
   std::atomic<bool> stopping{false};
-  int reserve_fd = -1;  // a descriptor kept for refusing a connection when none are left
+  SpareDescriptor spare;  // for refusing a connection when no descriptor is left; Accept's strand
   std::mutex mu;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
 };
@@ -330,21 +325,18 @@ bool HttpServer::Impl::MakeRoom() {
 }
 
 bool HttpServer::Impl::RefuseWithReserve() {
-  if (reserve_fd < 0) return false;
-  ::close(reserve_fd);
-  beast::error_code ec;
-  tcp::socket socket(ioc);
-  acceptor.non_blocking(true, ec);
-  if (!ec) acceptor.accept(socket, ec);
-  if (!ec) {
+  return spare.Lend([this] {
+    beast::error_code ec;
+    tcp::socket socket(ioc);
+    acceptor.non_blocking(true, ec);
+    if (!ec) acceptor.accept(socket, ec);
+    if (ec) return;
     // A 503 of a few hundred bytes fits an empty send buffer: written at once, or dropped.
     socket.non_blocking(true, ec);
     net::write(socket, net::buffer(BusyResponse()), ec);
     socket.shutdown(tcp::socket::shutdown_send, ec);
     socket.close(ec);
-  }
-  reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return reserve_fd >= 0;
+  });
 }
 
 void HttpResponder::operator()(HttpResponse response) const {
