@@ -31,13 +31,21 @@ using std::chrono::milliseconds;
 // A blocking loopback client on raw sockets: what a slow or hostile client can do.
 class RawClient {
  public:
-  explicit RawClient(uint16_t port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  // With `connect_now` false, the socket exists and Connect() connects it later (connecting
+  // takes no new descriptor).
+  explicit RawClient(uint16_t port, bool connect_now = true)
+      : fd_(socket(AF_INET, SOCK_STREAM, 0)), port_(port) {
+    if (connect_now) Connect();
+  }
+  bool Connect() {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
+    addr.sin_port = htons(port_);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    return connected_;
   }
+  int fd() const { return fd_; }
   ~RawClient() { close(fd_); }
   bool connected() const { return connected_; }
   // False once the server has closed the connection.
@@ -84,6 +92,7 @@ class RawClient {
 
  private:
   int fd_;
+  uint16_t port_;
   bool connected_ = false;
   bool closed_ = false;
 };
@@ -255,26 +264,13 @@ TEST_F(HttpServerTest, ANewConnectionThatSendsNothingIsClosedAfterTheFirstByteTi
 TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting) {
   Start(HttpServerOptions{});
   // The client's socket exists before the process runs out of descriptors; connecting needs none.
-  const int client = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(client, 0);
-  testing::DescriptorsTaken taken(client);
+  RawClient client(port(), /*connect_now=*/false);
+  ASSERT_GE(client.fd(), 0);
+  testing::DescriptorsTaken taken(client.fd());
   ASSERT_TRUE(taken.exhausted());
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  std::string got;
-  for (int i = 0; i < 100; ++i) {
-    pollfd p{client, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buffer[1024];
-    const ssize_t n = recv(client, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    got.append(buffer, static_cast<size_t>(n));
-  }
+  ASSERT_TRUE(client.Connect());
+  const std::string got = client.ReadUntilClosed();
   taken.Release();
-  close(client);
   EXPECT_EQ(got.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << got;
   // Descriptors back: served again.
   RawClient after(port());
