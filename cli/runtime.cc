@@ -9,7 +9,8 @@
 namespace hourglass::cli {
 namespace {
 
-std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
+std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
+                                    ServerTransitionHandler on_transition) {
   if (g.timeout_ms < 1 || g.timeout_ms > 600000) {
     Fail(kUsage, fmt::format("--timeout-ms {}: must be 1 to 600000", g.timeout_ms));
   }
@@ -18,6 +19,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock) {
   options.io_timeout = std::chrono::milliseconds{g.timeout_ms};
   options.layout = Unwrap(ParseLayout(g.layout));
   options.read_both_layouts = g.read_both_layouts;
+  options.on_transition = std::move(on_transition);
   // The memory store expires keys on the engine's clock (a replay's time); memcached lives in
   // real time, so its absolute TTLs and failure windows come from the real clock.
   if (g.store == "memory") return Unwrap(OpenStore("memory://", clock));
@@ -49,8 +51,9 @@ size_t StoreConnections(const Globals& g) {
   return servers.ok() ? servers->size() * MemcachedOptions{}.pool_size : 0;
 }
 
-Runtime::Runtime(const Globals& g, const Clock& clock, EngineUse use)
-    : store_(OpenCliStore(g, clock)) {
+Runtime::Runtime(const Globals& g, const Clock& clock, EngineUse use,
+                 ServerTransitionHandler on_transition)
+    : store_(OpenCliStore(g, clock, std::move(on_transition))) {
   engine_.emplace(Unwrap(Engine::Create(*store_, clock, EngineOptionsFor(g, use))));
 }
 

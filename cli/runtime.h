@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "hourglass/engine.h"
+#include "hourglass/memcached_store.h"
 #include "hourglass/store.h"
 
 namespace hourglass::cli {
@@ -27,7 +28,9 @@ class Runtime {
   // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime. The
   // engine and the memory store run on it; memcached always on the real clock.
   // Leaves with exit 2 for bad options, 3 when the store cannot be set up.
-  Runtime(const Globals& g, const Clock& clock, EngineUse use);
+  // `on_transition` hears of memcached servers failing and answering again (MemcachedOptions).
+  Runtime(const Globals& g, const Clock& clock, EngineUse use,
+          ServerTransitionHandler on_transition = {});
   const Engine& engine() const { return *engine_; }
   const Store& store() const { return *store_; }
   Store& store() { return *store_; }

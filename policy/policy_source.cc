@@ -1,5 +1,7 @@
 #include "hourglass/policy_source.h"
 
+#include <fmt/format.h>
+
 namespace hourglass {
 
 Result<PolicySource> PolicySource::FromLimits(std::span<const std::string> specs,
@@ -46,6 +48,58 @@ bool PolicySource::IsShadow(std::string_view event) const {
   if (!file_) return false;
   const auto it = file_->events().find(std::string(event));
   return it != file_->events().end() && it->second.shadow;
+}
+
+namespace {
+
+std::string SummaryOf(const Policy& policy, bool shadow,
+                      const std::map<std::string, Policy>& overrides) {
+  std::string text =
+      fmt::format("{} ({}, fail {}{}", DescribeLimits(policy.limits), CountingModeName(policy.mode),
+                  FailureModeName(policy.on_store_failure), shadow ? ", shadow" : "");
+  const char* separator = "; overrides: ";
+  for (const auto& [feature, limits] : overrides) {
+    text += fmt::format("{}{}: {}", separator, feature, DescribeLimits(limits.limits));
+    separator = "; ";
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> PolicySource::Summary() const {
+  std::map<std::string, std::string> summary;
+  if (!file_) {
+    if (inline_.limits.empty()) return summary;
+    Policy policy = inline_;
+    if (mode_) policy.mode = *mode_;
+    summary.emplace("*", SummaryOf(policy, false, {}));
+    return summary;
+  }
+  for (const auto& [event, entry] : file_->events()) {
+    Policy policy = entry.policy;
+    if (mode_) policy.mode = *mode_;
+    summary.emplace(event, SummaryOf(policy, entry.shadow, entry.overrides));
+  }
+  return summary;
+}
+
+std::vector<std::string> PolicyChanges(const PolicySource& before, const PolicySource& after) {
+  const std::map<std::string, std::string> old_events = before.Summary();
+  const std::map<std::string, std::string> new_events = after.Summary();
+  std::vector<std::string> changes;
+  for (const auto& [event, summary] : old_events) {
+    const auto now = new_events.find(event);
+    if (now == new_events.end()) {
+      changes.push_back(fmt::format("removed {}: {}", event, summary));
+    } else if (now->second != summary) {
+      changes.push_back(fmt::format("changed {}: {} -> {}", event, summary, now->second));
+    }
+  }
+  for (const auto& [event, summary] : new_events) {
+    if (!old_events.contains(event)) changes.push_back(fmt::format("added {}: {}", event, summary));
+  }
+  return changes;
 }
 
 }  // namespace hourglass

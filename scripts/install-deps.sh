@@ -9,7 +9,7 @@ packages=(
   memcached libmemcached-dev
   libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost1.81-dev prometheus-cpp-dev
+  libboost1.81-dev prometheus-cpp-dev libspdlog-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nginx-light curl python3 python3-flask python3-requests faketime
 )

@@ -52,6 +52,21 @@ void SetDecisionFields(HttpResponse& res, const Decision& d) {
   if (fields.retry_after) res.set(http::field::retry_after, *fields.retry_after);
 }
 
+// An answer given by the failure mode because the store failed says so in a header, so that an
+// app or a proxy can tell it from a real decision: `Hourglass-Degraded: <the store's error>`
+// (control bytes as spaces, at most 200 bytes).
+void SetDegraded(HttpResponse& res, const std::vector<Decision>& decisions) {
+  for (const Decision& d : decisions) {
+    if (!d.degraded) continue;
+    std::string why = d.store_error ? d.store_error->message().substr(0, 200) : "store failed";
+    for (char& c : why) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    }
+    res.set("Hourglass-Degraded", why);
+    return;
+  }
+}
+
 struct HitRequest {
   std::string event;
   std::string feature;
@@ -410,6 +425,7 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   if (pending.auth) {
     HttpResponse res{allowed ? http::status::no_content : http::status::forbidden, 11};
     SetDecisionFields(res, decisions[shown.value_or(0)]);
+    SetDegraded(res, decisions);
     return res;
   }
   HttpResponse res{allowed ? http::status::ok : http::status::too_many_requests, 11};
@@ -427,6 +443,7 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   }
   body += '\n';
   SetDecisionFields(res, decisions[shown.value_or(0)]);
+  SetDegraded(res, decisions);
   return res;
 }
 

@@ -52,7 +52,7 @@ void StoreWatch::Poll() {
 
 std::string StoreWatch::Warning(const ServerStats& stats, uint64_t rise, bool first) const {
   return fmt::format(
-      "warning: memcached {} evicted {} items {} ({} since it started; it holds {} of {}): the "
+      "memcached {} evicted {} items {} ({} since it started; it holds {} of {}): the "
       "counts they held are lost, so limits admit more than they say until their windows pass; "
       "give it more memory (-m) or add servers",
       stats.server, rise, first ? "before this process watched it" : "since the last look",

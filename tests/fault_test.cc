@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -122,6 +124,62 @@ TEST_F(FaultTest, CountingResumesAfterARestart) {
   EXPECT_FALSE(d->degraded);
   EXPECT_TRUE(d->allowed);
   EXPECT_EQ(d->limits[0].count, 3u);
+}
+
+// What a transition handler was told, in order ("down: <error>", "up").
+struct Transitions {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  ServerTransitionHandler Handler() {
+    return [this](const ServerTransition& t) {
+      std::lock_guard lock(mu);
+      seen.push_back(t.reachable ? "up " + t.server : "down " + t.server + ": " + t.error);
+    };
+  }
+  std::vector<std::string> Seen() {
+    std::lock_guard lock(mu);
+    return seen;
+  }
+};
+
+TEST_F(FaultTest, AServerLostAndBackIsToldOnceEachWayHoweverManyRequestsSeeIt) {
+  Transitions told;
+  MemcachedOptions options{.servers = {server_.address()},
+                           .connect_timeout = milliseconds{100},
+                           .io_timeout = milliseconds{100},
+                           .retry_timeout = std::chrono::seconds{1}};
+  options.on_transition = told.Handler();
+  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(options));
+  Engine engine = *Engine::Create(*store, clock_, EngineOptions{});
+  ASSERT_TRUE(engine.Record("signup", "ann").ok());
+  EXPECT_TRUE(told.Seen().empty()) << "a server that always answered is not news";
+
+  server_.Kill();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) (void)engine.Record("signup", "ann");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(told.Seen().size(), 1u);
+  EXPECT_EQ(told.Seen()[0].rfind("down " + server_.address() + ": memcached ", 0), 0u)
+      << told.Seen()[0];
+
+  ASSERT_TRUE(server_.Start()) << server_.error();
+  const auto deadline = steady_clock::now() + std::chrono::seconds{10};
+  while (!engine.Record("signup", "ann").ok() && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds{100});
+  }
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(engine.Record("signup", "ann").ok());
+  EXPECT_EQ(told.Seen(), (std::vector<std::string>{told.Seen()[0], "up " + server_.address()}));
+
+  // A hung server (timeouts, not refusals) is lost the same way.
+  ASSERT_TRUE(server_.Freeze());
+  EXPECT_FALSE(engine.Record("signup", "ann").ok());
+  server_.Thaw();
+  ASSERT_EQ(told.Seen().size(), 3u);
+  EXPECT_NE(told.Seen()[2].find("down " + server_.address()), std::string::npos) << told.Seen()[2];
 }
 
 TEST_F(FaultTest, GracefulStopMidRunIsAnErrorNotACrash) {

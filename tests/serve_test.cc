@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "hourglass/engine.h"
@@ -289,12 +290,31 @@ TEST_F(ServeTest, AuthEndpointAnswersNginxWith204Or403) {
   EXPECT_EQ(client.Send("GET", "/v1/auth/nosuch", "", ip).status, 404);
 }
 
+// The log's lines as JSON objects; a line that is not one fails the test.
+std::vector<json> JsonLines(const std::string& log) {
+  std::vector<json> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(json::parse(line, nullptr, false));
+    EXPECT_TRUE(lines.back().is_object()) << "not a JSON line: " << line;
+  }
+  return lines;
+}
+
+// Whether a line of `lines` has `level` and a message containing `text`.
+bool Logged(const std::vector<json>& lines, const std::string& level, const std::string& text) {
+  return std::any_of(lines.begin(), lines.end(), [&](const json& line) {
+    return line.is_object() && line.value("level", "") == level &&
+           line.value("message", "").find(text) != std::string::npos;
+  });
+}
+
 TEST_F(ServeTest, SighupReloadsAGoodPolicyAndKeepsTheOldOneForABadFile) {
-  auto serve = Serve("events:\n  signup:\n    limits: [1/m]\n");
+  auto serve = Serve("events:\n  signup:\n    limits: [1/m]\n", {"--log-format", "json"});
   HttpClient client(serve->port());
   EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);
   EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 429);
-  WritePolicy("events:\n  signup:\n    limits: [5/m]\n");
+  WritePolicy("events:\n  signup:\n    limits: [5/m]\n  login:\n    limits: [3/s]\n");
   serve->Signal(SIGHUP);
   ASSERT_TRUE(serve->WaitForLog("reloaded")) << serve->log();
   EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);
@@ -302,6 +322,18 @@ TEST_F(ServeTest, SighupReloadsAGoodPolicyAndKeepsTheOldOneForABadFile) {
   serve->Signal(SIGHUP);
   ASSERT_TRUE(serve->WaitForLog("reload failed")) << serve->log();
   EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "a")).status, 200);  // 5/m still
+
+  // Every line a JSON object; the start says where it listens, on what, with which limits; a
+  // reload says what changed; nothing is logged per request.
+  const std::vector<json> lines = JsonLines(serve->log());
+  EXPECT_TRUE(Logged(lines, "info", "listening on 127.0.0.1:" + std::to_string(serve->port())));
+  EXPECT_TRUE(Logged(lines, "info", "store memcached " + memcached_.address()));
+  EXPECT_TRUE(Logged(lines, "info", "event signup: 1/m (admitted, fail open)"));
+  EXPECT_TRUE(Logged(lines, "info", "reloaded " + policy_path_ + ": 2 events changed"));
+  EXPECT_TRUE(Logged(lines, "info", "changed signup: 1/m (admitted, fail open) -> 5/m"));
+  EXPECT_TRUE(Logged(lines, "info", "added login: 3/s (admitted, fail open)"));
+  EXPECT_TRUE(Logged(lines, "error", "reload failed, keeping the configuration in force"));
+  EXPECT_LE(lines.size(), 12u) << serve->log();
 }
 
 // A request whose first bytes arrived before SIGTERM is answered, with Connection: close; then
@@ -352,6 +384,15 @@ TEST_F(ServeTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
   HttpReply closed = client.Post("/v1/check", CheckBody("closed_ev", "x"));
   EXPECT_EQ(closed.status, 429) << closed.body;
   EXPECT_TRUE(json::parse(closed.body)["degraded"].get<bool>());
+  // Told apart from real decisions by a header naming the failure, and in the log once.
+  const std::string failed_server = "memcached " + memcached_.address();
+  EXPECT_EQ(open.Header("hourglass-degraded").rfind(failed_server, 0), 0u)
+      << open.Header("hourglass-degraded");
+  EXPECT_EQ(closed.Header("hourglass-degraded").rfind(failed_server, 0), 0u);
+  HttpReply auth = client.Send("GET", "/v1/auth/closed_ev", "", {{"X-Real-IP", "192.0.2.1"}});
+  EXPECT_EQ(auth.status, 403);
+  EXPECT_EQ(auth.Header("hourglass-degraded").rfind(failed_server, 0), 0u);
+  EXPECT_TRUE(serve->WaitForLog(" error " + failed_server + " unreachable (")) << serve->log();
   const std::string metrics = client.Get("/metrics").body;
   EXPECT_GE(
       Sample(metrics, "hourglass_store_errors_total{server=\"" + memcached_.address() + "\"}"), 2)
@@ -365,7 +406,17 @@ TEST_F(ServeTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
     if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds{100});
   }
   EXPECT_TRUE(ready);
-  EXPECT_EQ(client.Post("/v1/check", CheckBody("closed_ev", "x")).status, 200);
+  HttpReply back = client.Post("/v1/check", CheckBody("closed_ev", "x"));
+  EXPECT_EQ(back.status, 200);
+  EXPECT_EQ(back.Header("hourglass-degraded"), "");
+  EXPECT_TRUE(serve->WaitForLog(" info " + failed_server + " answers again")) << serve->log();
+  const std::string log = serve->log();
+  size_t lost = 0;
+  for (size_t at = log.find(" unreachable ("); at != std::string::npos;
+       at = log.find(" unreachable (", at + 1)) {
+    ++lost;
+  }
+  EXPECT_EQ(lost, 1u) << "one line per transition, not per request:\n" << log;
 }
 
 TEST_F(ServeTest, MetricsCountDecisionsByEventAndResultNeverByFeature) {
@@ -470,7 +521,7 @@ TEST_F(ServeTest, EvictionsOfAFullMemcachedShowInMetricsAndAWarning) {
   // Another tenant (or an attacker's fresh features) fills the server.
   ASSERT_TRUE(small.Fill(200000));
   ASSERT_GT(small.Stat("evictions"), 0);
-  EXPECT_TRUE(serve.WaitForLog("warning: memcached " + small.address() + " evicted",
+  EXPECT_TRUE(serve.WaitForLog("memcached " + small.address() + " evicted",
                                std::chrono::milliseconds{5000}))
       << serve.log();
   EXPECT_GT(Sample(client.Get("/metrics").body, evictions), 0);

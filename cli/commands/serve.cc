@@ -19,6 +19,7 @@
 #include "hourglass/descriptor_budget.h"
 #include "hourglass/envoy_service.h"
 #include "hourglass/http_server.h"
+#include "hourglass/log.h"
 #include "hourglass/policy_source.h"
 #include "hourglass/store_watch.h"
 
@@ -48,9 +49,11 @@ struct ServeArgs {
   bool exact_retry_after = false;
   // How often memcached's own stats (evictions, memory) are read into metrics; 0: never.
   int stats_interval = 10;
+  std::string log_level = "info";
+  std::string log_format = "text";
 };
 
-void Log(const std::string& line) { std::fprintf(stderr, "hourglass serve: %s\n", line.c_str()); }
+using Logger = std::shared_ptr<spdlog::logger>;
 
 // "HOST:PORT" or "[IPV6]:PORT" of option `flag` into the server's options.
 void ParseListen(const std::string& flag, const std::string& text, HttpServerOptions& options) {
@@ -110,8 +113,17 @@ Result<EnvoyConfig> LoadEnvoy(const ServeArgs& a, Seconds retention) {
   return config;
 }
 
+// The policy's events and their limits, a line each.
+void LogPolicy(const Logger& log, const ServeArgs& a, const PolicySource& policy) {
+  if (a.policy.empty()) return;
+  const std::map<std::string, std::string> events = policy.Summary();
+  log->info("policy {}: {} event{}", a.policy, events.size(), events.size() == 1 ? "" : "s");
+  for (const auto& [event, summary] : events) log->info("  event {}: {}", event, summary);
+}
+
 // Reloads the policy file and the Envoy configuration; a bad one keeps both in force.
-void Reload(const ServeArgs& a, Seconds retention, DecisionApi& api, EnvoyService* envoy) {
+void Reload(const Logger& log, const ServeArgs& a, Seconds retention, DecisionApi& api,
+            EnvoyService* envoy) {
   Result<PolicySource> policy = LoadPolicy(a, retention);
   std::optional<Result<EnvoyConfig>> config;
   if (envoy != nullptr) config.emplace(LoadEnvoy(a, retention));
@@ -119,29 +131,38 @@ void Reload(const ServeArgs& a, Seconds retention, DecisionApi& api, EnvoyServic
                         : config && !config->ok() ? &config->error()
                                                   : nullptr;
   if (failed != nullptr) {
-    Log("reload failed, keeping the configuration in force: " + failed->message());
+    log->error("reload failed, keeping the configuration in force: {}", failed->message());
     api.CountReload(false);
     return;
   }
+  const std::vector<std::string> changes = PolicyChanges(*api.Policies(), *policy);
   api.SetPolicies(std::make_shared<const PolicySource>(std::move(*policy)));
-  if (config) envoy->SetConfig(std::make_shared<const EnvoyConfig>(std::move(**config)));
+  if (config) {
+    log->info("reloaded Envoy configuration {}: domains {}", fmt::join(a.envoy_config, " "),
+              fmt::join((*config)->domains(), ", "));
+    envoy->SetConfig(std::make_shared<const EnvoyConfig>(std::move(**config)));
+  }
   api.CountReload(true);
-  Log("reloaded " + (a.policy.empty() ? std::string() : a.policy + " ") +
-      fmt::format("{}", fmt::join(a.envoy_config, " ")));
+  if (a.policy.empty()) return;
+  log->info("reloaded {}: {}", a.policy,
+            changes.empty() ? std::string("no event changed")
+                            : fmt::format("{} event{} changed", changes.size(),
+                                          changes.size() == 1 ? "" : "s"));
+  for (const std::string& change : changes) log->info("  {}", change);
 }
 
 // Waits for SIGHUP (reload), SIGTERM or SIGINT (drain and stop).
-void HandleSignals(const sigset_t& signals, const ServeArgs& a, Seconds retention, DecisionApi& api,
-                   EnvoyService* envoy, HttpServer& server) {
+void HandleSignals(const Logger& log, const sigset_t& signals, const ServeArgs& a,
+                   Seconds retention, DecisionApi& api, EnvoyService* envoy, HttpServer& server) {
   for (;;) {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) continue;
     if (signal != SIGHUP) {
-      Log(fmt::format("{}: draining requests in flight", strsignal(signal)));
+      log->info("{}: draining requests in flight", strsignal(signal));
       server.Stop();
       return;
     }
-    Reload(a, retention, api, envoy);
+    Reload(log, a, retention, api, envoy);
   }
 }
 
@@ -190,23 +211,43 @@ EnvoyOptions EnvoyOptionsOf(const ServeArgs& a) {
 
 // Raises the open file limit and fits the connection caps under it beside the store's
 // connections (warned when lowered; exit 2 when not even those fit).
-void FitCaps(const Globals& g, const ServeArgs& a, bool grpc, HttpServerOptions& http,
-             size_t& grpc_cap) {
+void FitCaps(const Logger& log, const Globals& g, const ServeArgs& a, bool grpc,
+             HttpServerOptions& http, size_t& grpc_cap) {
   const size_t store = StoreConnections(g);
   const size_t limit = RaiseOpenFileLimit();
   const DescriptorPlan plan = FitConnections(
       limit,
       {.store = store, .http = a.max_connections, .grpc = grpc ? a.grpc_max_connections : 0});
   if (!plan.fits) Fail(kUsage, plan.warnings.front());
-  for (const std::string& warning : plan.warnings) Log("warning: " + warning);
+  for (const std::string& warning : plan.warnings) log->warn("{}", warning);
   http.max_connections = plan.http;
   grpc_cap = plan.grpc;
+}
+
+// Logs every memcached server that stops answering, and answers again.
+ServerTransitionHandler LogTransitions(const Logger& log) {
+  return [log](const ServerTransition& t) {
+    if (t.reachable) {
+      log->info("memcached {} answers again", t.server);
+    } else {
+      std::string_view error = t.error;
+      if (const std::string name = "memcached " + t.server + ": "; error.starts_with(name)) {
+        error.remove_prefix(name.size());
+      }
+      log->error(
+          "memcached {} unreachable ({}): checks of its features answer per their failure mode "
+          "(fail open or closed) until it answers",
+          t.server, error);
+    }
+  };
 }
 
 int RunServe(const Globals& g, const ServeArgs& a) {
   if (a.policy.empty() && a.envoy_config.empty()) {
     Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
   }
+  const Logger log = MakeLogger({.level = Unwrap(ParseLogLevel(a.log_level)),
+                                 .format = Unwrap(ParseLogFormat(a.log_format))});
   const Seconds retention = RetentionOf(g);
   auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a, retention)));
   std::shared_ptr<const EnvoyConfig> envoy_config;
@@ -218,7 +259,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   ParseListen("--grpc-listen", a.grpc_listen, grpc);
   http.threads = a.threads;
   size_t grpc_cap = 0;
-  FitCaps(g, a, envoy_config != nullptr, http, grpc_cap);
+  FitCaps(log, g, a, envoy_config != nullptr, http, grpc_cap);
   DecisionApiOptions api_options;
   api_options.feature_header = a.feature_header;
   api_options.trusted_proxies = TrustedProxiesOf(a);
@@ -234,12 +275,12 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   api_options.metrics = &metrics;
   // The engine follows memcached's clock when this host's is off by 2 s or more (StoreWatch).
   OffsetClock clock(SystemClock::Get());
-  Runtime rt(g, clock,
-             a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning);
+  Runtime rt(g, clock, a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning,
+             LogTransitions(log));
   api_options.store = &rt.store();
   api_options.clock = &clock;
   DecisionApi api(rt.engine(), policies, api_options);
-  StoreWatch watch(rt.store(), metrics, Log);
+  StoreWatch watch(rt.store(), metrics, [log](const std::string& line) { log->warn("{}", line); });
   watch.FollowClock(SystemClock::Get(), clock);
   if (a.stats_interval > 0) watch.Start(std::chrono::seconds{a.stats_interval});
   std::unique_ptr<EnvoyService> envoy;
@@ -248,11 +289,9 @@ int RunServe(const Globals& g, const ServeArgs& a) {
     envoy = std::make_unique<EnvoyService>(rt.engine(), envoy_config, EnvoyOptionsOf(a), &metrics);
     grpc_endpoint = Listening(
         envoy->Listen({.host = grpc.host, .port = grpc.port, .max_connections = grpc_cap}));
-    Log(
-        fmt::format("gRPC rate limit service listening on {}:{} (at most {} connections); "
-                    "domains {}",
-                    grpc.host, grpc_endpoint->listener->port(), grpc_cap,
-                    fmt::join(envoy_config->domains(), ", ")));
+    log->info("gRPC rate limit service listening on {}:{} (at most {} connections); domains {}",
+              grpc.host, grpc_endpoint->listener->port(), grpc_cap,
+              fmt::join(envoy_config->domains(), ", "));
   }
   std::unique_ptr<HttpServer> server = Listening(
       HttpServer::Create(http, [&api, envoy = envoy.get()](HttpRequest r, HttpResponder respond) {
@@ -261,20 +300,21 @@ int RunServe(const Globals& g, const ServeArgs& a) {
         }
         api.HandleAsync(std::move(r), std::move(respond));
       }));
-  Log(
-      fmt::format("listening on {}:{} with {} threads (at most {} connections); policy {}; "
-                  "store {}",
-                  http.host, server->port(), a.threads, http.max_connections,
-                  a.policy.empty() ? "(none)" : a.policy,
-                  g.store == "memory" ? std::string("memory") : "memcached " + g.servers));
+  log->info("hourglass {} listening on {}:{} with {} threads (at most {} connections); store {}",
+            HOURGLASS_VERSION, http.host, server->port(), a.threads, http.max_connections,
+            g.store == "memory" ? std::string("memory") : "memcached " + g.servers);
+  LogPolicy(log, a, *policies);
   std::thread signal_thread(
-      [&] { HandleSignals(signals, a, retention, api, envoy.get(), *server); });
+      [&] { HandleSignals(log, signals, a, retention, api, envoy.get(), *server); });
   server->Run();
   signal_thread.join();
   grpc_endpoint.reset();                // stops accepting, then gives calls in flight 5 s
   const uint64_t refused = rt.Flush();  // settle fire-and-forget writes before leaving
-  Log(refused == 0 ? std::string("stopped")
-                   : fmt::format("stopped; the store refused {} fire-and-forget writes", refused));
+  if (refused == 0) {
+    log->info("stopped");
+  } else {
+    log->warn("stopped; the store refused {} fire-and-forget writes", refused);
+  }
   return kOk;
 }
 
@@ -340,6 +380,13 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "2 s or more off memcached's is followed to memcached's; 0: never")
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
+  sub->add_option("--log-level", args->log_level,
+                  "debug, info, warning, error or off: lines below it are not written")
+      ->capture_default_str();
+  sub->add_option("--log-format", args->log_format,
+                  "text (\"2026-11-25T00:22:45.123Z info ...\") or json (an object a line), on "
+                  "stderr")
+      ->capture_default_str();
   sub->add_flag("--envoy-response-headers", args->envoy_headers,
                 "add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses");
   sub->footer(
@@ -355,10 +402,13 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; each unit is an exact\n"
       "  sliding window (`window: fixed` in a rate_limit: the reference's fixed windows)\n"
       "memcached's own stats are read every --stats-interval seconds: evictions (each a lost\n"
-      "count) and memory per server in /metrics, and a warning on stderr when evictions rise.\n"
+      "count) and memory per server in /metrics, and a warning in the log when evictions rise.\n"
       "The same read compares clocks: a host clock 2 s or more off the servers' (their median)\n"
       "is warned about and the service follows the servers' clock instead, so that its buckets\n"
       "agree with every other client's (hourglass_clock_offset_seconds{server}).\n"
+      "Logs go to stderr, a line per start, reload (what changed), memcached server lost or back,\n"
+      "eviction or clock followed; never a line per request. An answer given by the failure mode\n"
+      "because the store failed carries `Hourglass-Degraded: <error>`.\n"
       "SIGHUP reloads the policy and Envoy files (a bad file keeps the old ones); SIGTERM drains\n"
       "and exits 0. Exit 2: a bad option or file (a limit longer than --retention too), 3: the\n"
       "store unreachable at start, 4: cannot listen (address in use).\n"

@@ -44,8 +44,8 @@ Error MaybeApplied(const Error& error, const Batch& batch) {
 }
 
 memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
-  return memcached::PoolOptions{o.connect_timeout, o.io_timeout, o.retry_timeout,
-                                o.pool_size,       o.pool_wait,  o.idle_check_after};
+  return memcached::PoolOptions{o.connect_timeout, o.io_timeout,       o.retry_timeout, o.pool_size,
+                                o.pool_wait,       o.idle_check_after, o.on_transition};
 }
 
 using BatchResults = std::vector<Result<std::vector<uint64_t>>>;

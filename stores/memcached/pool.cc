@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace hourglass::memcached {
 
 ServerPool::ServerPool(ServerAddress address, PoolOptions options, const Clock& clock)
@@ -22,9 +24,18 @@ void ServerPool::SweepIdle(const std::function<bool(PooledConnection&)>& keep) {
 Lease::~Lease() {
   if (connection_ == nullptr) return;
   connection_->idle_since = pool_.clock_.Monotonic();
-  std::lock_guard lock(pool_.mu_);
-  pool_.idle_.push_back(std::move(connection_));
-  pool_.freed_.notify_one();
+  bool back = false;
+  {
+    std::lock_guard lock(pool_.mu_);
+    pool_.idle_.push_back(std::move(connection_));
+    pool_.freed_.notify_one();
+    back = std::exchange(pool_.down_, false);
+  }
+  // A lease handed back whole ended in a complete exchange: the server answers again.
+  if (back && pool_.options_.on_transition) {
+    pool_.options_.on_transition(
+        {.server = HostPort(pool_.address_), .reachable = true, .error = ""});
+  }
 }
 
 bool Lease::TakeIdle() {
@@ -86,18 +97,26 @@ Error Lease::Fail(const Error& error) {
   Error named(error.code(), error.message().starts_with(pool_.name_)
                                 ? error.message()
                                 : fmt::format("{}: {}", pool_.name_, error.message()));
-  std::lock_guard lock(pool_.mu_);
-  if (connection_ != nullptr) {
-    connection_.reset();
-    --pool_.open_;
+  bool lost = false;
+  {
+    std::lock_guard lock(pool_.mu_);
+    if (connection_ != nullptr) {
+      connection_.reset();
+      --pool_.open_;
+    }
+    if (error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded) {
+      pool_.retry_at_ = pool_.clock_.Monotonic() + pool_.options_.retry_timeout;
+      pool_.failure_ = error.message();
+      pool_.open_ -= static_cast<uint32_t>(pool_.idle_.size());
+      pool_.idle_.clear();
+      lost = !std::exchange(pool_.down_, true);
+    }
+    pool_.freed_.notify_all();
   }
-  if (error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded) {
-    pool_.retry_at_ = pool_.clock_.Monotonic() + pool_.options_.retry_timeout;
-    pool_.failure_ = error.message();
-    pool_.open_ -= static_cast<uint32_t>(pool_.idle_.size());
-    pool_.idle_.clear();
+  if (lost && pool_.options_.on_transition) {
+    pool_.options_.on_transition(
+        {.server = HostPort(pool_.address_), .reachable = false, .error = named.message()});
   }
-  pool_.freed_.notify_all();
   return named;
 }
 

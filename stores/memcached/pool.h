@@ -24,6 +24,7 @@
 
 #include "connection.h"
 #include "hourglass/clock.h"
+#include "hourglass/memcached_store.h"
 #include "hourglass/status.h"
 #include "servers.h"
 
@@ -37,6 +38,9 @@ struct PoolOptions {
   std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
   // A connection idle at least this long is checked for a close by the server before it is used.
   std::chrono::milliseconds idle_check_after{500};
+  // Called when the server fails after having answered (or at its first failure) and when it
+  // answers again after a failure; on the thread that saw it, outside the pool's lock.
+  ServerTransitionHandler on_transition = nullptr;
 };
 
 // A connection and what the protocol still owes on it.
@@ -71,6 +75,7 @@ class ServerPool {
   uint32_t open_ = 0;                                    // idle + leased; guarded by mu_
   MonoTime retry_at_{};  // after a failure, fail fast until then; guarded by mu_
   std::string failure_;  // what failed; guarded by mu_
+  bool down_ = false;    // failed, and has not answered since; guarded by mu_
 };
 
 // One connection of a ServerPool, returned to its idle list when the lease ends unless dropped.

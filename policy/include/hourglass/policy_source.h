@@ -8,10 +8,12 @@
 // Thread-safety: immutable after creation.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hourglass/limit.h"
 #include "hourglass/policy_file.h"
@@ -41,11 +43,18 @@ class PolicySource {
   Status CheckWindows(Seconds retention) const;
   // Whether the policy file marks `event` shadow (decide and report, allow every hit).
   bool IsShadow(std::string_view event) const;
+  // One line per event, by name: "2/s, 5/m (admitted, fail open; overrides: 10.0.0.0/8: 100/s)";
+  // inline limits are the event "*". For logs and for telling two versions apart.
+  std::map<std::string, std::string> Summary() const;
 
  private:
   std::optional<PolicyFile> file_;
   Policy inline_;
   std::optional<CountingMode> mode_;
 };
+
+// What changed from `before` to `after`, a line per event added, removed or changed
+// ("changed signup: 3/h (...) -> 5/h (...)"); empty when nothing did.
+std::vector<std::string> PolicyChanges(const PolicySource& before, const PolicySource& after);
 
 }  // namespace hourglass

@@ -74,9 +74,10 @@ class DecisionApi {
   void CountReload(bool ok) const;
   // Requests after this call use `policies`; those in flight finish with the old ones.
   void SetPolicies(std::shared_ptr<const PolicySource> policies);
+  // The policies in force.
+  std::shared_ptr<const PolicySource> Policies() const;
 
  private:
-  std::shared_ptr<const PolicySource> Policies() const;
   HttpResponse Route(const HttpRequest& request, std::string_view peer, const ApiRoute& route,
                      const boost::urls::url_view& url) const;
   HttpResponse Metrics() const;

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +44,15 @@ enum class MemcachedLayout {
 // "counters" or "packed".
 Result<MemcachedLayout> ParseLayout(std::string_view name);
 
+// A server of the store that stopped answering, or answers again.
+struct ServerTransition {
+  std::string server;  // "host:port" as listed
+  bool reachable = false;
+  std::string error = "";  // what failed, when !reachable
+};
+// Thread-safety: called from any thread using the store; must not call into the store.
+using ServerTransitionHandler = std::function<void(const ServerTransition&)>;
+
 struct MemcachedOptions {
   // "host:port" (or "[v6]:port"). Every client must list the servers the same way: the ring
   // hashes the strings.
@@ -61,6 +71,9 @@ struct MemcachedOptions {
   // hours in both layouts, adding the two. Every client runs with it from before the first one
   // switches until the retention has passed after the last one did; checks stay exact throughout.
   bool read_both_layouts = false;
+  // Told when a server fails (a transport error: refused, reset, timed out) and when it answers
+  // again: once per change, however many requests see it. Empty: nobody is told.
+  ServerTransitionHandler on_transition = nullptr;
 };
 
 // "h1:11211,h2:11211" -> {"h1:11211", "h2:11211"}; rejects missing or bad ports.
