@@ -3,7 +3,8 @@
 # directory, and prints nginx's address; stops them all on exit (Ctrl-C).
 #
 #   bash examples/nginx/run.sh BUILD_DIR            # then: curl -i http://127.0.0.1:PORT/shorten
-#   bash examples/nginx/run.sh BUILD_DIR -- CMD...  # runs CMD with $NGINX_URL set, then stops
+#   bash examples/nginx/run.sh BUILD_DIR -- CMD...  # runs CMD with $NGINX_URL and $HOURGLASS_PID
+#                                                    # set, then stops
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:?usage: run.sh BUILD_DIR [-- CMD...]}" && pwd)"
@@ -30,6 +31,7 @@ hourglass_port="$(free_port)"
   --listen "127.0.0.1:$hourglass_port" --servers "127.0.0.1:$memcached_port" \
   2>"$prefix/hourglass.log" &
 pids+=($!)
+export HOURGLASS_PID=$!
 nginx_port="$(free_port)"
 mkdir -p "$prefix/html" "$prefix/tmp"
 chmod 755 "$prefix" "$prefix/html"  # nginx workers run as an unprivileged user when started as root
