@@ -1,0 +1,86 @@
+// Space-Saving's guarantees, checked against exact counts on random skewed weighted streams.
+#include "hourglass/space_saving.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+
+namespace hourglass {
+namespace {
+
+// Keys drawn from a Zipf-like law over `distinct` keys (weight of rank r ~ 1 / r^skew).
+class SkewedKeys {
+ public:
+  SkewedKeys(int distinct, double skew, uint32_t seed) : rng_(seed) {
+    std::vector<double> weights;
+    for (int r = 1; r <= distinct; ++r) weights.push_back(1.0 / std::pow(r, skew));
+    pick_ = std::discrete_distribution<int>(weights.begin(), weights.end());
+  }
+  std::string Next() { return "key" + std::to_string(pick_(rng_)); }
+  std::mt19937& rng() { return rng_; }
+
+ private:
+  std::mt19937 rng_;
+  std::discrete_distribution<int> pick_;
+};
+
+TEST(SpaceSaving, EveryEntryBracketsTheTruthAndEveryHeavyKeyIsMonitored) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    SkewedKeys keys(2000, seed % 2 == 0 ? 1.1 : 0.7, seed);
+    std::uniform_int_distribution<uint64_t> weight(1, 3);
+    SpaceSaving summary(64);
+    std::map<std::string, uint64_t> truth;
+    uint64_t total = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const std::string key = keys.Next();
+      const uint64_t w = weight(keys.rng());
+      summary.Add(key, w, {});
+      truth[key] += w;
+      total += w;
+    }
+    EXPECT_EQ(summary.total(), total);
+    EXPECT_LE(summary.min_count(), total / summary.capacity()) << "seed " << seed;
+    const std::vector<SpaceSaving::Entry> entries = summary.Entries();
+    ASSERT_EQ(entries.size(), 64u);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const SpaceSaving::Entry& e = entries[i];
+      EXPECT_LE(truth[e.key], e.count) << e.key << " seed " << seed;
+      EXPECT_GE(truth[e.key], e.count - e.error) << e.key << " seed " << seed;
+      EXPECT_LE(e.error, summary.min_count());
+      EXPECT_GE(entries[i == 0 ? 0 : i - 1].count, e.count) << "heaviest first";
+    }
+    for (const auto& [key, count] : truth) {
+      if (count <= summary.min_count()) continue;
+      EXPECT_NE(summary.Find(key), nullptr)
+          << key << " weighs " << count << " > min " << summary.min_count() << " seed " << seed;
+    }
+  }
+}
+
+TEST(SpaceSaving, ExactWhileCountersAreFreeAndKeepsTheLastDecision) {
+  SpaceSaving summary(3);
+  summary.Add("a", 2, {.allowed = true, .at = FromUnix(10)});
+  summary.Add("b", 1, {.allowed = true, .at = FromUnix(11)});
+  summary.Add("a", 1, {.allowed = false, .at = FromUnix(12)});
+  EXPECT_EQ(summary.min_count(), 0u) << "a counter is still free";
+  ASSERT_NE(summary.Find("a"), nullptr);
+  EXPECT_EQ(summary.Find("a")->count, 3u);
+  EXPECT_EQ(summary.Find("a")->error, 0u);
+  EXPECT_FALSE(summary.Find("a")->last.allowed);
+  EXPECT_EQ(summary.Find("a")->last.at, FromUnix(12));
+  summary.Add("c", 1, {});
+  summary.Add("d", 5, {});  // takes the place of the least (b or c, count 1), inherits 1
+  ASSERT_NE(summary.Find("d"), nullptr);
+  EXPECT_EQ(summary.Find("d")->count, 6u);
+  EXPECT_EQ(summary.Find("d")->error, 1u);
+  EXPECT_EQ(summary.Entries().front().key, "d");
+  summary.Clear();
+  EXPECT_TRUE(summary.Entries().empty());
+  EXPECT_EQ(summary.total(), 0u);
+}
+
+}  // namespace
+}  // namespace hourglass

@@ -1,0 +1,89 @@
+// Who is hit and who is denied most, per event, over the last minutes, in bounded memory: for
+// each event a Space-Saving summary per minute of hits and one of denied hits, the last
+// kMinutes minutes kept. Nothing is kept per feature beyond `capacity` counters per summary.
+//
+// A query merges the summaries of its minutes. Each row's true weight lies in
+// [estimate - error, estimate]; a feature in no row of an unbounded query (n large enough) has a
+// true weight of at most `bound` (the sum of the minutes' least counters, at most total/capacity).
+//
+//   RecentTop top(256);
+//   top.Record("signup", "ann@example.com", 1, /*allowed=*/false, now);
+//   TopAnswer a = top.Query("signup", 5, TopBy::kDenied, 20, now);
+//
+// Thread-safety: Record and Query may be called from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/clock.h"
+#include "hourglass/space_saving.h"
+#include "hourglass/status.h"
+
+namespace hourglass {
+
+enum class TopBy { kHits, kDenied };
+// "hits" or "denied"; kInvalidArgument naming the choices.
+Result<TopBy> ParseTopBy(std::string_view name);
+std::string_view TopByName(TopBy by);
+
+struct TopRow {
+  std::string feature;  // as counted; longer than kMaxTopKey bytes: cut, with a hash (truncated)
+  bool truncated = false;
+  uint64_t estimate = 0;  // >= the true weight in the window
+  uint64_t error = 0;     // estimate - error <= the true weight
+  LastDecision last;      // the last decision this service gave the feature
+};
+
+struct TopAnswer {
+  Instant from{};      // the start of the first minute merged
+  Instant to{};        // now
+  uint64_t total = 0;  // the exact weight of every hit (or denied hit) in the window
+  uint64_t bound = 0;  // a feature not listed weighs at most this (when rows were not cut by n)
+  size_t capacity = 0;
+  std::vector<TopRow> rows;  // heaviest first
+};
+
+// Features longer than this are kept as their first bytes, "...#" and 16 hex digits of their
+// SHA-256 (one byte longer than this: `truncated`).
+constexpr size_t kMaxTopKey = 256;
+
+class RecentTop {
+ public:
+  static constexpr int kMinutes = 15;  // the longest window a query can ask for
+
+  // `capacity` >= 1 counters per summary.
+  explicit RecentTop(size_t capacity = 256) : capacity_(capacity) {}
+
+  // A decision on `feature` of `event` at `at`, weighing `cost` hits.
+  void Record(std::string_view event, std::string_view feature, uint64_t cost, bool allowed,
+              Instant at);
+  // The `n` heaviest features of `event` in the current minute and the `minutes` - 1 before it
+  // (1 to kMinutes), by hits or by denied hits. An event never recorded answers no rows.
+  TopAnswer Query(std::string_view event, int minutes, TopBy by, size_t n, Instant now) const;
+
+ private:
+  struct Minute {
+    int64_t minute = -1;  // Unix minute it holds, -1: none yet
+    SpaceSaving hits;
+    SpaceSaving denied;
+  };
+  struct EventTop {
+    mutable std::mutex mu;
+    std::vector<Minute> minutes;  // by minute % kMinutes; guarded by mu
+  };
+  EventTop& Of(std::string_view event);
+  const EventTop* Find(std::string_view event) const;
+
+  size_t capacity_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::unique_ptr<EventTop>, std::less<>> events_;  // guarded by mu_
+};
+
+}  // namespace hourglass

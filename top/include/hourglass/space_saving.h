@@ -1,0 +1,66 @@
+// The Space-Saving summary (Metwally, Agrawal and El Abbadi, 2005): the heaviest keys of a
+// weighted stream in `capacity` counters, whatever the number of distinct keys.
+//
+// Each monitored key has a count that never under-estimates it and an error: its true weight
+// lies in [count - error, count]. Once every counter is taken, a new key takes the place of the
+// key with the least count (min_count) and inherits it as its error. So:
+//   - every key whose true weight exceeds min_count() is monitored;
+//   - min_count() <= total() / capacity, and so is every error.
+//
+//   SpaceSaving top(256);
+//   top.Add("198.51.100.7", 1, {.allowed = false, .at = now});
+//   for (const SpaceSaving::Entry& e : top.Entries()) ...
+//
+// Thread-safety: none; the owner locks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "hourglass/clock.h"
+
+namespace hourglass {
+
+// The last decision seen for a key.
+struct LastDecision {
+  bool allowed = true;
+  Instant at{};
+};
+
+class SpaceSaving {
+ public:
+  struct Entry {
+    std::string key;
+    uint64_t count = 0;  // >= the key's true weight
+    uint64_t error = 0;  // count - error <= the key's true weight
+    LastDecision last;
+  };
+
+  // `capacity` >= 1 counters.
+  explicit SpaceSaving(size_t capacity);
+
+  void Add(std::string_view key, uint64_t weight, LastDecision last);
+  // The monitored keys, heaviest first (ties: least error first, then by key).
+  std::vector<Entry> Entries() const;
+  // The entry of `key`, or nullptr when it is not monitored.
+  const Entry* Find(std::string_view key) const;
+  // A bound on the weight of every key not monitored: 0 while counters are free.
+  uint64_t min_count() const;
+  uint64_t total() const { return total_; }
+  size_t capacity() const { return capacity_; }
+  void Clear();
+
+ private:
+  void SiftDown(size_t i);
+  void Swap(size_t a, size_t b);
+
+  size_t capacity_;
+  uint64_t total_ = 0;
+  std::vector<Entry> heap_;                        // a min-heap by count
+  std::unordered_map<std::string, size_t> where_;  // key -> index in heap_
+};
+
+}  // namespace hourglass

@@ -1,0 +1,133 @@
+#include "hourglass/recent_top.h"
+
+#include <fmt/format.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+namespace hourglass {
+namespace {
+
+int64_t MinuteOf(Instant at) { return ToUnix(at) / 60 - (ToUnix(at) % 60 < 0 ? 1 : 0); }
+
+// The key a feature is summarized under: itself, or for a long one its first bytes and a hash of
+// all of it (the same in every process, so that services' answers merge), one byte longer than
+// any feature kept whole.
+std::string KeyOf(std::string_view feature) {
+  if (feature.size() <= kMaxTopKey) return std::string(feature);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(feature.data()), feature.size(), digest);
+  std::string hex;
+  for (int i = 0; i < 8; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return fmt::format("{}...#{}", feature.substr(0, kMaxTopKey + 1 - 20), hex);
+}
+
+bool IsCut(std::string_view key) { return key.size() > kMaxTopKey; }
+
+}  // namespace
+
+Result<TopBy> ParseTopBy(std::string_view name) {
+  if (name == "hits") return TopBy::kHits;
+  if (name == "denied") return TopBy::kDenied;
+  return Error(ErrorCode::kInvalidArgument, fmt::format("by={}: use hits or denied", name));
+}
+
+std::string_view TopByName(TopBy by) { return by == TopBy::kHits ? "hits" : "denied"; }
+
+RecentTop::EventTop& RecentTop::Of(std::string_view event) {
+  {
+    std::shared_lock lock(mu_);
+    if (auto it = events_.find(event); it != events_.end()) return *it->second;
+  }
+  std::unique_lock lock(mu_);
+  auto [it, added] = events_.try_emplace(std::string(event), nullptr);
+  if (added) {
+    it->second = std::make_unique<EventTop>();
+    for (int i = 0; i < kMinutes; ++i) {
+      it->second->minutes.push_back({-1, SpaceSaving(capacity_), SpaceSaving(capacity_)});
+    }
+  }
+  return *it->second;
+}
+
+const RecentTop::EventTop* RecentTop::Find(std::string_view event) const {
+  std::shared_lock lock(mu_);
+  const auto it = events_.find(event);
+  return it == events_.end() ? nullptr : it->second.get();
+}
+
+void RecentTop::Record(std::string_view event, std::string_view feature, uint64_t cost,
+                       bool allowed, Instant at) {
+  EventTop& top = Of(event);
+  const int64_t minute = MinuteOf(at);
+  const std::string key = KeyOf(feature);
+  std::lock_guard lock(top.mu);
+  Minute& m = top.minutes[static_cast<size_t>(minute % kMinutes)];
+  if (m.minute < minute) {  // a minute older than the window: start it afresh
+    m.minute = minute;
+    m.hits.Clear();
+    m.denied.Clear();
+  } else if (m.minute > minute) {
+    return;  // a decision from a minute already gone round (a clock stepped back)
+  }
+  const LastDecision last{allowed, at};
+  m.hits.Add(key, cost, last);
+  if (!allowed) m.denied.Add(key, cost, last);
+}
+
+TopAnswer RecentTop::Query(std::string_view event, int minutes, TopBy by, size_t n,
+                           Instant now) const {
+  minutes = std::clamp(minutes, 1, kMinutes);
+  const int64_t last_minute = MinuteOf(now);
+  TopAnswer answer{.from = FromUnix((last_minute - minutes + 1) * 60),
+                   .to = now,
+                   .total = 0,
+                   .bound = 0,
+                   .capacity = capacity_,
+                   .rows = {}};
+  const EventTop* top = Find(event);
+  if (top == nullptr) return answer;
+  struct Merged {
+    uint64_t estimate = 0, lower = 0;
+    std::optional<LastDecision> last;
+  };
+  std::unordered_map<std::string, Merged> merged;
+  std::lock_guard lock(top->mu);
+  std::vector<const Minute*> chosen;
+  for (const Minute& m : top->minutes) {
+    if (m.minute > last_minute - minutes && m.minute <= last_minute) chosen.push_back(&m);
+  }
+  const auto summary = [by](const Minute* m) -> const SpaceSaving& {
+    return by == TopBy::kHits ? m->hits : m->denied;
+  };
+  for (const Minute* m : chosen) {
+    answer.total += summary(m).total();
+    answer.bound += summary(m).min_count();
+    for (const SpaceSaving::Entry& e : summary(m).Entries()) merged[e.key];
+  }
+  for (auto& [key, row] : merged) {
+    for (const Minute* m : chosen) {
+      const SpaceSaving::Entry* e = summary(m).Find(key);
+      row.estimate += e != nullptr ? e->count : summary(m).min_count();
+      row.lower += e != nullptr ? e->count - e->error : 0;
+      for (const SpaceSaving* either : {&m->hits, &m->denied}) {  // the newest decision seen
+        const SpaceSaving::Entry* seen = either->Find(key);
+        if (seen != nullptr && (!row.last || seen->last.at >= row.last->at)) row.last = seen->last;
+      }
+    }
+  }
+  for (auto& [key, row] : merged) {
+    answer.rows.push_back({key, IsCut(key), row.estimate, row.estimate - row.lower,
+                           row.last.value_or(LastDecision{})});
+  }
+  std::sort(answer.rows.begin(), answer.rows.end(), [](const TopRow& a, const TopRow& b) {
+    return std::tie(b.estimate, a.error, a.feature) < std::tie(a.estimate, b.error, b.feature);
+  });
+  if (answer.rows.size() > n) answer.rows.resize(n);
+  return answer;
+}
+
+}  // namespace hourglass
