@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <fstream>
 
 #include "hourglass/engine.h"
 
@@ -72,6 +73,25 @@ void AddFeatureArgs(CLI::App* sub, std::string& event, std::string& feature) {
   sub->add_option("feature", feature,
                   "feature (any bytes), e.g. a client IP; use -- before one that starts with '-'")
       ->required();
+}
+
+std::optional<std::string> ReadAdminToken(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path);
+  std::string token;
+  std::getline(in, token);
+  // HTTP drops the white space around a header's value, so a token keeps none either.
+  const size_t first = token.find_first_not_of(" \t\r");
+  const size_t last = token.find_last_not_of(" \t\r");
+  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+  if (!in || token.empty()) {
+    Fail(kUsage,
+         fmt::format("--admin-token-file {}: cannot read a token from its first line", path));
+  }
+  if (token.find_first_of(" \t") != std::string::npos) {
+    Fail(kUsage, fmt::format("--admin-token-file {}: the token must not contain spaces", path));
+  }
+  return token;
 }
 
 }  // namespace hourglass::cli

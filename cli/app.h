@@ -68,6 +68,9 @@ Seconds RetentionOf(const Globals& g);
 Seconds SettleMarginOf(const Globals& g);
 // --at: Unix seconds, or nullopt when not given.
 std::optional<Instant> ParseAt(const std::string& text);
+// The bearer token in the first line of --admin-token-file `path` (trimmed as HTTP trims a
+// header), nullopt for no path; exit 2 naming the file when it has none.
+std::optional<std::string> ReadAdminToken(const std::string& path);
 // --cost: a whole number from 1 to kMaxHitsPerCall.
 uint64_t CheckCost(int64_t cost);
 // --window specs as sliding windows.

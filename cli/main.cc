@@ -146,10 +146,10 @@ int Main(int argc, char** argv) {
       "Run 'hourglass COMMAND --help' for a command's options and examples.");
   Globals g;
   AddGlobalOptions(app, g);
-  const std::vector<Command> commands = {AddHitCommand(app, g),    AddCountCommand(app, g),
-                                         AddCheckCommand(app, g),  AddInspectCommand(app, g),
-                                         AddResetCommand(app, g),  AddReplayCommand(app, g),
-                                         AddPolicyCommand(app, g), AddServeCommand(app, g)};
+  const std::vector<Command> commands = {
+      AddHitCommand(app, g),     AddCountCommand(app, g), AddCheckCommand(app, g),
+      AddInspectCommand(app, g), AddResetCommand(app, g), AddReplayCommand(app, g),
+      AddPolicyCommand(app, g),  AddServeCommand(app, g), AddTopCommand(app, g)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

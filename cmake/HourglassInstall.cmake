@@ -34,11 +34,12 @@ install(DIRECTORY
 if(HOURGLASS_BUILD_CLI)
   hourglass_install_set(Policy hourglass_policy)
   hourglass_install_set(Json hourglass_json)
-  hourglass_install_set(Service hourglass_service)
+  hourglass_install_set(Service hourglass_service hourglass_top)
   hourglass_install_set(Rls hourglass_rls)
   hourglass_install_set(RlsService hourglass_rls_proto hourglass_rls_service)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/policy/include/ ${PROJECT_SOURCE_DIR}/json/include/
-    ${PROJECT_SOURCE_DIR}/service/include/ ${PROJECT_SOURCE_DIR}/rls/include/
+    ${PROJECT_SOURCE_DIR}/service/include/ ${PROJECT_SOURCE_DIR}/top/include/
+    ${PROJECT_SOURCE_DIR}/rls/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   # The protocol's generated message headers (envoy/service/ratelimit/v3/rls.pb.h, ...).
   install(DIRECTORY ${PROJECT_BINARY_DIR}/rls/hourglass_rls_proto_gen/

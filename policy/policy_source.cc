@@ -44,6 +44,11 @@ Status PolicySource::CheckWindows(Seconds retention) const {
   return ValidateLimits(inline_.limits, retention);
 }
 
+Status PolicySource::HasEvent(std::string_view event) const {
+  if (!file_ || file_->events().contains(std::string(event))) return {};
+  return file_->Resolve(event, "").error();
+}
+
 bool PolicySource::IsShadow(std::string_view event) const {
   if (!file_) return false;
   const auto it = file_->events().find(std::string(event));

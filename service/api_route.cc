@@ -13,7 +13,7 @@ struct Fixed {
   verb method;
 };
 
-constexpr std::array<Fixed, 9> kFixed = {{
+constexpr std::array<Fixed, 11> kFixed = {{
     {"/v1/check", Endpoint::kCheck, verb::post},
     {"/v1/count", Endpoint::kCount, verb::get},
     {"/v1/inspect", Endpoint::kInspect, verb::get},
@@ -22,6 +22,8 @@ constexpr std::array<Fixed, 9> kFixed = {{
     {"/healthz", Endpoint::kHealthz, verb::get},
     {"/readyz", Endpoint::kReadyz, verb::get},
     {"/metrics", Endpoint::kMetrics, verb::get},
+    {"/v1/top", Endpoint::kTop, verb::get},
+    {"/v1/policy", Endpoint::kPolicy, verb::get},
     {"/json", Endpoint::kEnvoyJson, verb::post},
 }};
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hourglass/admin_views.h"
 #include "hourglass/api_route.h"
 #include "hourglass/inspection.h"
 #include "hourglass/json.h"
@@ -25,6 +26,14 @@ HttpResponse JsonResponse(http::status status, const json& body) {
   HttpResponse res{status, 11};
   res.set(http::field::content_type, "application/json");
   res.body() = Dump(body) + "\n";
+  return res;
+}
+
+// A 200 with a JSON body already written.
+HttpResponse JsonText(std::string body) {
+  HttpResponse res{http::status::ok, 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::move(body);
   return res;
 }
 
@@ -316,6 +325,11 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
       return Ready();
     case Endpoint::kMetrics:
       return Metrics();
+    case Endpoint::kTop:
+      return Top(request, url);
+    case Endpoint::kPolicy:
+      if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
+      return JsonText(PolicyView(*Policies(), options_.policy_path));
     case Endpoint::kEnvoyJson:
     case Endpoint::kUnknown:
       break;
@@ -419,6 +433,11 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   const bool allowed = result->allowed;
   std::optional<size_t> shown;  // the first binding denial, else the first
   for (size_t i = 0; i < checks.size(); ++i) {
+    // Who is limited: the engine's decision (a shadow event's would-be denials count as denied).
+    if (options_.top != nullptr && checks[i].record && !decisions[i].degraded) {
+      options_.top->Record(checks[i].event, checks[i].feature, checks[i].hits, decisions[i].allowed,
+                           decisions[i].at);
+    }
     shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions[i]));
     if (!shown && !decisions[i].allowed) shown = i;
   }
@@ -495,6 +514,16 @@ std::optional<HttpResponse> DecisionApi::RefuseAdmin(const HttpRequest& request)
     return res;
   }
   return std::nullopt;
+}
+
+HttpResponse DecisionApi::Top(const HttpRequest& request, const boost::urls::url_view& url) const {
+  if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
+  if (options_.top == nullptr) {
+    return ErrorResponse(http::status::not_found, "this server keeps no top (--top-capacity 0)");
+  }
+  Result<std::string> view = TopView(*options_.top, *Policies(), url, options_.clock->Now());
+  if (!view.ok()) return ErrorResponse(view.error());
+  return JsonText(std::move(*view));
 }
 
 HttpResponse DecisionApi::Hit(const HttpRequest& request) const {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "hourglass/engine.h"
 #include "memcached_server.h"
@@ -334,6 +335,55 @@ TEST_F(ServeTest, SighupReloadsAGoodPolicyAndKeepsTheOldOneForABadFile) {
   EXPECT_TRUE(Logged(lines, "info", "added login: 3/s (admitted, fail open)"));
   EXPECT_TRUE(Logged(lines, "error", "reload failed, keeping the configuration in force"));
   EXPECT_LE(lines.size(), 12u) << serve->log();
+}
+
+TEST_F(ServeTest, TopAndPolicyAreAdminViewsThatRefuseBadQueries) {
+  const std::string token = "/tmp/hourglass-serve-test-" + std::to_string(getpid()) + ".token";
+  std::ofstream(token) << "tok\n";
+  auto serve =
+      Serve("events:\n  signup:\n    limits: [1/m]\n    overrides:\n      vip: {limits: [9/m]}\n",
+            {"--admin-token-file", token});
+  std::remove(token.c_str());
+  HttpClient client(serve->port());
+  const std::map<std::string, std::string> auth = {{"Authorization", "Bearer tok"}};
+  for (int i = 0; i < 3; ++i) client.Post("/v1/check", CheckBody("signup", "ann"));
+  client.Post("/v1/check", CheckBody("signup", "bob"));
+  EXPECT_EQ(client.Get("/v1/top?event=signup").status, 401) << "admin only";
+  HttpReply top = client.Send("GET", "/v1/top?event=signup&window=1m&n=5", "", auth);
+  ASSERT_EQ(top.status, 200) << top.body;
+  const json t = json::parse(top.body);
+  EXPECT_EQ(t["by"], "denied");
+  EXPECT_EQ(t["window"], 60);
+  EXPECT_EQ(t["total"], 2);
+  ASSERT_EQ(t["features"].size(), 1u);
+  EXPECT_EQ(t["features"][0]["feature"], "ann");
+  EXPECT_EQ(t["features"][0]["estimate"], 2);
+  EXPECT_EQ(t["windows"], json::array({60}));
+  HttpReply hits = client.Send("GET", "/v1/top?event=signup&by=hits", "", auth);
+  EXPECT_EQ(json::parse(hits.body)["total"], 4);
+  for (const auto& [query, status, says] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"?event=signup&window=20m", 400, "window=20m: use whole minutes from 1m to 15m"},
+           {"?event=signup&window=90s", 400, "whole minutes"},
+           {"?event=signup&by=allowed", 400, "by=allowed: use hits or denied"},
+           {"?event=signup&n=0", 400, "n=0: use a number of rows from 1 to 1000"},
+           {"?event=signup&feature=x", 400, "unknown query parameter \"feature\""},
+           {"?window=5m", 400, "\"event\" is missing"},
+           {"?event=sigup", 404, "unknown event \"sigup\""}}) {
+    HttpReply r = client.Send("GET", "/v1/top" + query, "", auth);
+    EXPECT_EQ(r.status, status) << query << " " << r.body;
+    const json error = json::parse(r.body, nullptr, false);
+    EXPECT_NE(error.value("error", "").find(says), std::string::npos) << query << " " << r.body;
+  }
+  HttpReply policy = client.Send("GET", "/v1/policy", "", auth);
+  ASSERT_EQ(policy.status, 200) << policy.body;
+  const json p = json::parse(policy.body);
+  EXPECT_EQ(p["file"], policy_path_);
+  EXPECT_EQ(p["events"]["signup"]["limits"], json::array({"1/m"}));
+  EXPECT_EQ(p["events"]["signup"]["overrides"]["vip"], json::array({"9/m"}));
+  EXPECT_EQ(p["events"]["signup"]["mode"], "admitted");
+  auto closed = Serve("events:\n  signup:\n    limits: [1/m]\n", {"--no-admin"});
+  EXPECT_EQ(HttpClient(closed->port()).Get("/v1/top?event=signup").status, 403);
+  EXPECT_EQ(HttpClient(closed->port()).Get("/v1/policy").status, 403);
 }
 
 // A request whose first bytes arrived before SIGTERM is answered, with Connection: close; then

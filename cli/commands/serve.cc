@@ -49,6 +49,8 @@ struct ServeArgs {
   bool exact_retry_after = false;
   // How often memcached's own stats (evictions, memory) are read into metrics; 0: never.
   int stats_interval = 10;
+  // Counters per summary of /v1/top (one summary per event, minute and kind); 0: no top.
+  size_t top_capacity = 256;
   std::string log_level = "info";
   std::string log_format = "text";
 };
@@ -75,25 +77,6 @@ void ParseListen(const std::string& flag, const std::string& text, HttpServerOpt
   }
   options.host = host;
   options.port = static_cast<uint16_t>(std::stoi(port));
-}
-
-std::optional<std::string> ReadToken(const std::string& path) {
-  if (path.empty()) return std::nullopt;
-  std::ifstream in(path);
-  std::string token;
-  std::getline(in, token);
-  // HTTP drops the white space around a header's value, so a token keeps none either.
-  const size_t first = token.find_first_not_of(" \t\r");
-  const size_t last = token.find_last_not_of(" \t\r");
-  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
-  if (!in || token.empty()) {
-    Fail(kUsage,
-         fmt::format("--admin-token-file {}: cannot read a token from its first line", path));
-  }
-  if (token.find_first_of(" \t") != std::string::npos) {
-    Fail(kUsage, fmt::format("--admin-token-file {}: the token must not contain spaces", path));
-  }
-  return token;
 }
 
 // The policy file, checked against the engine's retention: a limit that could never be answered
@@ -264,7 +247,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   api_options.feature_header = a.feature_header;
   api_options.trusted_proxies = TrustedProxiesOf(a);
   api_options.admin = !a.no_admin;
-  api_options.admin_token = ReadToken(a.admin_token_file);
+  api_options.admin_token = ReadAdminToken(a.admin_token_file);
   // Signals go to the signal thread only: block them before any other thread starts.
   sigset_t signals;
   sigemptyset(&signals);
@@ -273,6 +256,9 @@ int RunServe(const Globals& g, const ServeArgs& a) {
 
   ServiceMetrics metrics;
   api_options.metrics = &metrics;
+  std::optional<RecentTop> top;
+  if (a.top_capacity > 0) api_options.top = &top.emplace(a.top_capacity);
+  api_options.policy_path = a.policy;
   // The engine follows memcached's clock when this host's is off by 2 s or more (StoreWatch).
   OffsetClock clock(SystemClock::Get());
   Runtime rt(g, clock, a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning,
@@ -354,9 +340,12 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "with --feature-header X-Forwarded-For: a trusted proxy's address or range "
                   "(repeat); the client is the last entry from the right not in one, and a peer "
                   "not in one is the client itself");
-  sub->add_option("--admin-token-file", args->admin_token_file,
-                  "POST /v1/hit and DELETE /v1/counters need this bearer token (first line)");
-  sub->add_flag("--no-admin", args->no_admin, "turn POST /v1/hit and DELETE /v1/counters off");
+  sub->add_option(
+      "--admin-token-file", args->admin_token_file,
+      "the admin calls (POST /v1/hit, DELETE /v1/counters, GET /v1/top, GET /v1/policy) "
+      "need this bearer token (first line)");
+  sub->add_flag("--no-admin", args->no_admin,
+                "turn the admin calls (hit, counters, top, policy) off");
   sub->add_option("--envoy-config", args->envoy_config,
                   "envoyproxy/ratelimit YAML files or folders: serve Envoy's rate limit service "
                   "(gRPC, and POST /json); SIGHUP reloads them")
@@ -380,6 +369,11 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "2 s or more off memcached's is followed to memcached's; 0: never")
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
+  sub->add_option("--top-capacity", args->top_capacity,
+                  "counters per event and minute behind GET /v1/top (each row's error is at most "
+                  "the window's hits / this); 0: no /v1/top")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 16))
+      ->capture_default_str();
   sub->add_option("--log-level", args->log_level,
                   "debug, info, warning, error or off: lines below it are not written")
       ->capture_default_str();
@@ -397,6 +391,8 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  POST /v1/hit {\"event\":E,\"feature\":F}   DELETE /v1/counters?event=E&feature=F\n"
       "  GET  /v1/auth/EVENT (nginx auth_request; feature from --feature-header): 204 or 403\n"
       "  GET  /healthz, /readyz (503 while the store cannot be reached), /metrics (Prometheus)\n"
+      "  GET  /v1/top?event=E&window=5m&by=denied&n=20: who is denied (or hit) most (admin)\n"
+      "  GET  /v1/policy: the policy in force (admin)\n"
       "  POST /json (with --envoy-config): a RateLimitRequest in JSON: 200 OK, 429 OVER_LIMIT\n"
       "gRPC (with --envoy-config, on --grpc-listen):\n"
       "  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; each unit is an exact\n"

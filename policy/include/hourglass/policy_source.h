@@ -41,6 +41,12 @@ class PolicySource {
   // Every limit against an engine keeping `retention` (PolicyFile::CheckWindows; inline limits
   // too): an error naming the first that could never be answered.
   Status CheckWindows(Seconds retention) const;
+  // OK when checks of `event` have a policy (every event, with inline limits); kNotFound naming
+  // the known events otherwise.
+  Status HasEvent(std::string_view event) const;
+  // The file's entries, or nullptr for inline limits (inline_policy()).
+  const PolicyFile* file() const { return file_ ? &*file_ : nullptr; }
+  const Policy& inline_policy() const { return inline_; }
   // Whether the policy file marks `event` shadow (decide and report, allow every hit).
   bool IsShadow(std::string_view event) const;
   // One line per event, by name: "2/s, 5/m (admitted, fail open; overrides: 10.0.0.0/8: 100/s)";

@@ -24,6 +24,8 @@ enum class Endpoint {
   kHealthz,    // GET /healthz
   kReadyz,     // GET /readyz
   kMetrics,    // GET /metrics
+  kTop,        // GET /v1/top (admin)
+  kPolicy,     // GET /v1/policy (admin)
   kEnvoyJson,  // POST /json (Envoy's RateLimitRequest in JSON)
   kUnknown,
 };

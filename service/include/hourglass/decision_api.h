@@ -8,6 +8,8 @@
 //   GET    /v1/auth/{event}   feature from a request header (nginx auth_request): 204 or 403
 //   GET    /healthz           alive;  GET /readyz: 503 while the store cannot be reached
 //   GET    /metrics           Prometheus text format (with DecisionApiOptions::metrics)
+//   GET    /v1/top?event=E&window=5m&by=denied&n=20   who is denied or hit most (admin)
+//   GET    /v1/policy         the policy in force (admin)
 //
 // Decisions carry RateLimit-Policy, RateLimit and (on a denial) Retry-After. An event the policy
 // marks `shadow: true` is decided and counted in the metrics as usual, but always allowed; a
@@ -38,6 +40,7 @@
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
+#include "hourglass/recent_top.h"
 #include "hourglass/service_metrics.h"
 
 namespace hourglass {
@@ -48,8 +51,8 @@ struct DecisionApiOptions {
   // vouch for, never what the client itself prepended (DecisionApi refuses it without them).
   std::string feature_header = "X-Real-IP";
   TrustedProxies trusted_proxies;
-  // The mutating admin calls (POST /v1/hit, DELETE /v1/counters): off answers 403; with a token
-  // they need "Authorization: Bearer <token>" (401 otherwise).
+  // The admin calls (POST /v1/hit, DELETE /v1/counters, GET /v1/top, GET /v1/policy): off answers
+  // 403; with a token they need "Authorization: Bearer <token>" (401 otherwise).
   bool admin = true;
   std::optional<std::string> admin_token;
   size_t max_checks_per_request = 16;
@@ -58,8 +61,13 @@ struct DecisionApiOptions {
   // The engine's store, when set (it must outlive the API): its unconfirmed failures are
   // brought into `metrics` at each GET /metrics.
   const Store* store = nullptr;
-  // "Now" for /v1/inspect's timelines: the engine's clock.
+  // "Now" for /v1/inspect's timelines and /v1/top's window: the engine's clock.
   const Clock* clock = &SystemClock::Get();
+  // Every check's decision is recorded into it and GET /v1/top reads it, when set (it must
+  // outlive the API); otherwise /v1/top is 404.
+  RecentTop* top = nullptr;
+  // The policy file's path, shown by GET /v1/policy.
+  std::string policy_path;
 };
 
 class DecisionApi {
@@ -109,6 +117,7 @@ class DecisionApi {
   HttpResponse Count(const boost::urls::url_view& url) const;
   HttpResponse InspectFeature(const boost::urls::url_view& url) const;
   HttpResponse Hit(const HttpRequest& request) const;
+  HttpResponse Top(const HttpRequest& request, const boost::urls::url_view& url) const;
   HttpResponse Reset(const HttpRequest& request, const boost::urls::url_view& url) const;
   HttpResponse Ready() const;
   // Counts a decision in the metrics; a shadow event's denial is let through and the result

@@ -1,0 +1,138 @@
+// `hourglass top` against two real `hourglass serve` processes sharing a real memcached: skewed
+// traffic sent over HTTP to both, then the merged ranking checked against the truth the clients
+// saw (every row within its error, every feature above the bound listed, the heaviest first),
+// with each row's exact counts read from memcached; and the /v1/top answer of one service.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "memcached_server.h"
+#include "run_process.h"
+#include "serve_process.h"
+
+namespace hourglass {
+namespace {
+
+using nlohmann::json;
+using testing::HttpClient;
+using testing::ServeProcess;
+
+std::string Services(int a, int b) {
+  return "http://127.0.0.1:" + std::to_string(a) + ",http://127.0.0.1:" + std::to_string(b);
+}
+
+class TopCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(memcached_.running()) << memcached_.error();
+    std::ofstream(policy_) << "events:\n  signup:\n    limits: [5/m, 20/h]\n";
+    std::ofstream(token_) << "s3cret\n";
+  }
+  void TearDown() override {
+    std::remove(policy_.c_str());
+    std::remove(token_.c_str());
+  }
+  std::unique_ptr<ServeProcess> Serve() {
+    auto serve = std::make_unique<ServeProcess>(
+        HOURGLASS_CLI, std::vector<std::string>{
+                           "--policy", policy_, "--servers", memcached_.address(), "--namespace",
+                           ns_, "--top-capacity", "16", "--admin-token-file", token_});
+    EXPECT_TRUE(serve->ready()) << serve->log();
+    return serve;
+  }
+  // `hourglass [--json] top ARGS...` with the test's store and token.
+  testing::ProcessResult Top(const std::vector<std::string>& args, bool as_json = false) {
+    std::vector<std::string> argv = {HOURGLASS_CLI, "--servers", memcached_.address(),
+                                     "--namespace", ns_};
+    if (as_json) argv.push_back("--json");
+    for (const char* arg : {"top", "--admin-token-file"}) argv.push_back(arg);
+    argv.push_back(token_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProcess(argv);
+  }
+
+  testing::MemcachedServer memcached_;
+  const std::string policy_ = "/tmp/hourglass-top-test-" + std::to_string(getpid()) + ".yaml";
+  const std::string token_ = "/tmp/hourglass-top-test-" + std::to_string(getpid()) + ".token";
+  const std::string ns_ = "top" + std::to_string(getpid());
+};
+
+TEST_F(TopCommandTest, MergedRankingOfTwoServicesBracketsTheTruthWithExactCounts) {
+  auto a = Serve();
+  auto b = Serve();
+  HttpClient to_a(a->port()), to_b(b->port());
+  std::mt19937 rng(7);
+  std::vector<double> weights;
+  for (int r = 1; r <= 150; ++r) weights.push_back(1.0 / std::pow(r, 1.2));
+  std::discrete_distribution<int> pick(weights.begin(), weights.end());
+  std::map<std::string, uint64_t> denied, admitted;
+  uint64_t all_denied = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const std::string feature = "user" + std::to_string(pick(rng)) + "@example.com";
+    HttpClient& client = rng() % 2 == 0 ? to_a : to_b;
+    const auto r = client.Post("/v1/check", json{{"event", "signup"}, {"feature", feature}}.dump());
+    ASSERT_TRUE(r.status == 200 || r.status == 429) << r.status << " " << r.body;
+    (r.status == 429 ? denied : admitted)[feature] += 1;
+    all_denied += r.status == 429;
+  }
+  const testing::ProcessResult top = Top(
+      {"--service", Services(a->port(), b->port()), "--event", "signup", "--once", "-n", "1000"});
+  ASSERT_EQ(top.code, 0) << top.err;
+  EXPECT_NE(top.out.find("2 of 2 services answered"), std::string::npos) << top.out;
+  const testing::ProcessResult top_json = Top(
+      {"--service", Services(a->port(), b->port()), "--event", "signup", "--once", "-n", "1000"},
+      /*json=*/true);
+  ASSERT_EQ(top_json.code, 0) << top_json.err;
+  const json j = json::parse(top_json.out);
+  EXPECT_EQ(j["total"], all_denied);
+  EXPECT_EQ(j["answered"], 2);
+  const uint64_t bound = j["bound"];
+  std::map<std::string, json> rows;
+  for (const json& row : j["features"]) {
+    const std::string f = row["feature"];
+    rows[f] = row;
+    const uint64_t truth = denied.contains(f) ? denied[f] : 0;
+    EXPECT_LE(truth, row["estimate"].get<uint64_t>()) << f;
+    EXPECT_GE(truth, row["estimate"].get<uint64_t>() - row["error"].get<uint64_t>()) << f;
+    // Exact counts from memcached: admitted mode counts the admitted hits, all within the hour.
+    ASSERT_TRUE(row["counts"].is_array()) << row;
+    EXPECT_EQ(row["counts"][1]["window"], 3600);
+    EXPECT_EQ(row["counts"][1]["count"], admitted[f]) << f;
+    EXPECT_FALSE(row["last_decision"]["allowed"].get<bool>() && truth == 0) << f;
+  }
+  for (const auto& [f, count] : denied) {
+    if (count <= bound) continue;
+    EXPECT_TRUE(rows.contains(f)) << f << " was denied " << count << " > bound " << bound;
+  }
+  const auto heaviest = std::max_element(denied.begin(), denied.end(),
+                                         [](auto& x, auto& y) { return x.second < y.second; });
+  EXPECT_EQ(j["features"][0]["feature"], heaviest->first) << top.out;
+  EXPECT_NE(top.out.find(heaviest->first), std::string::npos) << top.out;
+}
+
+TEST_F(TopCommandTest, ServicesThatDoNotAnswerAreNamedAndNoneAnsweringIsExit3) {
+  auto a = Serve();
+  HttpClient(a->port()).Post("/v1/check", R"({"event":"signup","feature":"ann"})");
+  const testing::ProcessResult partial =
+      Top({"--service", Services(a->port(), 1), "--event", "signup", "--once"});
+  EXPECT_EQ(partial.code, 0) << partial.err;
+  EXPECT_NE(partial.out.find("1 of 2 services answered"), std::string::npos) << partial.out;
+  EXPECT_NE(partial.out.find("not answering: http://127.0.0.1:1"), std::string::npos);
+  const testing::ProcessResult none =
+      Top({"--service", "http://127.0.0.1:1", "--event", "signup", "--once"});
+  EXPECT_EQ(none.code, 3) << none.out;
+  EXPECT_NE(none.err.find("no service answered"), std::string::npos) << none.err;
+  const testing::ProcessResult unknown =
+      Top({"--service", Services(a->port(), a->port()), "--event", "sigup", "--once"});
+  EXPECT_EQ(unknown.code, 3);
+  EXPECT_NE(unknown.err.find("unknown event \"sigup\""), std::string::npos) << unknown.err;
+  EXPECT_EQ(Top({"--service", "ftp://x", "--event", "signup"}).code, 2);
+}
+
+}  // namespace
+}  // namespace hourglass
