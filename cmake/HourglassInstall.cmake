@@ -1,5 +1,5 @@
-# `cmake --install build --prefix P` installs the hourglass binary, the libraries, their headers
-# and a CMake package, so that a consumer writes
+# `cmake --install build --prefix P` installs the hourglass binary (component runtime), the
+# libraries, their headers and a CMake package (component development), so that a consumer writes
 #   find_package(hourglass REQUIRED)                      # hourglass::engine and the stores
 #   find_package(hourglass REQUIRED COMPONENTS policy json)  # also the policy and JSON libraries
 #   find_package(hourglass REQUIRED COMPONENTS service)      # the HTTP decision service
@@ -15,11 +15,11 @@ set(hourglass_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hourglass)
 
 function(hourglass_install_set set_name)
   install(TARGETS ${ARGN} EXPORT hourglass${set_name}Targets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(EXPORT hourglass${set_name}Targets NAMESPACE hourglass::
-    DESTINATION ${hourglass_cmake_dir})
+    DESTINATION ${hourglass_cmake_dir} COMPONENT development)
 endfunction()
 
 hourglass_install_set(Core hourglass_engine hourglass_memory_store hourglass_memcached_store
@@ -29,7 +29,7 @@ install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/stores/memory/include/
   ${PROJECT_SOURCE_DIR}/stores/memcached/include/
   ${PROJECT_SOURCE_DIR}/stores/factory/include/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 
 if(HOURGLASS_BUILD_CLI)
   hourglass_install_set(Policy hourglass_policy)
@@ -40,11 +40,11 @@ if(HOURGLASS_BUILD_CLI)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/policy/include/ ${PROJECT_SOURCE_DIR}/json/include/
     ${PROJECT_SOURCE_DIR}/service/include/ ${PROJECT_SOURCE_DIR}/top/include/
     ${PROJECT_SOURCE_DIR}/rls/include/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
   # The protocol's generated message headers (envoy/service/ratelimit/v3/rls.pb.h, ...).
   install(DIRECTORY ${PROJECT_BINARY_DIR}/rls/hourglass_rls_proto_gen/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
-  install(TARGETS hourglass RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development FILES_MATCHING PATTERN "*.h")
+  install(TARGETS hourglass RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 endif()
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hourglassConfig.cmake.in
@@ -54,4 +54,4 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/hourglassConfigVersion.cm
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/hourglassConfig.cmake
   ${PROJECT_BINARY_DIR}/hourglassConfigVersion.cmake
-  DESTINATION ${hourglass_cmake_dir})
+  DESTINATION ${hourglass_cmake_dir} COMPONENT development)

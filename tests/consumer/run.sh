@@ -10,7 +10,10 @@ work="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
 rm -rf "$work"
 mkdir -p "$work"
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# The binary and the library; never the service package's files (/etc, systemd; see packaging/).
+for component in runtime development; do
+  cmake --install "$build" --prefix "$work/prefix" --component "$component" >/dev/null
+done
 test -x "$work/prefix/bin/hourglass"
 test -f "$work/prefix/include/hourglass/engine.h"
 cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null

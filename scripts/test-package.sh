@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The Debian package, installed for real (as root; CI runs it on its fresh machine): builds it,
+# installs it with dpkg -i, runs the installed binary, checks the unit with systemd-analyze, then
+# starts the unit's own ExecStart line, as the unit's user with the unit's environment file,
+# against a real memcached on a free loopback port: traffic until a client is limited,
+# `hourglass top` finds it, ExecReload reloads, SIGTERM stops with 0. Then purges the package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ $(id -u) -ne 0 ]]; then
+  echo "test-package: run as root (it installs and removes the package)" >&2
+  exit 2
+fi
+deb=$(bash scripts/package.sh | tail -1)
+unit=/lib/systemd/system/hourglass.service
+work=$(mktemp -d /tmp/hourglass-package-XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  dpkg -P hourglass >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "test-package: $*" >&2
+  [[ -f "$work/serve.log" ]] && sed 's/^/  serve: /' "$work/serve.log" >&2
+  exit 1
+}
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+dpkg -i "$deb" >/dev/null
+[[ "$(/usr/bin/hourglass --version)" == "hourglass $(awk -F'[ )]' '/^project\(hourglass VERSION/ {print $3}' CMakeLists.txt)" ]] ||
+  fail "installed --version: $(/usr/bin/hourglass --version)"
+getent passwd hourglass >/dev/null || fail "no system user hourglass"
+zcat /usr/share/man/man1/hourglass.1.gz | grep -q '^.SS hourglass serve' || fail "man page lacks serve"
+for f in /etc/default/hourglass /etc/hourglass/policy.yaml; do
+  dpkg-query -W -f='${Conffiles}\n' hourglass | grep -q " $f " || fail "$f is not a conffile"
+done
+if command -v systemd-analyze >/dev/null; then  # a setting systemd would ignore is a failure too
+  verified=$(systemd-analyze verify "$unit" 2>&1) && [[ -z "$verified" ]] ||
+    fail "systemd-analyze verify $unit: $verified"
+fi
+echo "test-package: installed $(basename "$deb"): $(/usr/bin/hourglass --version), man page, user, unit"
+
+# The unit's own command line, environment file and user; only the servers and port are ours.
+memcached_port=$(free_port)
+memcached -u root -l 127.0.0.1 -p "$memcached_port" -U 0 &
+pids+=($!)
+port=$(free_port)
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+exec_reload=$(sed -n 's/^ExecReload=//p' "$unit")
+user=$(sed -n 's/^User=//p' "$unit")
+env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
+runuser -u "$user" -- bash -c "set -a; source '$env_file'; set +a
+  HOURGLASS_SERVERS=127.0.0.1:$memcached_port
+  HOURGLASS_SERVE_ARGS=\"\${HOURGLASS_SERVE_ARGS/127.0.0.1:8080/127.0.0.1:$port}\"
+  exec $exec_start" 2>"$work/serve.log" &
+main_pid=$!
+pids+=("$main_pid")
+url="http://127.0.0.1:$port"
+for _ in $(seq 100); do
+  curl -fs "$url/readyz" >/dev/null && break
+  sleep 0.1
+done
+curl -fs "$url/readyz" >/dev/null || fail "the unit's command line did not become ready"
+# runuser waits for its child: the service is the process named hourglass of the unit's user.
+MAINPID=$(pgrep -u "$user" -x hourglass) || fail "no hourglass process of user $user"
+
+# The default policy: signup allows 3 an hour per address.
+codes=""
+for _ in 1 2 3 4 5; do
+  codes+=$(curl -s -o /dev/null -w '%{http_code} ' "$url/v1/check" \
+    -d '{"event":"signup","feature":"ann@example.com"}')
+done
+[[ "$codes" == "200 200 200 429 429 " ]] || fail "checks answered $codes"
+top=$(/usr/bin/hourglass --servers "127.0.0.1:$memcached_port" top --service "$url" \
+  --event signup --once)
+echo "$top" | grep -Eq '^ann@example\.com +2 +0 +denied' || fail "hourglass top: $top"
+echo "test-package: the unit's command served; hourglass top found the limited client"
+
+eval "${exec_reload//\$MAINPID/$MAINPID}"
+for _ in $(seq 50); do grep -q "reloaded /etc/hourglass/policy.yaml" "$work/serve.log" && break; sleep 0.1; done
+grep -q "reloaded /etc/hourglass/policy.yaml: no event changed" "$work/serve.log" ||
+  fail "ExecReload did not reload"
+kill -TERM "$MAINPID"
+wait "$main_pid" || fail "SIGTERM: exit $?"
+grep -q " info stopped" "$work/serve.log" || fail "no stop line"
+echo "test-package: ExecReload reloaded, SIGTERM stopped with 0"
+
+dpkg -P hourglass >/dev/null
+[[ ! -e /usr/bin/hourglass && ! -e "$unit" && ! -e /etc/hourglass/policy.yaml ]] ||
+  fail "purge left files"
+echo "test-package: purged"
