@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "hourglass/engine.h"
+#include "render.h"
 
 namespace hourglass::cli {
 
@@ -38,12 +39,19 @@ std::optional<Instant> ParseAt(const std::string& text) {
   if (text.empty()) return std::nullopt;
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !InRange(FromUnix(value))) {
-    Fail(kUsage, fmt::format("--at \"{}\": expected Unix seconds from {} to {} (1970 to 9999), "
-                             "e.g. --at 1431857103",
-                             text, ToUnix(kFirstInstant), ToUnix(kLastInstant)));
+  std::optional<Instant> at;
+  if (ec == std::errc() && end == text.data() + text.size()) {
+    at = FromUnix(value);
+  } else {
+    at = ParseTime(text);
   }
-  return FromUnix(value);
+  if (!at || !InRange(*at)) {
+    Fail(kUsage,
+         fmt::format("--at \"{}\": expected Unix seconds ({} to {}) or an ISO 8601 time with its "
+                     "offset (1970 to 9999), e.g. --at 1431857103 or --at 2015-05-17T10:05:03Z",
+                     text, ToUnix(kFirstInstant), ToUnix(kLastInstant)));
+  }
+  return at;
 }
 
 uint64_t CheckCost(int64_t cost) {

@@ -66,7 +66,7 @@ T Unwrap(Result<T> r) {
 Seconds RetentionOf(const Globals& g);
 // --settle-margin as seconds (0 to 1h); exits with kUsage naming the option otherwise.
 Seconds SettleMarginOf(const Globals& g);
-// --at: Unix seconds, or nullopt when not given.
+// --at: Unix seconds or an ISO 8601 time with its offset (ParseTime), or nullopt when not given.
 std::optional<Instant> ParseAt(const std::string& text);
 // The bearer token in the first line of --admin-token-file `path` (trimmed as HTTP trims a
 // header), nullopt for no path; exit 2 naming the file when it has none.

@@ -30,6 +30,66 @@ std::string FormatTime(Instant t) {
                      c.hour, c.minute, c.second);
 }
 
+namespace {
+
+// Reads `digits` decimal digits at `text[at]` into `value`, moving `at` past them.
+bool Digits(std::string_view text, size_t& at, size_t digits, int& value) {
+  if (at + digits > text.size()) return false;
+  value = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    const char c = text[at + i];
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  at += digits;
+  return true;
+}
+
+bool Expect(std::string_view text, size_t& at, std::string_view one_of) {
+  if (at >= text.size() || one_of.find(text[at]) == std::string_view::npos) return false;
+  ++at;
+  return true;
+}
+
+// "Z", "+HH:MM", "-HHMM" or "+HH" at `text[at]` to the end: seconds east of UTC.
+std::optional<int64_t> Offset(std::string_view text, size_t at) {
+  if (text.substr(at) == "Z" || text.substr(at) == "z") return 0;
+  const bool west = at < text.size() && text[at] == '-';
+  int hours = 0, minutes = 0;
+  if (!Expect(text, at, "+-") || !Digits(text, at, 2, hours)) return std::nullopt;
+  if (at < text.size() && text[at] == ':') ++at;
+  if (at < text.size() && !Digits(text, at, 2, minutes)) return std::nullopt;
+  if (at != text.size() || hours > 23 || minutes > 59) return std::nullopt;
+  return (west ? -1 : 1) * (hours * 3600 + minutes * 60);
+}
+
+}  // namespace
+
+std::optional<Instant> ParseTime(std::string_view text) {
+  size_t at = 0;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!Digits(text, at, 4, year) || !Expect(text, at, "-") || !Digits(text, at, 2, month) ||
+      !Expect(text, at, "-") || !Digits(text, at, 2, day) || !Expect(text, at, "Tt ") ||
+      !Digits(text, at, 2, hour) || !Expect(text, at, ":") || !Digits(text, at, 2, minute)) {
+    return std::nullopt;
+  }
+  if (at < text.size() && text[at] == ':' && !(++at, Digits(text, at, 2, second))) {
+    return std::nullopt;
+  }
+  if (at < text.size() && (text[at] == '.' || text[at] == ',')) {
+    const size_t start = ++at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+    if (at == start) return std::nullopt;
+  }
+  const std::optional<int64_t> offset = Offset(text, at);
+  const std::chrono::year_month_day date{std::chrono::year{year},
+                                         std::chrono::month{static_cast<unsigned>(month)},
+                                         std::chrono::day{static_cast<unsigned>(day)}};
+  if (!offset || !date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  const int64_t days = std::chrono::sys_days{date}.time_since_epoch().count();
+  return FromUnix(days * 86400 + hour * 3600 + minute * 60 + std::min(second, 59) - *offset);
+}
+
 std::string FormatTimeOfDay(Instant t, bool with_seconds) {
   const Civil c = CivilOf(t);
   return with_seconds ? fmt::format("{:02}:{:02}:{:02}", c.hour, c.minute, c.second)

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "hourglass/clock.h"
 #include "hourglass/engine.h"
@@ -14,6 +16,11 @@ namespace hourglass::cli {
 
 // "2015-05-17T10:05:03Z"
 std::string FormatTime(Instant t);
+// An ISO 8601 date and time with its offset, the inverse of FormatTime: "2015-05-17T10:05:03Z",
+// "2015-05-17 12:05:03+02:00", "2015-05-17T10:05Z", "...T10:05:03.250Z" (a fraction is dropped:
+// instants are whole seconds). nullopt for anything else, a time without an offset included
+// (whose zone would be a guess).
+std::optional<Instant> ParseTime(std::string_view text);
 // "10:05:03" (with seconds) or "10:05", UTC.
 std::string FormatTimeOfDay(Instant t, bool with_seconds);
 // One character per value, scaled to the largest: "·" for 0, then ▁▂▃▄▅▆▇█.

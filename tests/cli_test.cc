@@ -86,7 +86,12 @@ TEST_F(CliTest, HitAndCountWithTheContractJson) {
   EXPECT_EQ(j["at"], kAt);
   EXPECT_EQ(j["cost"], 2);
   EXPECT_EQ(j["round_trips"], 1);
-  ASSERT_EQ(Run({"hit", "signup", "ann@example.com", "--at", std::to_string(kAt - 30)}).code, 0);
+  // ISO 8601 with any offset names the same second (kAt - 30 = 2015-05-17T10:04:33Z).
+  ASSERT_EQ(Run({"hit", "signup", "ann@example.com", "--at", "2015-05-17T12:04:33+02:00"}).code, 0);
+  r = Run({"count", "signup", "ann@example.com", "--at", "2015-05-17T10:05:03Z", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json(r)["at"], kAt);
+  EXPECT_EQ(Json(r)["windows"][1]["count"], 3) << "both hits in the minute";
   r = Run({"count", "signup", "ann@example.com", "--at", at, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   j = Json(r);
@@ -684,6 +689,7 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
            {{"check", "e", "f", "--policy", "/nonexistent.yaml"}, "cannot read"},
            {{"count", "e", "f", "--window", "10x"}, "unknown unit"},
            {{"count", "e", "f", "--at", "yesterday"}, "--at \"yesterday\""},
+           {{"count", "e", "f", "--at", "2015-05-17T10:05:03"}, "ISO 8601 time with its offset"},
            {{"count", "e"}, "feature"},
            {{"count", "", "f"}, "event must not be empty"},
            {{"frobnicate"}, "frobnicate"},

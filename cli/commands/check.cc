@@ -70,7 +70,8 @@ Command AddCheckCommand(CLI::App& app, const Globals& g) {
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyArgs(sub, args->policy);
   AddCostOption(sub, args->cost);
-  sub->add_option("--at", args->at, "check at UNIX_SECONDS instead of now");
+  sub->add_option("--at", args->at,
+                  "check at TIME (Unix seconds or ISO 8601, 2015-05-17T10:05:03Z) instead of now");
   sub->footer(
       "Exit code 0 allowed, 1 denied, 3 store unreachable (decision per the policy's failure "
       "mode).\n"

@@ -1,4 +1,4 @@
-// hourglass count EVENT FEATURE [--window DUR]... [--at UNIX_SECONDS]
+// hourglass count EVENT FEATURE [--window DUR]... [--at TIME]
 #include <fmt/format.h>
 
 #include "../commands.h"
@@ -46,7 +46,8 @@ Command AddCountCommand(CLI::App& app, const Globals& g) {
       ->allow_extra_args(false)
       ->take_all();
   sub->add_option("--at", args->at,
-                  "windows ending at UNIX_SECONDS (default now); exact in the past too");
+                  "windows ending at TIME (Unix seconds or ISO 8601, 2015-05-17T10:05:03Z; default "
+                  "now); exact in the past too");
   sub->footer(
       "Examples:\n"
       "  hourglass count url_shorten 203.0.113.7\n"

@@ -1,4 +1,4 @@
-// hourglass hit EVENT FEATURE [--cost N] [--at UNIX_SECONDS]
+// hourglass hit EVENT FEATURE [--cost N] [--at TIME]
 #include <fmt/format.h>
 
 #include "../commands.h"
@@ -45,7 +45,8 @@ Command AddHitCommand(CLI::App& app, const Globals& g) {
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyCheckOption(sub, args->policy);
   AddCostOption(sub, args->cost);
-  sub->add_option("--at", args->at, "record at UNIX_SECONDS instead of now");
+  sub->add_option("--at", args->at,
+                  "record at TIME (Unix seconds or ISO 8601, 2015-05-17T10:05:03Z) instead of now");
   sub->footer(
       "Examples:\n"
       "  hourglass hit signup ann@example.com\n"

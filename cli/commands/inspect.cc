@@ -1,4 +1,4 @@
-// hourglass inspect EVENT FEATURE [--at UNIX_SECONDS]: one timeline per ladder level, then the
+// hourglass inspect EVENT FEATURE [--at TIME]: one timeline per ladder level, then the
 // default windows (1s 1m 1h 1d within the retention).
 #include <fmt/format.h>
 
@@ -56,7 +56,9 @@ Command AddInspectCommand(CLI::App& app, const Globals& g) {
       app.add_subcommand("inspect", "Show a feature's buckets as timelines, and its windows");
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyCheckOption(sub, args->policy);
-  sub->add_option("--at", args->at, "inspect at UNIX_SECONDS instead of now");
+  sub->add_option(
+      "--at", args->at,
+      "inspect at TIME (Unix seconds or ISO 8601, 2015-05-17T10:05:03Z) instead of now");
   sub->footer(
       "Examples:\n"
       "  hourglass inspect url_shorten 203.0.113.7\n"

@@ -1,4 +1,4 @@
-// hourglass reset EVENT FEATURE [--at UNIX_SECONDS]
+// hourglass reset EVENT FEATURE [--at TIME]
 #include <fmt/format.h>
 
 #include "../commands.h"
@@ -44,7 +44,8 @@ Command AddResetCommand(CLI::App& app, const Globals& g) {
       app.add_subcommand("reset", "Delete every bucket of an event+feature: all windows read 0");
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyCheckOption(sub, args->policy);
-  sub->add_option("--at", args->at, "reset the buckets alive around UNIX_SECONDS (replayed hits)");
+  sub->add_option("--at", args->at,
+                  "reset the buckets alive around TIME (Unix seconds or ISO 8601; replayed hits)");
   sub->footer(
       "Examples:\n"
       "  hourglass reset signup ann@example.com\n"
