@@ -26,6 +26,14 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--servers", g.servers,
                  "memcached servers host:port[,host:port...] (env HOURGLASS_SERVERS)")
       ->capture_default_str();
+  if (const char* env = std::getenv("HOURGLASS_PREVIOUS_SERVERS"); env != nullptr && *env != '\0') {
+    g.previous_servers = env;
+  }
+  app.add_option("--previous-servers", g.previous_servers,
+                 "while changing --servers (a server added, removed or replaced): the list before; "
+                 "features whose server changed are read on both, written to --servers only; keep "
+                 "it for --retention after the last client switched (env "
+                 "HOURGLASS_PREVIOUS_SERVERS)");
   app.add_option("--store", g.store, "memcached, or memory (in-process; for replay)")
       ->check(CLI::IsMember({"memcached", "memory"}))
       ->capture_default_str();

@@ -22,12 +22,20 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   options.on_transition = std::move(on_transition);
   // The memory store expires keys on the engine's clock (a replay's time); memcached lives in
   // real time, so its absolute TTLs and failure windows come from the real clock.
+  if (g.store == "memory" && !g.previous_servers.empty()) {
+    Fail(kUsage, "--previous-servers belongs to --store memcached");
+  }
   if (g.store == "memory") return Unwrap(OpenStore("memory://", clock));
   const std::vector<std::string> servers = Unwrap(ParseServers(g.servers));
   for (const std::string& warning : SameServerWarnings(servers)) {
     std::fprintf(stderr, "hourglass: warning: %s\n", warning.c_str());
   }
-  return Unwrap(OpenStore("memcached://" + g.servers, SystemClock::Get(), options));
+  if (!g.previous_servers.empty()) {
+    const Result<std::vector<std::string>> previous = ParseServers(g.previous_servers);
+    if (!previous.ok()) Fail(kUsage, "--previous-servers: " + previous.error().message());
+  }
+  return Unwrap(
+      OpenStore("memcached://" + g.servers, SystemClock::Get(), options, g.previous_servers));
 }
 
 EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
@@ -48,7 +56,12 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
 size_t StoreConnections(const Globals& g) {
   if (g.store == "memory") return 0;
   const Result<std::vector<std::string>> servers = ParseServers(g.servers);
-  return servers.ok() ? servers->size() * MemcachedOptions{}.pool_size : 0;
+  const Result<std::vector<std::string>> previous =
+      g.previous_servers.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
+                                 : ParseServers(g.previous_servers);
+  const size_t count =
+      (servers.ok() ? servers->size() : 0) + (previous.ok() ? previous->size() : 0);
+  return count * MemcachedOptions{}.pool_size;
 }
 
 Runtime::Runtime(const Globals& g, const Clock& clock, EngineUse use,

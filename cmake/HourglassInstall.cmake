@@ -23,11 +23,12 @@ function(hourglass_install_set set_name)
 endfunction()
 
 hourglass_install_set(Core hourglass_engine hourglass_memory_store hourglass_memcached_store
-                      hourglass_stores)
+                      hourglass_transition_store hourglass_stores)
 install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/engine/include/
   ${PROJECT_SOURCE_DIR}/stores/memory/include/
   ${PROJECT_SOURCE_DIR}/stores/memcached/include/
+  ${PROJECT_SOURCE_DIR}/stores/transition/include/
   ${PROJECT_SOURCE_DIR}/stores/factory/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -416,6 +417,54 @@ TEST_F(CliTest, ThePackedLayoutCountsExactlyAndAClientReadingBothSeesTheSame) {
 // memcached lives in real time while a replay drives the engine with the trace's: with a retention
 // over 30 days the buckets' TTLs are absolute times, which must come from the real clock, or the
 // replayed hits (from 2015) would expire as they are written.
+// Adding a third memcached server moves about a third of the features to it: without
+// --previous-servers they start again from zero and clients at their limit are admitted again;
+// with it, no count is lost.
+TEST_F(CliTest, PreviousServersKeepTheCountsOfFeaturesThatMovedToANewServer) {
+  testing::MemcachedServer b, c;
+  ASSERT_TRUE(b.running() && c.running());
+  const std::string before = server_.address() + "," + b.address();
+  const std::string after = before + "," + c.address();
+  const int64_t now = std::time(nullptr);
+  std::string first, second;
+  for (int i = 0; i < 300; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const std::string feature = "\tsignup\tuser" + std::to_string(i) + "@example.com\n";
+      first += std::to_string(now - 120) + feature;
+      second += std::to_string(now - 60) + feature;
+    }
+  }
+  const std::string first_trace = TempFile("first.tsv", first);
+  const std::string second_trace = TempFile("second.tsv", second);
+  const auto replay = [&](const std::string& ns, std::vector<std::string> servers,
+                          const std::string& trace) {
+    std::vector<std::string> args = {"--namespace", ns};
+    args.insert(args.end(), servers.begin(), servers.end());
+    for (const char* a : {"--json", "replay", "--limit", "3/h"}) args.push_back(a);
+    args.push_back(trace);
+    ProcessResult r = RunBare(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? Json(r) : json();
+  };
+  for (const bool transition : {false, true}) {
+    const std::string ns = transition ? "with" : "without";
+    const json at_limit = replay(ns, {"--servers", before}, first_trace);
+    EXPECT_EQ(at_limit["admitted"], 900) << at_limit;
+    std::vector<std::string> servers = {"--servers", after};
+    if (transition) servers.insert(servers.end(), {"--previous-servers", before});
+    const json again = replay(ns, servers, second_trace);
+    if (transition) {
+      EXPECT_EQ(again["admitted"], 0) << "no count lost: " << again;
+    } else {
+      EXPECT_GT(again["admitted"].get<int>(), 150) << "about a third moved: " << again;
+    }
+  }
+  ProcessResult bad =
+      RunBare({"--servers", after, "--previous-servers", "nope", "count", "e", "f"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--previous-servers: "), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, ReplayWithALongRetentionKeepsItsBucketsInMemcached) {
   std::string trace;
   for (int i = 0; i < 5; ++i) trace += std::to_string(kAt + i) + "\tsignup\tann@example.com\n";

@@ -289,6 +289,13 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   log->info("hourglass {} listening on {}:{} with {} threads (at most {} connections); store {}",
             HOURGLASS_VERSION, http.host, server->port(), a.threads, http.max_connections,
             g.store == "memory" ? std::string("memory") : "memcached " + g.servers);
+  if (!g.previous_servers.empty()) {
+    log->info(
+        "in transition from memcached {}: features whose server changed are read on both and "
+        "written to the new one; drop --previous-servers --retention ({}) after every client "
+        "has switched",
+        g.previous_servers, g.retention);
+  }
   LogPolicy(log, a, *policies);
   std::thread signal_thread(
       [&] { HandleSignals(log, signals, a, retention, api, envoy.get(), *server); });
