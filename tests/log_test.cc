@@ -6,11 +6,22 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
+#include <string_view>
 
 namespace hourglass {
 namespace {
+
+// "2026-11-25T00:22:45.123Z": digits where the pattern has 9, the rest as written.
+bool IsUtcTimestamp(std::string_view text) {
+  constexpr std::string_view kPattern = "9999-99-99T99:99:99.999Z";
+  if (text.size() != kPattern.size()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kPattern[i] == '9' ? !digit : text[i] != kPattern[i]) return false;
+  }
+  return true;
+}
 
 struct Captured {
   std::ostringstream out;
@@ -22,9 +33,10 @@ struct Captured {
 TEST(Log, TextLinesCarryAUtcTimestampAndTheLevel) {
   Captured c({.level = spdlog::level::info, .format = LogFormat::kText});
   c.log->warn("memcached {} unreachable", "127.0.0.1:11211");
-  const std::regex line(
-      R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z warning memcached 127\.0\.0\.1:11211 unreachable\n$)");
-  EXPECT_TRUE(std::regex_match(c.out.str(), line)) << c.out.str();
+  const std::string line = c.out.str();
+  const size_t space = line.find(' ');
+  EXPECT_TRUE(IsUtcTimestamp(line.substr(0, space))) << line;
+  EXPECT_EQ(line.substr(space), " warning memcached 127.0.0.1:11211 unreachable\n");
 }
 
 TEST(Log, LinesBelowTheLevelAreDropped) {
@@ -51,9 +63,7 @@ TEST(Log, JsonLinesAreOneObjectEachWhateverTheMessageHolds) {
   EXPECT_EQ(a["level"], "info");
   // The invalid UTF-8 byte is replaced; everything else arrives as sent.
   EXPECT_EQ(a["message"].get<std::string>().substr(0, 15), "feature a\"b\\c\nd");
-  EXPECT_TRUE(std::regex_match(a["time"].get<std::string>(),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
-      << a["time"];
+  EXPECT_TRUE(IsUtcTimestamp(a["time"].get<std::string>())) << a["time"];
   EXPECT_EQ(nlohmann::json::parse(second)["level"], "error");
 }
 
