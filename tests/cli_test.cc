@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "memcached_server.h"
 #include "run_process.h"
@@ -552,6 +553,32 @@ TEST_F(CliTest, ReplayTheRealApacheLog) {
   EXPECT_EQ(j["features"], 1753);
   EXPECT_EQ(j["busiest"]["feature"], "66.249.73.135");
   EXPECT_EQ(j["top"].size(), 10u);
+  // The most denied client, with its first and last hit and denial, as the decisions say.
+  const json& most = j["most_denied"];
+  EXPECT_EQ(most["feature"], j["top"][0]["feature"]);
+  EXPECT_EQ(most["denied"], j["top"][0]["denied"]);
+  ProcessResult lines = Run({"--store", "memory", "replay", log, "--format", "apache", "--policy",
+                             Policy(), "--decisions"});
+  ASSERT_EQ(lines.code, 0) << lines.err;
+  int64_t first = 0, last = 0, first_denied = 0, last_denied = 0;
+  std::istringstream decisions(lines.out);
+  for (std::string line; std::getline(decisions, line);) {
+    const json d = json::parse(line);
+    if (d["feature"] != most["feature"]) continue;
+    const int64_t at = d["at"];
+    if (first == 0) first = at;
+    last = at;
+    if (d["allowed"].get<bool>()) continue;
+    if (first_denied == 0) first_denied = at;
+    last_denied = at;
+  }
+  EXPECT_EQ(most["first_at"], first);
+  EXPECT_EQ(most["last_at"], last);
+  EXPECT_EQ(most["first_denied_at"], first_denied);
+  EXPECT_EQ(most["last_denied_at"], last_denied);
+  EXPECT_NE(lines.err.find("most denied: request " + most["feature"].get<std::string>()),
+            std::string::npos)
+      << lines.err;
   // The hot path: mostly one round trip, some two, none for blocked clients; few keys read.
   EXPECT_LE(j["round_trips"].get<int>(), 2 * 10000);
   EXPECT_GT(j["blocked_hits"].get<int>(), 0);

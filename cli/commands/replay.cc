@@ -30,7 +30,8 @@ struct PerFeature {
   std::string key;  // event '\n' feature: the order of ties
   std::string event, feature;
   uint64_t hits = 0, admitted = 0, denied = 0;
-  int64_t last_at = 0;
+  int64_t first_at = 0, last_at = 0;                // its first and last hit
+  int64_t first_denied_at = 0, last_denied_at = 0;  // its first and last denial (0: none)
 };
 
 // What a replay did, hit by hit.
@@ -42,6 +43,7 @@ class ReplayTally {
     f.key = std::move(key);
     f.event = hit.event;
     f.feature = hit.feature;
+    if (f.hits == 0) f.first_at = hit.at;
     f.hits += hit.cost;
     f.last_at = hit.at;
     return f;
@@ -56,6 +58,9 @@ class ReplayTally {
     keys_per_check_.push_back(d.cost.keys_read);
     (d.allowed ? admitted : denied)++;
     (d.allowed ? f.admitted : f.denied)++;
+    if (d.allowed) return;
+    if (f.first_denied_at == 0) f.first_denied_at = ToUnix(d.at);
+    f.last_denied_at = ToUnix(d.at);
   }
   // Most denied first, then most hits.
   std::vector<PerFeature> Ranked() const;
@@ -198,6 +203,17 @@ nlohmann::json SummaryJson(const ReplayArgs& a, const Trace& trace, bool checked
                             {"unconfirmed_failures", tally.unconfirmed},
                             {"seconds", tally.seconds},
                             {"top", top}};
+  if (!ranked.empty() && ranked.front().denied > 0) {
+    const PerFeature& f = ranked.front();
+    summary["most_denied"] = {{"event", f.event},
+                              {"feature", f.feature},
+                              {"hits", f.hits},
+                              {"denied", f.denied},
+                              {"first_at", f.first_at},
+                              {"last_at", f.last_at},
+                              {"first_denied_at", f.first_denied_at},
+                              {"last_denied_at", f.last_denied_at}};
+  }
   if (const std::optional<PerFeature> busiest = tally.Busiest()) {
     summary["busiest"] = {{"event", busiest->event},
                           {"feature", busiest->feature},
@@ -234,6 +250,15 @@ std::string SummaryText(const ReplayArgs& a, const Trace& trace, bool checked, c
     text += fmt::format("admitted {}, denied {} ({:.1f}%), {} features\n", tally.admitted,
                         tally.denied, 100.0 * tally.PerCheck(tally.denied), tally.features());
     text += OffendersText(a, tally);
+    if (const std::vector<PerFeature> ranked = tally.Ranked();
+        !ranked.empty() && ranked.front().denied > 0) {
+      const PerFeature& f = ranked.front();
+      text += fmt::format(
+          "most denied: {} {} ({} of {} hits denied; hits from {} to {}, denied from {} to {})\n",
+          f.event, f.feature, f.denied, f.hits, FormatTime(FromUnix(f.first_at)),
+          FormatTime(FromUnix(f.last_at)), FormatTime(FromUnix(f.first_denied_at)),
+          FormatTime(FromUnix(f.last_denied_at)));
+    }
   }
   if (const std::optional<PerFeature> busiest = tally.Busiest()) {
     text += fmt::format("busiest: {} {} ({} hits, last at {})\n", busiest->event, busiest->feature,
