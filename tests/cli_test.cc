@@ -191,6 +191,8 @@ TEST_F(CliTest, InspectShowsTimelinesAndTotals) {
   EXPECT_NE(r.out.find("per second"), std::string::npos);
   EXPECT_NE(r.out.find("█"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("keys read"), std::string::npos);
+  EXPECT_NE(r.out.find("hourglass top --service URL --event url_shorten"), std::string::npos)
+      << "says where denied attempts are: " << r.out;
 }
 
 TEST_F(CliTest, ResetMakesEveryWindowReadZero) {

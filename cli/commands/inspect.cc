@@ -28,6 +28,15 @@ std::string TimelineText(const Timeline& t, int64_t now) {
                      clock(now), max, names.per, Sparkline(t.values));
 }
 
+// Where denied attempts are, since these buckets hold only what was counted.
+std::string DeniedNote(const std::string& event) {
+  return fmt::format(
+      "these are the hits counted: in admitted mode (the default) a denied attempt is not among "
+      "them; `hourglass top --service URL --event {}` shows who the services denied in the last "
+      "15 minutes, and `mode: attempts` counts every attempt\n",
+      event);
+}
+
 int RunInspect(const Globals& g, const InspectArgs& a) {
   const std::string feature = FeatureIn(a.policy, a.event, a.feature);
   SystemClock clock;
@@ -44,6 +53,7 @@ int RunInspect(const Globals& g, const InspectArgs& a) {
          CountsText(inspection.counts);
   out +=
       fmt::format("keys read {}, round trips {}\n", inspection.keys_read, inspection.round_trips);
+  out += DeniedNote(a.event);
   Print(out);
   return kOk;
 }
