@@ -89,6 +89,9 @@ struct GrpcListener::Impl {
   // Out of descriptors: accepts and closes one waiting connection on the spare descriptor (its
   // client sees the connection closed at once, not a wait). False when none was refused.
   bool RefuseWithReserve();
+  void Tell(ConnectionEvent event) const {
+    if (options.on_connection_event) options.on_connection_event(event);
+  }
   void Forget(int watch);
   size_t Staying() const { return watched.size() - leaving; }
 
@@ -145,16 +148,23 @@ void GrpcListener::Impl::AcceptAll() {
     if (fd < 0) {
       const int err = errno;
       if (err == EINTR || err == ECONNABORTED) continue;
-      if ((err == EMFILE || err == ENFILE) && RefuseWithReserve()) continue;
+      if ((err == EMFILE || err == ENFILE) && RefuseWithReserve()) {
+        Tell(ConnectionEvent::kRefusedDescriptors);
+        continue;
+      }
       if (err != EAGAIN && err != EWOULDBLOCK) {
         // Out of descriptors with no reserve: wait rather than spin on a listener still ready.
         std::this_thread::sleep_for(std::chrono::milliseconds{50});
       }
       return;
     }
-    if (Staying() >= options.max_connections && !MakeRoom()) {
-      close(fd);
-      continue;
+    if (Staying() >= options.max_connections) {
+      const bool room = MakeRoom();
+      Tell(room ? ConnectionEvent::kMadeRoom : ConnectionEvent::kRefusedBusy);
+      if (!room) {
+        close(fd);
+        continue;
+      }
     }
     HandOver(fd);
   }

@@ -39,6 +39,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // Out of descriptors: answers one waiting connection 503 on the spare descriptor. False when
   // there was no spare (SpareDescriptor::Lend).
   bool RefuseWithReserve();
+  // Tells options.on_connection_event, if set.
+  void Tell(ConnectionEvent event) const;
   // At the cap: closes the connection idle longest to make room. False when none is idle.
   bool MakeRoom();
   // Connections open and not on their way out.
@@ -291,7 +293,9 @@ void HttpServer::Impl::Accept() {
                                         ec == boost::system::errc::too_many_files_open_in_system;
         if (!ec) {
           self->OnAccepted(std::move(socket));
-        } else if (!out_of_descriptors || !self->RefuseWithReserve()) {
+        } else if (out_of_descriptors && self->RefuseWithReserve()) {
+          self->Tell(ConnectionEvent::kRefusedDescriptors);
+        } else {
           self->accept_retry.expires_after(std::chrono::milliseconds{50});  // rather than spin
           self->accept_retry.async_wait([self](beast::error_code) { self->Accept(); });
           return;
@@ -301,8 +305,16 @@ void HttpServer::Impl::Accept() {
 }
 
 void HttpServer::Impl::OnAccepted(tcp::socket socket) {
-  if (Staying() >= options.max_connections && !MakeRoom()) return Refuse(std::move(socket));
+  if (Staying() >= options.max_connections) {
+    const bool room = MakeRoom();
+    Tell(room ? ConnectionEvent::kMadeRoom : ConnectionEvent::kRefusedBusy);
+    if (!room) return Refuse(std::move(socket));
+  }
   std::make_shared<Session>(std::move(socket), shared_from_this())->Start();
+}
+
+void HttpServer::Impl::Tell(ConnectionEvent event) const {
+  if (options.on_connection_event) options.on_connection_event(event);
 }
 
 bool HttpServer::Impl::MakeRoom() {

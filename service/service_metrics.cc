@@ -121,7 +121,13 @@ ServiceMetrics::ServiceMetrics()
                           .Name("hourglass_ratelimit_near_limit_total")
                           .Help("Envoy rate limit service hits admitted at 80% or more of the "
                                 "limit, by domain and descriptor")
-                          .Register(*registry_)) {}
+                          .Register(*registry_)),
+      connection_events_(BuildCounter()
+                             .Name("hourglass_connection_events_total")
+                             .Help("Connections a listener closed to make room for a new one "
+                                   "(made_room) or refused (refused_busy: every connection busy "
+                                   "at the cap; refused_descriptors: out of file descriptors)")
+                             .Register(*registry_)) {}
 
 namespace {
 
@@ -212,6 +218,13 @@ void ServiceMetrics::CountBatch(size_t checks) {
 
 void ServiceMetrics::CountReload(bool ok) {
   reloads_.Add({{"result", ok ? "ok" : "failed"}}).Increment();
+}
+
+void ServiceMetrics::CountConnection(std::string_view listener, ConnectionEvent event) {
+  connection_events_
+      .Add(
+          {{"listener", std::string(listener)}, {"event", std::string(ConnectionEventName(event))}})
+      .Increment();
 }
 
 std::string ServiceMetrics::Render() const {

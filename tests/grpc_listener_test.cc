@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,9 +48,17 @@ class GrpcListenerTest : public ::testing::Test {
   void Start(size_t max_connections, milliseconds min_idle) {
     server_ = ServerWithAService();
     ASSERT_NE(server_, nullptr);
-    Result<std::unique_ptr<GrpcListener>> listener = GrpcListener::Create(
-        {.host = "127.0.0.1", .port = 0, .max_connections = max_connections, .min_idle = min_idle},
-        *server_);
+    Result<std::unique_ptr<GrpcListener>> listener =
+        GrpcListener::Create({.host = "127.0.0.1",
+                              .port = 0,
+                              .max_connections = max_connections,
+                              .min_idle = min_idle,
+                              .on_connection_event =
+                                  [this](ConnectionEvent e) {
+                                    std::lock_guard lock(events_mu_);
+                                    ++events_[e];
+                                  }},
+                             *server_);
     ASSERT_TRUE(listener.ok()) << listener.error().ToString();
     listener_ = std::move(*listener);
   }
@@ -88,8 +97,15 @@ class GrpcListenerTest : public ::testing::Test {
     return listener_->connections() <= n;
   }
 
+  int Told(ConnectionEvent event) {
+    std::lock_guard lock(events_mu_);
+    return events_[event];
+  }
+
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GrpcListener> listener_;
+  std::mutex events_mu_;
+  std::map<ConnectionEvent, int> events_;  // guarded by events_mu_
 };
 
 TEST_F(GrpcListenerTest, ConnectionsHandedOverAreServedByGrpcAndForgottenOnceClosed) {
@@ -114,6 +130,10 @@ TEST_F(GrpcListenerTest, SilentConnectionsAtTheCapMakeRoomForARealClient) {
   EXPECT_TRUE(ConnectionsFallTo(20)) << listener_->connections() << " connections over a cap of 20";
   EXPECT_TRUE(ClosedWithin(flood, 180, milliseconds{2000}))
       << flood.ClosedByPeer() << " of the flood's 200 connections closed";
+  // The flood arrived faster than min_idle: most were refused, and the real client's made room.
+  EXPECT_GE(Told(ConnectionEvent::kMadeRoom), 1);
+  EXPECT_GE(Told(ConnectionEvent::kMadeRoom) + Told(ConnectionEvent::kRefusedBusy), 180)
+      << "each connection refused or closed to make room is told";
 }
 
 TEST_F(GrpcListenerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
@@ -126,6 +146,8 @@ TEST_F(GrpcListenerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
   EXPECT_TRUE(ClosedWithin(third, 1, milliseconds{2000}));
   EXPECT_EQ(two.ClosedByPeer(), 0u);
   EXPECT_EQ(listener_->connections(), 2u);
+  EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 1);
+  EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 0);
 }
 
 TEST(GrpcListener, ABadAddressIsAClearError) {

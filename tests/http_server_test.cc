@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -103,6 +104,10 @@ class HttpServerTest : public ::testing::Test {
  protected:
   void Start(HttpServerOptions options, AsyncHttpHandler handler) {
     options.port = 0;
+    options.on_connection_event = [this](ConnectionEvent e) {
+      std::lock_guard lock(events_mu_);
+      ++events_[e];
+    };
     Result<std::unique_ptr<HttpServer>> server =
         HttpServer::Create(std::move(options), std::move(handler));
     ASSERT_TRUE(server.ok()) << server.error().ToString();
@@ -123,8 +128,16 @@ class HttpServerTest : public ::testing::Test {
   }
   uint16_t port() const { return server_->port(); }
 
+  // How often the server told of `event` so far.
+  int Told(ConnectionEvent event) {
+    std::lock_guard lock(events_mu_);
+    return events_[event];
+  }
+
   std::unique_ptr<HttpServer> server_;
   std::thread runner_;
+  std::mutex events_mu_;
+  std::map<ConnectionEvent, int> events_;  // guarded by events_mu_
 };
 
 TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
@@ -201,6 +214,8 @@ TEST_F(HttpServerTest, WhenEveryConnectionIsBusyANewOneIsAnswered503AndClosed) {
   EXPECT_TRUE(third.closed());
   EXPECT_EQ(refused.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << refused;
   EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 1);
+  EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 0);
   // Once answered, the two are idle: a new connection takes the place of one of them.
   answers.AnswerAll();
   EXPECT_NE(first.ReadUntilClosed(milliseconds{300}).find("200 OK"), std::string::npos);
@@ -208,6 +223,7 @@ TEST_F(HttpServerTest, WhenEveryConnectionIsBusyANewOneIsAnswered503AndClosed) {
   ASSERT_TRUE(fourth.Send(kGet));
   for (int i = 0; i < 250 && answers.held() < 1; ++i) std::this_thread::sleep_for(milliseconds{20});
   EXPECT_EQ(answers.held(), 1u) << "the fourth connection was not served";
+  EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 1);
   answers.AnswerAll();
 }
 
@@ -227,6 +243,8 @@ TEST_F(HttpServerTest, AtTheCapANewConnectionTakesThePlaceOfTheOneIdleLongest) {
   EXPECT_NE(recent.Exchange(kGet).find("200 OK"), std::string::npos)
       << "the connection idle for less time was closed";
   EXPECT_LE(server_->connections(), 2u);
+  EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 1);
+  EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 0);
 }
 
 TEST_F(HttpServerTest, IdleConnectionsCannotLockOutANewClient) {
@@ -272,6 +290,7 @@ TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting
   const std::string got = client.ReadUntilClosed();
   taken.Release();
   EXPECT_EQ(got.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << got;
+  EXPECT_GE(Told(ConnectionEvent::kRefusedDescriptors), 1);
   // Descriptors back: served again.
   RawClient after(port());
   EXPECT_NE(after.Exchange(kGet).find("200 OK"), std::string::npos);

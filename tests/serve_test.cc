@@ -768,6 +768,12 @@ TEST_F(ServeTest, AFloodOfIdleConnectionsLocksNoClientOut) {
   }
   EXPECT_EQ(answered, 40) << "real clients were refused while idle connections held the cap";
   EXPECT_GE(flood.ClosedByPeer(), 300u - 64);
+  // The flood shows in the metrics: every place made for a new connection is counted.
+  const std::string metrics = HttpClient(serve->port()).Get("/metrics").body;
+  EXPECT_GE(
+      Sample(metrics, "hourglass_connection_events_total{event=\"made_room\",listener=\"http\"}"),
+      300 - 64)
+      << metrics;
 }
 
 // Under systemd's usual open file limit, the default caps shrink (with a warning) so that a flood

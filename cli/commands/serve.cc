@@ -273,12 +273,17 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   std::unique_ptr<GrpcEndpoint> grpc_endpoint;
   if (envoy_config) {
     envoy = std::make_unique<EnvoyService>(rt.engine(), envoy_config, EnvoyOptionsOf(a), &metrics);
-    grpc_endpoint = Listening(
-        envoy->Listen({.host = grpc.host, .port = grpc.port, .max_connections = grpc_cap}));
+    grpc_endpoint = Listening(envoy->Listen({.host = grpc.host,
+                                             .port = grpc.port,
+                                             .max_connections = grpc_cap,
+                                             .on_connection_event = [&metrics](ConnectionEvent e) {
+                                               metrics.CountConnection("grpc", e);
+                                             }}));
     log->info("gRPC rate limit service listening on {}:{} (at most {} connections); domains {}",
               grpc.host, grpc_endpoint->listener->port(), grpc_cap,
               fmt::join(envoy_config->domains(), ", "));
   }
+  http.on_connection_event = [&metrics](ConnectionEvent e) { metrics.CountConnection("http", e); };
   std::unique_ptr<HttpServer> server = Listening(
       HttpServer::Create(http, [&api, envoy = envoy.get()](HttpRequest r, HttpResponder respond) {
         if (envoy != nullptr && RouteOf(PathOf(r.target())).endpoint == Endpoint::kEnvoyJson) {

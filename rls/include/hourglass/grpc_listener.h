@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "hourglass/connection_events.h"
 #include "hourglass/status.h"
 
 namespace hourglass {
@@ -31,6 +32,8 @@ struct GrpcListenerOptions {
   size_t max_connections = 1024;
   // A connection that has sent nothing this long may be closed to make room for a new one.
   std::chrono::milliseconds min_idle{1000};
+  // Told of connections closed to make room or refused (on the accepting thread).
+  ConnectionEventHandler on_connection_event = nullptr;
 };
 
 class GrpcListener {

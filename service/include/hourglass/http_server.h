@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 
+#include "hourglass/connection_events.h"
 #include "hourglass/status.h"
 
 namespace hourglass {
@@ -67,6 +68,8 @@ struct HttpServerOptions {
   std::chrono::milliseconds first_byte_timeout{5'000};  // a new connection's wait for a byte
   std::chrono::milliseconds idle_timeout{60'000};       // a keep-alive connection's wait
   std::chrono::milliseconds request_timeout{5'000};     // from a request's first byte to its last
+  // Told of connections closed to make room or refused; empty: nobody is told.
+  ConnectionEventHandler on_connection_event = nullptr;
 };
 
 class HttpServer {

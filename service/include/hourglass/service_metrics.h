@@ -50,6 +50,7 @@
 #include <string>
 #include <string_view>
 
+#include "hourglass/connection_events.h"
 #include "hourglass/decision.h"
 #include "hourglass/store.h"
 
@@ -71,6 +72,8 @@ class ServiceMetrics {
   void SetClockCorrection(int64_t seconds);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
+  // A connection `listener` ("http", "grpc") closed to make room for, or refused.
+  void CountConnection(std::string_view listener, ConnectionEvent event);
   // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
   // descriptor (never a counted value), `hits` the hits it asked to count (0 for a check only),
   // `shadow` whether its denial was let through.
@@ -105,6 +108,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
+  prometheus::Family<prometheus::Counter>& connection_events_;
   // The store work of a decision, into keys_read_, round_trips_, local_denials_,
   // failed_take_backs_, store_errors_, data_loss_checks_.
   void CountWork(const Decision& decision);
