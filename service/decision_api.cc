@@ -438,6 +438,9 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
       options_.top->Record(checks[i].event, checks[i].feature, checks[i].hits, decisions[i].allowed,
                            decisions[i].at);
     }
+    if (options_.on_denial && !decisions[i].allowed && !decisions[i].degraded) {
+      options_.on_denial(checks[i].event, checks[i].feature, decisions[i]);
+    }
     shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions[i]));
     if (!shown && !decisions[i].allowed) shown = i;
   }

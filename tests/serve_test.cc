@@ -386,6 +386,24 @@ TEST_F(ServeTest, TopAndPolicyAreAdminViewsThatRefuseBadQueries) {
   EXPECT_EQ(HttpClient(closed->port()).Get("/v1/policy").status, 403);
 }
 
+TEST_F(ServeTest, LogDenialsWritesASampledLineNeverOnePerRequest) {
+  auto quiet = Serve("events:\n  signup:\n    limits: [1/m]\n");
+  auto sampled = Serve("events:\n  signup:\n    limits: [1/m]\n", {"--log-denials"});
+  for (ServeProcess* serve : {quiet.get(), sampled.get()}) {
+    HttpClient client(serve->port());
+    for (int i = 0; i < 20; ++i) client.Post("/v1/check", CheckBody("signup", "ann\nforged"));
+  }
+  EXPECT_EQ(quiet->log().find("denied:"), std::string::npos) << "off by default";
+  ASSERT_TRUE(sampled->WaitForLog("info denied: signup \"ann\\x0aforged\" (")) << sampled->log();
+  const std::string log = sampled->log();
+  size_t lines = 0;
+  for (size_t at = log.find("denied: "); at != std::string::npos;
+       at = log.find("denied: ", at + 1)) {
+    ++lines;
+  }
+  EXPECT_LE(lines, 3u) << "19 denials within a second or two: " << log;
+}
+
 // A request whose first bytes arrived before SIGTERM is answered, with Connection: close; then
 // the server exits 0.
 TEST_F(ServeTest, SigtermDrainsARequestInFlightThenExitsZero) {

@@ -16,6 +16,7 @@
 #include "hourglass/api_route.h"
 #include "hourglass/client_address.h"
 #include "hourglass/decision_api.h"
+#include "hourglass/denial_sampler.h"
 #include "hourglass/descriptor_budget.h"
 #include "hourglass/envoy_service.h"
 #include "hourglass/http_server.h"
@@ -51,6 +52,7 @@ struct ServeArgs {
   int stats_interval = 10;
   // Counters per summary of /v1/top (one summary per event, minute and kind); 0: no top.
   size_t top_capacity = 256;
+  bool log_denials = false;
   std::string log_level = "info";
   std::string log_format = "text";
 };
@@ -259,6 +261,15 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   std::optional<RecentTop> top;
   if (a.top_capacity > 0) api_options.top = &top.emplace(a.top_capacity);
   api_options.policy_path = a.policy;
+  DenialSampler denials(std::chrono::seconds{1});
+  if (a.log_denials) {
+    api_options.on_denial = [&denials, log](std::string_view event, std::string_view feature,
+                                            const Decision& d) {
+      if (std::optional<std::string> line = denials.Offer(event, feature, d.at)) {
+        log->info("{}", *line);
+      }
+    };
+  }
   // The engine follows memcached's clock when this host's is off by 2 s or more (StoreWatch).
   OffsetClock clock(SystemClock::Get());
   Runtime rt(g, clock, a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning,
@@ -389,6 +400,9 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   sub->add_option("--log-level", args->log_level,
                   "debug, info, warning, error or off: lines below it are not written")
       ->capture_default_str();
+  sub->add_flag("--log-denials", args->log_denials,
+                "log a sampled denial: at most one line per event a second, naming that moment's "
+                "denied feature (escaped) and how many denials it stands for");
   sub->add_option("--log-format", args->log_format,
                   "text (\"2026-11-25T00:22:45.123Z info ...\") or json (an object a line), on "
                   "stderr")

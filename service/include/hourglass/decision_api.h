@@ -29,6 +29,7 @@
 
 #include <boost/url/url_view.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,9 @@ struct DecisionApiOptions {
   RecentTop* top = nullptr;
   // The policy file's path, shown by GET /v1/policy.
   std::string policy_path;
+  // Called with every check the store denied (not a degraded answer), when set; on the thread
+  // that answers the request.
+  std::function<void(std::string_view event, std::string_view feature, const Decision&)> on_denial;
 };
 
 class DecisionApi {

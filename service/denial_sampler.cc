@@ -1,0 +1,39 @@
+#include "hourglass/denial_sampler.h"
+
+#include <fmt/format.h>
+
+namespace hourglass {
+
+std::string Printable(std::string_view text, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
+std::optional<std::string> DenialSampler::Offer(std::string_view event, std::string_view feature,
+                                                Instant at) {
+  uint64_t stands_for = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = events_.find(event);
+    if (it == events_.end()) it = events_.emplace(std::string(event), Seen{}).first;
+    Seen& seen = it->second;
+    ++seen.since;
+    if (seen.logged_at != Instant{} && at - seen.logged_at < every_) return std::nullopt;
+    stands_for = seen.since;
+    seen = Seen{at, 0};
+  }
+  return fmt::format("denied: {} \"{}\" ({} denial{} of {} since the last such line)",
+                     Printable(event), Printable(feature), stands_for, stands_for == 1 ? "" : "s",
+                     Printable(event));
+}
+
+}  // namespace hourglass
