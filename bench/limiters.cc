@@ -127,7 +127,7 @@ void CountAdmitted(CounterStore& store, const std::vector<Limit>& limits, const 
 class FixedWindowLimiter final : public Limiter {
  public:
   explicit FixedWindowLimiter(std::vector<Limit> limits) : limits_(std::move(limits)) {}
-  std::string name() const override { return "fixed window"; }
+  std::string name() const override { return kFixedWindowName; }
   bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     bool fits = true;
     for (size_t i = 0; i < limits_.size(); ++i) {
@@ -212,7 +212,7 @@ class CoarseBucketsLimiter final : public Limiter {
 class FirstAccessLimiter final : public Limiter {
  public:
   explicit FirstAccessLimiter(std::vector<Limit> limits) : limits_(std::move(limits)) {}
-  std::string name() const override { return "first-access interval"; }
+  std::string name() const override { return kFirstAccessName; }
   bool Decide(const Request& r, std::vector<double>& estimates, std::vector<double>&) override {
     bool fits = true;
     for (size_t i = 0; i < limits_.size(); ++i) {

@@ -4,12 +4,13 @@
 // - Hourglass:       the engine on a store (exact);
 // - SlidingLog:      a sorted log of admitted hits per feature (a Redis sorted set; exact, memory
 //                    grows with hits);
-// - FixedWindow:     one counter per limit and epoch-aligned window (envoy, Python limits);
+// - FixedWindow:     one counter per limit and clock-aligned window (envoy ratelimit);
 // - SlidingCounter:  prev * (1 - elapsed/W) + current (Cloudflare, limits' estimate);
 // - CoarseBuckets:   the window summed from the last W/b buckets of a coarser width b (the
 //                    first answer: seconds for a minute, minutes for an hour, hours for a day);
-// - FirstAccess:     a counter per limit that restarts when now - start >= W (first-access
-// counters).
+// - FirstAccess:     a counter per limit that restarts when now - start >= W: a fixed window
+//                    that starts at a client's first hit (Python limits' fixed window on
+//                    memcached or Redis, rate-limiter-flexible, limitador).
 //
 // Thread-safety: none; one replay drives one limiter.
 #pragma once
@@ -24,6 +25,11 @@
 #include "hourglass/engine.h"
 
 namespace hourglass::bench {
+
+// The peers' names in tables and charts: what each algorithm is, and who uses it.
+inline constexpr const char* kFixedWindowName = "fixed window, clock-aligned (envoy ratelimit)";
+inline constexpr const char* kFirstAccessName =
+    "fixed window from the first hit (Python limits, rate-limiter-flexible, limitador)";
 
 struct Request {
   int64_t t = 0;
