@@ -290,6 +290,10 @@ TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting
   const std::string got = client.ReadUntilClosed();
   taken.Release();
   EXPECT_EQ(got.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << got;
+  // Told once the refusal is written, which the client may read first.
+  for (int i = 0; i < 100 && Told(ConnectionEvent::kRefusedDescriptors) == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds{10});
+  }
   EXPECT_GE(Told(ConnectionEvent::kRefusedDescriptors), 1);
   // Descriptors back: served again.
   RawClient after(port());
