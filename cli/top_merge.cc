@@ -27,7 +27,8 @@ MergedTop MergeTops(std::span<const ServiceTop> answers, size_t n) {
     merged.bound += UnlistedAtMost(answer);
     for (const TopRow& row : answer.rows) sums[row.feature].row = row;
   }
-  for (auto& [feature, sum] : sums) {
+  for (auto& [key, sum] : sums) {
+    const std::string& feature = key;  // a lambda cannot capture a structured binding in C++20
     for (const ServiceTop& answer : answers) {
       const auto it = std::find_if(answer.rows.begin(), answer.rows.end(),
                                    [&](const TopRow& r) { return r.feature == feature; });
