@@ -1,5 +1,6 @@
 // `hourglass top`'s merge: several services' /v1/top answers for one event and window, each
-// counting only the checks it decided, summed into one ranking with bounds that still hold.
+// counting only the checks it decided, summed into one ranking with bounds that still hold
+// (MergeRankings, the rule RecentTop merges its minutes by).
 //
 // A feature missing from a service's answer weighs at most that service's `bound` there when the
 // answer listed fewer rows than asked for, else at most its last row's estimate: so the merged

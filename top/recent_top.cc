@@ -4,7 +4,6 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -78,6 +77,45 @@ void RecentTop::Record(std::string_view event, std::string_view feature, uint64_
   if (!allowed) m.denied.Add(key, cost, last);
 }
 
+Ranking MergeRankings(std::span<const RankingPart> parts, size_t n) {
+  Ranking ranking;
+  struct Sum {
+    uint64_t estimate = 0, lower = 0;
+    TopRow row;
+  };
+  std::unordered_map<std::string, Sum> sums;
+  std::vector<std::unordered_map<std::string_view, const TopRow*>> listed(parts.size());
+  for (size_t p = 0; p < parts.size(); ++p) {
+    ranking.total += parts[p].total;
+    ranking.bound += parts[p].unlisted_at_most;
+    for (const TopRow& row : parts[p].rows) {
+      listed[p].emplace(row.feature, &row);
+      sums.try_emplace(row.feature, Sum{.estimate = 0, .lower = 0, .row = row});
+    }
+  }
+  for (auto& [feature, sum] : sums) {
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const auto it = listed[p].find(feature);
+      if (it == listed[p].end()) {
+        sum.estimate += parts[p].unlisted_at_most;
+        continue;
+      }
+      const TopRow& row = *it->second;
+      sum.estimate += row.estimate;
+      sum.lower += row.estimate - row.error;
+      if (row.last.at > sum.row.last.at) sum.row.last = row.last;
+    }
+    sum.row.estimate = sum.estimate;
+    sum.row.error = sum.estimate - sum.lower;
+    ranking.rows.push_back(std::move(sum.row));
+  }
+  std::sort(ranking.rows.begin(), ranking.rows.end(), [](const TopRow& a, const TopRow& b) {
+    return std::tie(b.estimate, a.error, a.feature) < std::tie(a.estimate, b.error, b.feature);
+  });
+  if (ranking.rows.size() > n) ranking.rows.resize(n);
+  return ranking;
+}
+
 TopAnswer RecentTop::Query(std::string_view event, int minutes, TopBy by, size_t n,
                            Instant now) const {
   minutes = std::clamp(minutes, 1, kMinutes);
@@ -90,43 +128,32 @@ TopAnswer RecentTop::Query(std::string_view event, int minutes, TopBy by, size_t
                    .rows = {}};
   const EventTop* top = Find(event);
   if (top == nullptr) return answer;
-  struct Merged {
-    uint64_t estimate = 0, lower = 0;
-    std::optional<LastDecision> last;
-  };
-  std::unordered_map<std::string, Merged> merged;
   std::lock_guard lock(top->mu);
   std::vector<const Minute*> chosen;
+  std::vector<RankingPart> parts;
   for (const Minute& m : top->minutes) {
-    if (m.minute > last_minute - minutes && m.minute <= last_minute) chosen.push_back(&m);
+    if (m.minute <= last_minute - minutes || m.minute > last_minute) continue;
+    chosen.push_back(&m);
+    const SpaceSaving& summary = by == TopBy::kHits ? m.hits : m.denied;
+    RankingPart& part = parts.emplace_back(
+        RankingPart{.total = summary.total(), .unlisted_at_most = summary.min_count(), .rows = {}});
+    for (const SpaceSaving::Entry& e : summary.Entries()) {
+      part.rows.push_back({e.key, IsCut(e.key), e.count, e.error, e.last});
+    }
   }
-  const auto summary = [by](const Minute* m) -> const SpaceSaving& {
-    return by == TopBy::kHits ? m->hits : m->denied;
-  };
-  for (const Minute* m : chosen) {
-    answer.total += summary(m).total();
-    answer.bound += summary(m).min_count();
-    for (const SpaceSaving::Entry& e : summary(m).Entries()) merged[e.key];
-  }
-  for (auto& [key, row] : merged) {
+  Ranking ranking = MergeRankings(parts, n);
+  // A row's last decision: the newest either summary saw (by denied, a later allowed one too).
+  for (TopRow& row : ranking.rows) {
     for (const Minute* m : chosen) {
-      const SpaceSaving::Entry* e = summary(m).Find(key);
-      row.estimate += e != nullptr ? e->count : summary(m).min_count();
-      row.lower += e != nullptr ? e->count - e->error : 0;
-      for (const SpaceSaving* either : {&m->hits, &m->denied}) {  // the newest decision seen
-        const SpaceSaving::Entry* seen = either->Find(key);
-        if (seen != nullptr && (!row.last || seen->last.at >= row.last->at)) row.last = seen->last;
+      for (const SpaceSaving* either : {&m->hits, &m->denied}) {
+        const SpaceSaving::Entry* seen = either->Find(row.feature);
+        if (seen != nullptr && seen->last.at >= row.last.at) row.last = seen->last;
       }
     }
   }
-  for (auto& [key, row] : merged) {
-    answer.rows.push_back({key, IsCut(key), row.estimate, row.estimate - row.lower,
-                           row.last.value_or(LastDecision{})});
-  }
-  std::sort(answer.rows.begin(), answer.rows.end(), [](const TopRow& a, const TopRow& b) {
-    return std::tie(b.estimate, a.error, a.feature) < std::tie(a.estimate, b.error, b.feature);
-  });
-  if (answer.rows.size() > n) answer.rows.resize(n);
+  answer.total = ranking.total;
+  answer.bound = ranking.bound;
+  answer.rows = std::move(ranking.rows);
   return answer;
 }
 

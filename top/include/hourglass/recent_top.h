@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,25 @@ struct TopAnswer {
   size_t capacity = 0;
   std::vector<TopRow> rows;  // heaviest first
 };
+
+// One ranking to merge with others: a minute's summary, or one service's answer.
+struct RankingPart {
+  uint64_t total = 0;             // the exact weight of everything it counted
+  uint64_t unlisted_at_most = 0;  // the most a feature not in `rows` weighs in it
+  std::vector<TopRow> rows;       // any order, one per feature
+};
+
+struct Ranking {
+  uint64_t total = 0;        // every part's total
+  uint64_t bound = 0;        // a feature in no row of any part weighs at most this
+  std::vector<TopRow> rows;  // heaviest first (then least error, then by feature), at most n
+};
+
+// Sums the parts feature by feature: a feature's estimate adds its row's estimate where a part
+// lists it and that part's unlisted_at_most where not (still an upper bound); estimate - error
+// adds each listed row's estimate - error (still a lower bound). Its last decision is the newest
+// listed. The rule behind RecentTop::Query (minutes) and `hourglass top` (services).
+Ranking MergeRankings(std::span<const RankingPart> parts, size_t n);
 
 // Features longer than this are kept as their first bytes, "...#" and 16 hex digits of their
 // SHA-256 (one byte longer than this: `truncated`).
