@@ -41,11 +41,9 @@ Result<size_t> ParseRows(std::string_view text) {
 
 Result<TopQuery> ParseTopQuery(const boost::urls::url_view& url) {
   TopQuery q;
-  bool has_event = false;
   for (const auto& param : url.params()) {
     if (param.key == "event") {
       q.event = param.value;
-      has_event = true;
     } else if (param.key == "window") {
       Result<int> minutes = ParseMinutes(param.value);
       if (!minutes.ok()) return minutes.error();
@@ -63,7 +61,7 @@ Result<TopQuery> ParseTopQuery(const boost::urls::url_view& url) {
           fmt::format("unknown query parameter \"{}\": expected event, window, by, n", param.key));
     }
   }
-  if (!has_event || q.event.empty()) return InvalidArgument("query parameter \"event\" is missing");
+  if (q.event.empty()) return InvalidArgument("query parameter \"event\" is missing");
   return q;
 }
 

@@ -22,19 +22,16 @@ namespace {
 namespace http = boost::beast::http;
 using nlohmann::json;
 
-HttpResponse JsonResponse(http::status status, const json& body) {
+// A response with a JSON body already written.
+HttpResponse JsonText(http::status status, std::string body) {
   HttpResponse res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = Dump(body) + "\n";
-  return res;
-}
-
-// A 200 with a JSON body already written.
-HttpResponse JsonText(std::string body) {
-  HttpResponse res{http::status::ok, 11};
   res.set(http::field::content_type, "application/json");
   res.body() = std::move(body);
   return res;
+}
+
+HttpResponse JsonResponse(http::status status, const json& body) {
+  return JsonText(status, Dump(body) + "\n");
 }
 
 HttpResponse ErrorResponse(http::status status, const std::string& message) {
@@ -329,7 +326,7 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
       return Top(request, url);
     case Endpoint::kPolicy:
       if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
-      return JsonText(PolicyView(*Policies(), options_.policy_path));
+      return JsonText(http::status::ok, PolicyView(*Policies(), options_.policy_path));
     case Endpoint::kEnvoyJson:
     case Endpoint::kUnknown:
       break;
@@ -526,7 +523,7 @@ HttpResponse DecisionApi::Top(const HttpRequest& request, const boost::urls::url
   }
   Result<std::string> view = TopView(*options_.top, *Policies(), url, options_.clock->Now());
   if (!view.ok()) return ErrorResponse(view.error());
-  return JsonText(std::move(*view));
+  return JsonText(http::status::ok, std::move(*view));
 }
 
 HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
