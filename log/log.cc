@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hourglass/json.h"
+
 namespace hourglass {
 namespace {
 
@@ -26,8 +28,7 @@ class JsonFormatter final : public spdlog::formatter {
         {"level", std::string_view(spdlog::level::to_string_view(msg.level).data(),
                                    spdlog::level::to_string_view(msg.level).size())},
         {"message", std::string_view(msg.payload.data(), msg.payload.size())}};
-    const std::string text =
-        line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    const std::string text = Dump(line) + "\n";
     dest.append(text.data(), text.data() + text.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override {
