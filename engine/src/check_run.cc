@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "hourglass/retry_after.h"
-#include "saturating.h"
+#include "hourglass/saturating.h"
 #include "sorted_buckets.h"
 
 namespace hourglass::internal {
@@ -39,7 +39,7 @@ std::optional<Seconds> Later(std::optional<Seconds> a, std::optional<Seconds> b)
 // Adds `hits` at second `t` to the last piece if it is that second, else a new piece.
 void AddAttempt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
   if (!pieces.empty() && pieces.back().span == Span{t, t}) {
-    pieces.back().hits = SatAdd(pieces.back().hits, hits);  // one piece per second
+    pieces.back().hits = SaturatingAdd(pieces.back().hits, hits);  // one piece per second
   } else {
     pieces.push_back(CountedSpan{Span{t, t}, hits});
   }
@@ -132,7 +132,7 @@ Decision CheckRun::FinishBlocked() {
   decision.retry_after = Seconds{0};
   for (size_t i = 0; i < decision.limits.size(); ++i) {
     LimitOutcome& o = decision.limits[i];
-    if (decision.recorded) o.count = SatAdd(o.count, hits_);
+    if (decision.recorded) o.count = SaturatingAdd(o.count, hits_);
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
@@ -247,8 +247,8 @@ void CheckRun::Absorb(Result<BucketRead> read) {
   if (step_ == Step::kBounds) {
     bool all_fit = true, one_over = false;
     for (size_t i = 0; i < spans_.size(); ++i) {
-      all_fit = all_fit && SatAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
-      one_over = one_over || SatAdd(tally_.lower[i], Unread()) > policy_.limits[i].max_hits;
+      all_fit = all_fit && SaturatingAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
+      one_over = one_over || SaturatingAdd(tally_.lower[i], Unread()) > policy_.limits[i].max_hits;
     }
     // A probe the bounds do not deny writes its hit with the exact cover: two round trips.
     if (probing_ && !one_over) return Probed();
@@ -259,7 +259,7 @@ void CheckRun::Absorb(Result<BucketRead> read) {
   } else {
     bool all_fit = true;
     for (size_t i = 0; i < spans_.size(); ++i) {
-      all_fit = all_fit && SatAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
+      all_fit = all_fit && SaturatingAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
     }
     if (probing_ && all_fit) return Probed();
   }
@@ -272,7 +272,7 @@ uint64_t CheckRun::MissingHits(uint64_t ledger) const {
     // The window's pieces tile it, and the buckets of today lie inside it.
     uint64_t counted = 0;
     for (const CountedSpan& piece : tally_.upper_pieces[i]) {
-      if (piece.span.first >= *today_) counted = SatAdd(counted, piece.hits);
+      if (piece.span.first >= *today_) counted = SaturatingAdd(counted, piece.hits);
     }
     return ledger > counted ? ledger - counted : 0;
   }
@@ -283,10 +283,10 @@ void CheckRun::CountMissing(size_t i) {
   if (missing_ == 0) return;
   const bool certain = spans_[i].first <= *today_;
   if (!certain && policy_.on_store_failure == FailureMode::kFailOpen) return;
-  tally_.upper[i] = SatAdd(tally_.upper[i], missing_);
+  tally_.upper[i] = SaturatingAdd(tally_.upper[i], missing_);
   AddAttempt(tally_.upper_pieces[i], second_, missing_);
   if (!certain) return;
-  tally_.lower[i] = SatAdd(tally_.lower[i], missing_);
+  tally_.lower[i] = SaturatingAdd(tally_.lower[i], missing_);
   AddAttempt(tally_.lower_pieces[i], second_, missing_);
 }
 
@@ -354,10 +354,10 @@ void CheckRun::Judge() {
   for (size_t i = 0; i < spans_.size(); ++i) {
     const uint64_t max = policy_.limits[i].max_hits;
     const uint64_t upper = tally_.upper[i], lower = tally_.lower[i];
-    const bool over = SatAdd(lower, unread) > max || SatAdd(upper, unread) > max;
+    const bool over = SaturatingAdd(lower, unread) > max || SaturatingAdd(upper, unread) > max;
     decision_.limits.push_back(
         LimitOutcome{policy_.limits[i], upper, 0, over, Seconds{0}, lower == upper, lower});
-    fits = fits && SatAdd(upper, unread) <= max;
+    fits = fits && SaturatingAdd(upper, unread) <= max;
   }
   decision_.allowed = fits;
 }

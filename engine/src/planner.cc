@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "saturating.h"
+#include "hourglass/saturating.h"
 
 namespace hourglass {
 namespace {
@@ -164,7 +164,7 @@ std::vector<CountedSpan> ReadPlan::Pieces(size_t w, std::span<const uint64_t> va
     uint64_t added = 0, subtracted = 0;
     for (uint32_t t = piece.first_term; t < piece.first_term + piece.term_count; ++t) {
       uint64_t& sum = terms[t].sign > 0 ? added : subtracted;
-      sum = internal::SatAdd(sum, values[terms[t].read]);
+      sum = SaturatingAdd(sum, values[terms[t].read]);
     }
     out.push_back(CountedSpan{piece.span, added > subtracted ? added - subtracted : 0});
   }
@@ -173,7 +173,7 @@ std::vector<CountedSpan> ReadPlan::Pieces(size_t w, std::span<const uint64_t> va
 
 uint64_t ReadPlan::Total(size_t w, std::span<const uint64_t> values) const {
   uint64_t total = 0;
-  for (const CountedSpan& piece : Pieces(w, values)) total = internal::SatAdd(total, piece.hits);
+  for (const CountedSpan& piece : Pieces(w, values)) total = SaturatingAdd(total, piece.hits);
   return total;
 }
 

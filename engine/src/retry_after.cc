@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "saturating.h"
+#include "hourglass/saturating.h"
 
 namespace hourglass {
 
@@ -16,8 +16,8 @@ std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
   if (cost > limit.max_hits) return std::nullopt;
   const uint64_t count =
       std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
-                      [](uint64_t a, const CountedSpan& p) { return internal::SatAdd(a, p.hits); });
-  if (internal::SatAdd(count, cost) <= limit.max_hits) return Seconds{0};
+                      [](uint64_t a, const CountedSpan& p) { return SaturatingAdd(a, p.hits); });
+  if (SaturatingAdd(count, cost) <= limit.max_hits) return Seconds{0};
   if (std::optional<Instant> next = limit.window.NextStart(t)) {
     return *next - t;  // the next window starts empty, and cost <= max_hits
   }
@@ -25,13 +25,13 @@ std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
   const auto leaves = [latest](const CountedSpan& p) {
     return latest ? p.span.last : p.span.first;
   };
-  const uint64_t must_leave = internal::SatAdd(count, cost) - limit.max_hits;
+  const uint64_t must_leave = SaturatingAdd(count, cost) - limit.max_hits;
   std::vector<CountedSpan> sorted(pieces.begin(), pieces.end());
   std::sort(sorted.begin(), sorted.end(),
             [&](const CountedSpan& a, const CountedSpan& b) { return leaves(a) < leaves(b); });
   uint64_t left = 0;
   for (const CountedSpan& piece : sorted) {
-    left = internal::SatAdd(left, piece.hits);
+    left = SaturatingAdd(left, piece.hits);
     if (left >= must_leave) {
       return Seconds{
           std::max<int64_t>(0, leaves(piece) + limit.window.length().count() - ToUnix(t))};

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "saturating.h"
+#include "hourglass/saturating.h"
 #include "sorted_buckets.h"
 
 namespace hourglass::internal {
@@ -16,13 +16,13 @@ std::optional<size_t> RetryRefiner::Crossing(const Limit& limit,
     return p.span.Contains(t) ? p.hits - std::min(p.hits, pending) : p.hits;
   };
   uint64_t total = 0;
-  for (const CountedSpan& p : pieces) total = SatAdd(total, stays(p));
-  if (SatAdd(total, hits) <= limit.max_hits) return std::nullopt;
+  for (const CountedSpan& p : pieces) total = SaturatingAdd(total, stays(p));
+  if (SaturatingAdd(total, hits) <= limit.max_hits) return std::nullopt;
   // Hits leave in time order: the running sum of the oldest reaches what must leave.
-  const uint64_t must_leave = SatAdd(total, hits) - limit.max_hits;
+  const uint64_t must_leave = SaturatingAdd(total, hits) - limit.max_hits;
   uint64_t left = 0;
   size_t k = 0;
-  while (k < pieces.size() && (left = SatAdd(left, stays(pieces[k]))) < must_leave) ++k;
+  while (k < pieces.size() && (left = SaturatingAdd(left, stays(pieces[k]))) < must_leave) ++k;
   if (k == pieces.size() || pieces[k].span.length() <= 1) return std::nullopt;
   return k;
 }

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
-#include "saturating.h"
+#include "hourglass/saturating.h"
 #include "sorted_buckets.h"
 
 namespace hourglass::internal {
 
 void WindowTally::SetExact(size_t i, std::vector<CountedSpan> pieces) {
   upper[i] = 0;
-  for (const CountedSpan& p : pieces) upper[i] = SatAdd(upper[i], p.hits);
+  for (const CountedSpan& p : pieces) upper[i] = SaturatingAdd(upper[i], p.hits);
   lower[i] = upper[i];
   upper_pieces[i] = pieces;
   lower_pieces[i] = std::move(pieces);
@@ -43,10 +43,10 @@ void SetBounds(WindowTally& tally, size_t i, const Ladder& ladder, const Bound& 
     const Bucket& b = bound.buckets[k];
     const uint64_t v = values[IndexOf(reads, b)];
     const Span bucket_span{b.index * w, std::min(b.index * w + w - 1, t)};
-    tally.upper[i] = SatAdd(tally.upper[i], v);
+    tally.upper[i] = SaturatingAdd(tally.upper[i], v);
     tally.upper_pieces[i].push_back(CountedSpan{bucket_span, v});
     if (k > 0 || bound.first_inside) {
-      tally.lower[i] = SatAdd(tally.lower[i], v);
+      tally.lower[i] = SaturatingAdd(tally.lower[i], v);
       tally.lower_pieces[i].push_back(CountedSpan{bucket_span, v});
     }
   }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "hourglass/saturating.h"
 #include "pool.h"
 #include "protocol.h"
 #include "ring.h"
@@ -135,8 +136,8 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
                        *fold, compactions);
         }
       }
-      value = memcached::SaturatingAdd(
-          value, fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max());
+      value = SaturatingAdd(value,
+                            fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max());
     }
     values.push_back(value);
   }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "hourglass/clock.h"
+#include "hourglass/saturating.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
 
@@ -36,13 +37,6 @@ namespace hourglass::memcached {
 
 constexpr int64_t kPackSeconds = 3600;
 constexpr size_t kPackHeaderBytes = 4;
-
-// a + b, or the largest count when that does not fit: values other clients wrote may be huge, and
-// a sum of them must never wrap to a small count.
-inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
-                                                      : a + b;
-}
 
 enum class PackedLevel : uint8_t { kNone, kSecond, kMinute, kHour };
 

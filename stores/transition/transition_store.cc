@@ -2,15 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <limits>
+#include "hourglass/saturating.h"
 
 namespace hourglass {
 namespace {
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
-                                                      : a + b;
-}
 
 // `batch` without its writes: what the previous server is asked.
 Batch ReadsOnly(const Batch& batch) {
