@@ -814,6 +814,32 @@ TEST_P(HotPathTest, RecordingIntoThePastRefreshesThisProcessCache) {
   EXPECT_EQ(engine.Count("e", "f", day)->windows[0].count, 3u);
 }
 
+// A settlement of a decision long past (Record or Unrecord at its instant) in one process changes
+// buckets every other process may have cached as settled: they see it at their next read.
+TEST_P(HotPathTest, RecordingIntoThePastRefreshesEveryProcessCache) {
+  const Engine a = MakeEngine();
+  const Engine b = MakeEngine();
+  const Instant decided = FromUnix(kStart + 60);
+  clock_->Set(decided);
+  ASSERT_TRUE(a.Check("llm", "t1", MakePolicy("1000/2h"), 500)->allowed);
+  clock_->Set(FromUnix(kStart + 4200));  // its hour has ended: settled
+  const std::vector<Window> hour = Windows({7200});
+  EXPECT_EQ(b.Count("llm", "t1", hour)->windows[0].count, 500u);
+  Result<Counts> cached = b.Count("llm", "t1", hour);
+  EXPECT_EQ(cached->windows[0].count, 500u);
+  EXPECT_GT(cached->cost.cache_hits, 0u) << "b holds the settled buckets";
+  Result<Cost> up = a.Record("llm", "t1", 230, decided);
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(b.Count("llm", "t1", hour)->windows[0].count, 730u) << "b's cache was dropped";
+  ASSERT_TRUE(b.Count("llm", "t1", hour)->cost.cache_hits > 0u) << "and filled again";
+  ASSERT_TRUE(a.Unrecord("llm", "t1", 700, decided).ok());
+  harness_->store().Flush();
+  EXPECT_EQ(b.Count("llm", "t1", hour)->windows[0].count, 30u);
+  // So do its checks: 970 more fit under 1000/h.
+  EXPECT_TRUE(b.Check("llm", "t1", MakePolicy("1000/2h"), 970)->allowed);
+  EXPECT_FALSE(b.Check("llm", "t1", MakePolicy("1000/2h"), 1)->allowed);
+}
+
 TEST_P(HotPathTest, FarFromTheLimitOneRoundTripReadsAFewKeys) {
   const Engine engine = MakeEngine();
   const Policy policy = MakePolicy("2/s, 5/m, 10/h, 100/d");

@@ -161,6 +161,7 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
   const int64_t t = ToUnix(at.value_or(now));
   Batch batch{*group, core_->keys.HitIncrements(*group, t, static_cast<int64_t>(hits)), {}};
   for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
+  core_->AnnounceIfSettled(batch, t, now);
   Result<std::vector<uint64_t>> values = core_->store->Apply(batch);
   core_->ForgetCachedIfSettled(*group, t, now);  // a replay writes into settled buckets
   if (!values.ok()) return values.error();
@@ -175,8 +176,10 @@ Result<Cost> Engine::Unrecord(std::string_view event, std::string_view feature, 
   if (Status s = CheckInstant(at); !s.ok()) return s.error();
   const int64_t t = ToUnix(at);
   Batch undo{*group, core_->keys.HitIncrements(*group, t, -static_cast<int64_t>(hits)), {}};
+  const Instant now = core_->clock->Now();
+  core_->AnnounceIfSettled(undo, t, now);
   Status sent = core_->store->Send({&undo, 1}).front();
-  core_->ForgetCachedIfSettled(*group, t, core_->clock->Now());
+  core_->ForgetCachedIfSettled(*group, t, now);
   if (!sent.ok()) return sent.error();
   return Cost{undo.increments.size(), 0, 0};
 }

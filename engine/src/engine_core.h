@@ -33,9 +33,16 @@ struct EngineCore {
   // immutable by every cache.
   bool IsSettled(int64_t t, Instant now) const { return t < ToUnix(now) - settle_margin().count(); }
   // A write at such a second changes buckets this process may have cached: forget `group`'s.
-  // Other processes' caches assume nobody writes there (see Engine::Record).
   void ForgetCachedIfSettled(const std::string& group, int64_t t, Instant now) const {
     if (buckets && IsSettled(t, now)) buckets->Invalidate(group);
+  }
+  // ... and other processes may have cached them too: a write batch at such a second also bumps
+  // the feature's generation (after its increments), which drops every process's cached buckets
+  // of it at its next read, as a reset does.
+  void AnnounceIfSettled(Batch& batch, int64_t t, Instant now) const {
+    if (!IsSettled(t, now)) return;
+    batch.increments.push_back(
+        Increment{KeySpace::GenerationKey(batch.group), 1, KeySpace::kGenerationTtl});
   }
 
   Store* store;

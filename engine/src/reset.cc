@@ -3,7 +3,6 @@
 namespace hourglass::internal {
 namespace {
 
-constexpr Seconds kGenerationTtl{60 * 86400};
 
 // Every top-level bucket that can still be alive around `t`.
 std::vector<Bucket> TopCandidates(const EngineCore& core, int64_t t) {
@@ -85,7 +84,7 @@ Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_
   }
   // After the deletes: every process that reads the new generation drops what it cached.
   const std::string generation = KeySpace::GenerationKey(group);
-  Batch bump{group, {Increment{generation, 1, kGenerationTtl}}, {generation}};
+  Batch bump{group, {Increment{generation, 1, KeySpace::kGenerationTtl}}, {generation}};
   Result<std::vector<uint64_t>> bumped = core.store->Apply(bump);
   if (!bumped.ok()) return bumped.error();
   cost.keys_written += 1;

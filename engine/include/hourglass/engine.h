@@ -119,15 +119,16 @@ class Engine {
 
   // Records `hits` (1 to kMaxHitsPerCall) at `at` (default now). One round trip: it reads back the
   // current buckets, which confirms the increments landed. Recording more than settle_margin in the
-  // past drops this engine's cached buckets of the feature; other processes' caches assume nobody
-  // does that (replay in a process of its own, as the CLI does).
+  // past writes into buckets caches treat as immutable: it also bumps the feature's generation
+  // (one more key written), so every process drops its cached buckets of the feature at its next
+  // read, as after a reset.
   Result<Cost> Record(std::string_view event, std::string_view feature, uint64_t hits = 1,
                       std::optional<Instant> at = std::nullopt) const;
 
   // Takes back `hits` recorded at `at`: an admitted check a caller undoes (one check of several
   // that must all pass, when another was denied: pass Decision::at). Decrements are floored at 0.
   // Sent without waiting for the answer, like a denial's take-back; errors are for bad arguments
-  // or a request that could not be sent.
+  // or a request that could not be sent. More than settle_margin in the past, as Record.
   Result<Cost> Unrecord(std::string_view event, std::string_view feature, uint64_t hits,
                         Instant at) const;
 

@@ -59,7 +59,7 @@ struct ServerStats {
   uint64_t bytes = 0;           // bytes its items take
   uint64_t limit_maxbytes = 0;  // the memory it may use for items
   uint64_t curr_items = 0;
-  uint64_t pid = 0;  // the server's process: another one means it restarted (figures from 0)
+  uint64_t pid = 0;   // the server's process: another one means it restarted (figures from 0)
   uint64_t time = 0;  // the server's clock when it answered, Unix seconds (0: not reported)
 };
 
