@@ -209,12 +209,47 @@ Status IndexIpOverrides(const std::string& name, const YAML::Node& overrides, Ev
   return {};
 }
 
+// `request_limits: {max_hits: N, max_window: DUR}` (max_window defaults to a day).
+Result<CarriedLimitBounds> ParseCarriedBounds(const std::string& name, const YAML::Node& node) {
+  constexpr std::string_view kForm = "request_limits is {max_hits: N, max_window: DUR}";
+  if (!node.IsMap()) return At(name, node, std::string(kForm));
+  if (Status s = CheckFields(name, node, {"max_hits", "max_window"}, "field", "request_limits");
+      !s.ok()) {
+    return s.error();
+  }
+  if (!node["max_hits"]) return At(name, node, fmt::format("{}: max_hits is missing", kForm));
+  CarriedLimitBounds bounds;
+  Result<uint64_t> max_hits = yaml::Scalar<uint64_t>(name, node["max_hits"], "max_hits",
+                                                     "a whole number of hits, at least 1");
+  if (!max_hits.ok()) return max_hits.error();
+  if (*max_hits < 1) return At(name, node["max_hits"], "\"max_hits\" must be at least 1");
+  bounds.max_hits = *max_hits;
+  if (const YAML::Node window = node["max_window"]) {
+    Result<Seconds> length = ParseDuration(window.as<std::string>());
+    if (!length.ok()) return At(name, window, "max_window: " + length.error().message());
+    bounds.max_window = *length;
+  }
+  return bounds;
+}
+
+// `shadow` and `settle`: true or false.
+Status ParseFlag(const std::string& name, const YAML::Node& node, const char* field, bool& flag) {
+  const YAML::Node value = node[field];
+  if (!value) return {};
+  const std::string text = value.as<std::string>();
+  if (text != "true" && text != "false") {
+    return At(name, value, fmt::format("{} is true or false", field));
+  }
+  flag = text == "true";
+  return {};
+}
+
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  if (Status s = CheckFields(
-          name, node,
-          {"limits", "mode", "on_store_failure", "shadow", "overrides", "feature", "ip_prefix"},
-          "field", "an event entry");
+  if (Status s = CheckFields(name, node,
+                             {"limits", "mode", "on_store_failure", "shadow", "overrides",
+                              "feature", "ip_prefix", "request_limits", "settle"},
+                             "field", "an event entry");
       !s.ok()) {
     return s.error();
   }
@@ -224,10 +259,14 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
   if (!limits.ok()) return limits.error();
   entry.policy.limits = *limits;
   if (Status s = ParseModes(name, node, entry.policy); !s.ok()) return s.error();
-  if (const YAML::Node shadow = node["shadow"]) {
-    const std::string value = shadow.as<std::string>();
-    if (value != "true" && value != "false") return At(name, shadow, "shadow is true or false");
-    entry.shadow = value == "true";
+  for (const auto& [field, flag] :
+       {std::pair{"shadow", &entry.shadow}, std::pair{"settle", &entry.settle}}) {
+    if (Status s = ParseFlag(name, node, field, *flag); !s.ok()) return s.error();
+  }
+  if (const YAML::Node bounds = node["request_limits"]) {
+    Result<CarriedLimitBounds> parsed = ParseCarriedBounds(name, bounds);
+    if (!parsed.ok()) return parsed.error();
+    entry.request_limits = *parsed;
   }
   if (Status s = ParseFeatureKind(name, node, entry); !s.ok()) return s.error();
   const YAML::Node overrides = node["overrides"];
@@ -330,6 +369,13 @@ std::vector<Located> PoliciesOf(const std::string& file, const std::string& even
 
 Status PolicyFile::CheckWindows(Seconds retention) const {
   for (const auto& [event, entry] : events_) {
+    if (entry.request_limits && entry.request_limits->max_window > retention) {
+      return InvalidArgument(fmt::format(
+          "{}:{}: event \"{}\": request_limits max_window {} is longer than the retention {}: "
+          "lower it or raise --retention",
+          name_, entry.line, event, FormatDuration(entry.request_limits->max_window),
+          FormatDuration(retention)));
+    }
     for (const Located& p : PoliciesOf(name_, event, entry)) {
       if (Status s = ValidateLimits(p.policy->limits, retention); !s.ok()) {
         return InvalidArgument(fmt::format("{}: {}", p.where, s.error().message()));
@@ -412,7 +458,49 @@ Result<Resolved> ResolveIp(std::string_view event, const EventPolicy& entry,
 
 }  // namespace
 
-Result<Resolved> PolicyFile::Resolve(std::string_view event, std::string_view feature) const {
+namespace {
+
+// The policy `resolved` with the limits a check carried in place of its own, within `entry`'s
+// bounds; a ban stays a ban.
+Status Carry(std::string_view event, const EventPolicy& entry, std::span<const Limit> carried,
+             Policy& resolved) {
+  if (!entry.request_limits) {
+    return InvalidArgument(
+        fmt::format("event \"{}\" takes no limits from a request: its policy needs request_limits "
+                    "{{max_hits: N, max_window: DUR}}",
+                    event));
+  }
+  if (carried.size() > kMaxCarriedLimits) {
+    return InvalidArgument(
+        fmt::format("{} limits in one check: at most {}", carried.size(), kMaxCarriedLimits));
+  }
+  const CarriedLimitBounds& bounds = *entry.request_limits;
+  for (const Limit& limit : carried) {
+    if (limit.max_hits > bounds.max_hits || limit.window.length() > bounds.max_window) {
+      return InvalidArgument(fmt::format(
+          "limit {} is outside what event \"{}\" allows a request: at most {} hits over at most "
+          "{}",
+          limit.ToString(), event, bounds.max_hits, FormatDuration(bounds.max_window)));
+    }
+  }
+  const bool banned = resolved.limits.size() == 1 && resolved.limits.front() == DenyAll();
+  if (!banned) resolved.limits.assign(carried.begin(), carried.end());
+  return {};
+}
+
+}  // namespace
+
+Result<Resolved> PolicyFile::Resolve(std::string_view event, std::string_view feature,
+                                     std::span<const Limit> carried) const {
+  Result<Resolved> resolved = ResolveOwn(event, feature);
+  if (!resolved.ok() || carried.empty()) return resolved;
+  if (Status s = Carry(event, events_.find(event)->second, carried, resolved->policy); !s.ok()) {
+    return s.error();
+  }
+  return resolved;
+}
+
+Result<Resolved> PolicyFile::ResolveOwn(std::string_view event, std::string_view feature) const {
   auto it = events_.find(std::string(event));
   if (it == events_.end()) {
     std::string known;

@@ -32,8 +32,14 @@ Result<Policy> PolicySource::For(std::string_view event, std::string_view featur
   return std::move(resolved->policy);
 }
 
-Result<Resolved> PolicySource::Resolve(std::string_view event, std::string_view feature) const {
-  Result<Resolved> resolved = file_ ? file_->Resolve(event, feature)
+Result<Resolved> PolicySource::Resolve(std::string_view event, std::string_view feature,
+                                       std::span<const Limit> carried) const {
+  if (!file_ && !carried.empty()) {
+    return InvalidArgument(
+        "limits carried by a request need a policy file whose event allows them "
+        "(request_limits)");
+  }
+  Result<Resolved> resolved = file_ ? file_->Resolve(event, feature, carried)
                                     : Result<Resolved>(Resolved{inline_, std::string(feature)});
   if (resolved.ok() && mode_) resolved->policy.mode = *mode_;
   return resolved;
@@ -50,18 +56,33 @@ Status PolicySource::HasEvent(std::string_view event) const {
 }
 
 bool PolicySource::IsShadow(std::string_view event) const {
-  if (!file_) return false;
-  const auto it = file_->events().find(std::string(event));
-  return it != file_->events().end() && it->second.shadow;
+  const EventPolicy* entry = EntryOf(event);
+  return entry != nullptr && entry->shadow;
+}
+
+bool PolicySource::Settles(std::string_view event) const {
+  const EventPolicy* entry = EntryOf(event);
+  return entry != nullptr && entry->settle;
+}
+
+const EventPolicy* PolicySource::EntryOf(std::string_view event) const {
+  if (!file_) return nullptr;
+  const auto it = file_->events().find(event);
+  return it == file_->events().end() ? nullptr : &it->second;
 }
 
 namespace {
 
-std::string SummaryOf(const Policy& policy, bool shadow,
-                      const std::map<std::string, Policy>& overrides) {
+std::string SummaryOf(const Policy& policy, const EventPolicy& entry) {
   std::string text =
       fmt::format("{} ({}, fail {}{}", DescribeLimits(policy.limits), CountingModeName(policy.mode),
-                  FailureModeName(policy.on_store_failure), shadow ? ", shadow" : "");
+                  FailureModeName(policy.on_store_failure), entry.shadow ? ", shadow" : "");
+  if (entry.request_limits) {
+    text += fmt::format(", request limits up to {}/{}", entry.request_limits->max_hits,
+                        FormatDuration(entry.request_limits->max_window));
+  }
+  if (entry.settle) text += ", settled";
+  const std::map<std::string, Policy>& overrides = entry.overrides;
   const char* separator = "; overrides: ";
   for (const auto& [feature, limits] : overrides) {
     text += fmt::format("{}{}: {}", separator, feature, DescribeLimits(limits.limits));
@@ -78,13 +99,13 @@ std::map<std::string, std::string> PolicySource::Summary() const {
     if (inline_.limits.empty()) return summary;
     Policy policy = inline_;
     if (mode_) policy.mode = *mode_;
-    summary.emplace("*", SummaryOf(policy, false, {}));
+    summary.emplace("*", SummaryOf(policy, EventPolicy{}));
     return summary;
   }
   for (const auto& [event, entry] : file_->events()) {
     Policy policy = entry.policy;
     if (mode_) policy.mode = *mode_;
-    summary.emplace(event, SummaryOf(policy, entry.shadow, entry.overrides));
+    summary.emplace(event, SummaryOf(policy, entry));
   }
   return summary;
 }

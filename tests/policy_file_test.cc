@@ -275,5 +275,82 @@ TEST(PolicyFile, BadIpSettingsNameTheLine) {
   }
 }
 
+// An event that opts in lets a check carry its own limits within its bounds; a ban stays a ban;
+// every other event, and every limit out of bounds, is refused naming the reason.
+TEST(PolicyFile, RequestLimitsReplaceTheEventsWithinItsBoundsAndOnlyWhereAllowed) {
+  Result<PolicyFile> file = PolicyFile::Parse(R"(events:
+  llm:
+    limits: [100/m]
+    request_limits: {max_hits: 50000, max_window: 1h}
+    settle: true
+    overrides:
+      banned: {deny: true}
+  plain:
+    limits: [5/m]
+)");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  const EventPolicy& llm = file->events().at("llm");
+  ASSERT_TRUE(llm.request_limits);
+  EXPECT_EQ(llm.request_limits->max_hits, 50000u);
+  EXPECT_EQ(llm.request_limits->max_window, Seconds{3600});
+  EXPECT_TRUE(llm.settle);
+  EXPECT_FALSE(file->events().at("plain").settle);
+  EXPECT_FALSE(file->events().at("plain").request_limits);
+
+  const std::vector<Limit> plan = *ParseLimits("20000/m, 50000/h");
+  Result<Resolved> carried = file->Resolve("llm", "tenant-42", plan);
+  ASSERT_TRUE(carried.ok()) << carried.error().message();
+  EXPECT_EQ(DescribeLimits(carried->policy.limits), "20000/m, 50000/h");
+  EXPECT_EQ(DescribeLimits(file->Resolve("llm", "tenant-42")->policy.limits), "100/m");
+  EXPECT_EQ(DescribeLimits(file->Resolve("llm", "banned", plan)->policy.limits), "deny all");
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"plain", "takes no limits from a request: its policy needs request_limits"},
+      {"llm:50001/m",
+       "limit 50001/m is outside what event \"llm\" allows a request: at most "
+       "50000 hits over at most 1h"},
+      {"llm:10/2h", "limit 10/2h is outside"},
+      {"llm:1/s,2/s,3/s,4/s,5/s,6/s,7/s,8/s,9/s", "9 limits in one check: at most 8"},
+  };
+  for (const auto& [spec, says] : refused) {
+    const std::string event = spec.substr(0, spec.find(':'));
+    const std::vector<Limit> limits =
+        spec.find(':') == std::string::npos ? plan : *ParseLimits(spec.substr(spec.find(':') + 1));
+    Result<Resolved> r = file->Resolve(event, "f", limits);
+    ASSERT_FALSE(r.ok()) << spec;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(PolicyFile, BadRequestLimitsAndSettleNameTheLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"request_limits: {max_window: 1h}",
+       "f:4:21: request_limits is {max_hits: N, max_window: "
+       "DUR}: max_hits is missing"},
+      {"request_limits: {max_hits: 0}", "f:4:32: \"max_hits\" must be at least 1"},
+      {"request_limits: {max_hits: lots}", "f:4:32: \"max_hits\" must be a whole number"},
+      {"request_limits: {max_hits: 5, max_window: soon}", "f:4:47: max_window: "},
+      {"request_limits: {max_hits: 5, burst: 2}", "unknown field \"burst\" in request_limits"},
+      {"request_limits: 5", "request_limits is {max_hits: N, max_window: DUR}"},
+      {"settle: maybe", "f:4:13: settle is true or false"},
+  };
+  for (const auto& [field, says] : cases) {
+    Result<PolicyFile> file =
+        PolicyFile::Parse("events:\n  e:\n    limits: [5/m]\n    " + field + "\n", "f");
+    ASSERT_FALSE(file.ok()) << field;
+    EXPECT_NE(file.error().message().find(says), std::string::npos) << file.error().message();
+  }
+  Result<PolicyFile> long_window = PolicyFile::Parse(
+      "events:\n  e:\n    limits: [5/m]\n    request_limits: {max_hits: 5, max_window: 2d}\n", "f");
+  ASSERT_TRUE(long_window.ok());
+  Status s = long_window->CheckWindows(Seconds{86400});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("f:2: event \"e\": request_limits max_window 2d is longer "
+                                     "than the retention 1d"),
+            std::string::npos)
+      << s.error().message();
+}
+
 }  // namespace
 }  // namespace hourglass

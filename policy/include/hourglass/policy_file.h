@@ -21,10 +21,15 @@
 //         - 3/h
 //         - {max: 10, window: 1d, kind: fixed}
 //         - {max: 20, window: day, kind: calendar, utc_offset: "+02:00"}
+//     llm_tokens:
+//       limits: [20000/m]                     # the default plan
+//       request_limits: {max_hits: 1000000, max_window: 1d}  # a check may carry its own limits
+//       settle: true                          # POST /v1/settle may correct a charge afterwards
 //
 //   Result<PolicyFile> file = PolicyFile::Load("policies/example.yaml");
 //   Result<Policy> policy = file->For("url_shorten", "203.0.113.66");
 //   Result<Resolved> r = file->Resolve("api", "2001:db8:1:2::7");  // feature "2001:db8:1:2::/64"
+//   Result<Resolved> plan = file->Resolve("llm_tokens", "tenant-42", *ParseLimits("50000/m"));
 
 //
 // Thread-safety: immutable after Load.
@@ -32,6 +37,7 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +48,16 @@
 #include "hourglass/status.h"
 
 namespace hourglass {
+
+// The most limits one check may carry.
+constexpr size_t kMaxCarriedLimits = 8;
+
+// What limits a check of an event may carry in place of the event's (a tenant's plan): each
+// window at most max_window long, each count at most max_hits.
+struct CarriedLimitBounds {
+  uint64_t max_hits = 0;
+  Seconds max_window{86400};
+};
 
 struct EventPolicy {
   Policy policy;
@@ -55,6 +71,10 @@ struct EventPolicy {
   // then ranges (ip_overrides, longest prefix first, each with its key in `overrides`).
   std::optional<IpGrouping> ip;
   std::vector<std::pair<IpNetwork, std::string>> ip_overrides;
+  // Set when checks may carry their own limits (`request_limits`); otherwise they are refused.
+  std::optional<CarriedLimitBounds> request_limits;
+  // Whether a charge may be corrected after the decision (`settle: true`, POST /v1/settle).
+  bool settle = false;
 };
 
 // What a hit of event+feature is decided by, and the feature it is counted under.
@@ -75,8 +95,12 @@ class PolicyFile {
   // The policy and the feature to count. For an IP event, the override whose range holds the
   // address with the longest prefix, and the address's network; kInvalidArgument when the
   // feature is not an address (or is a range wider than the network it would be counted by).
-  Result<Resolved> Resolve(std::string_view event, std::string_view feature) const;
-  const std::map<std::string, EventPolicy>& events() const { return events_; }
+  // With `carried` limits (a check that brings its own): they replace the policy's limits (a
+  // feature's `deny: true` still denies); kInvalidArgument naming the limit when the event has
+  // no `request_limits` or one is outside its bounds.
+  Result<Resolved> Resolve(std::string_view event, std::string_view feature,
+                           std::span<const Limit> carried = {}) const;
+  const std::map<std::string, EventPolicy, std::less<>>& events() const { return events_; }
   // A human explanation of every entry, for `policy validate`.
   std::string Explain() const;
   // Checks every limit (overrides too) against an engine keeping `retention`: a window longer
@@ -89,8 +113,11 @@ class PolicyFile {
   std::vector<std::string> Remarks() const;
 
  private:
+  // Resolve without carried limits.
+  Result<Resolved> ResolveOwn(std::string_view event, std::string_view feature) const;
+
   std::string name_;
-  std::map<std::string, EventPolicy> events_;
+  std::map<std::string, EventPolicy, std::less<>> events_;
 };
 
 // A limit that denies every hit: the form of `deny: true`.

@@ -37,7 +37,9 @@ class PolicySource {
   Result<Policy> For(std::string_view event, std::string_view feature) const;
   // The policy and the feature to count (an IP event's feature is its network; inline limits
   // count features as given). kInvalidArgument when an IP event's feature is not an address.
-  Result<Resolved> Resolve(std::string_view event, std::string_view feature) const;
+  // With `carried` limits, as PolicyFile::Resolve (inline limits take none: kInvalidArgument).
+  Result<Resolved> Resolve(std::string_view event, std::string_view feature,
+                           std::span<const Limit> carried = {}) const;
   // Every limit against an engine keeping `retention` (PolicyFile::CheckWindows; inline limits
   // too): an error naming the first that could never be answered.
   Status CheckWindows(Seconds retention) const;
@@ -49,11 +51,16 @@ class PolicySource {
   const Policy& inline_policy() const { return inline_; }
   // Whether the policy file marks `event` shadow (decide and report, allow every hit).
   bool IsShadow(std::string_view event) const;
+  // Whether the policy file lets `event`'s charges be settled after the fact (`settle: true`).
+  bool Settles(std::string_view event) const;
   // One line per event, by name: "2/s, 5/m (admitted, fail open; overrides: 10.0.0.0/8: 100/s)";
   // inline limits are the event "*". For logs and for telling two versions apart.
   std::map<std::string, std::string> Summary() const;
 
  private:
+  // The file's entry for `event`, or nullptr.
+  const EventPolicy* EntryOf(std::string_view event) const;
+
   std::optional<PolicyFile> file_;
   Policy inline_;
   std::optional<CountingMode> mode_;
