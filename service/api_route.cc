@@ -13,11 +13,12 @@ struct Fixed {
   verb method;
 };
 
-constexpr std::array<Fixed, 11> kFixed = {{
+constexpr std::array<Fixed, 12> kFixed = {{
     {"/v1/check", Endpoint::kCheck, verb::post},
     {"/v1/count", Endpoint::kCount, verb::get},
     {"/v1/inspect", Endpoint::kInspect, verb::get},
     {"/v1/hit", Endpoint::kHit, verb::post},
+    {"/v1/settle", Endpoint::kSettle, verb::post},
     {"/v1/counters", Endpoint::kCounters, verb::delete_},
     {"/healthz", Endpoint::kHealthz, verb::get},
     {"/readyz", Endpoint::kReadyz, verb::get},

@@ -15,6 +15,7 @@
 #include "hourglass/inspection.h"
 #include "hourglass/json.h"
 #include "hourglass/ratelimit_headers.h"
+#include "hourglass/request_body.h"
 
 namespace hourglass {
 namespace {
@@ -71,104 +72,6 @@ void SetDegraded(HttpResponse& res, const std::vector<Decision>& decisions) {
     res.set("Hourglass-Degraded", why);
     return;
   }
-}
-
-struct HitRequest {
-  std::string event;
-  std::string feature;
-  uint64_t cost = 1;
-};
-
-// A key of the request, quoted for an error message (at most 64 bytes of it).
-std::string Quoted(std::string_view key) {
-  constexpr size_t kShown = 64;
-  const std::string shown(key.substr(0, kShown));
-  return Dump(json(shown)) + (key.size() > kShown ? "..." : "");
-}
-
-// One {"event","feature","cost"} object; `where` names it in errors ("checks[2]: ").
-Result<HitRequest> ParseHit(const json& j, const std::string& where) {
-  if (!j.is_object()) return InvalidArgument(where + "expected a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    if (key != "event" && key != "feature" && key != "cost") {
-      return InvalidArgument(
-          fmt::format("{}unknown field {}: a check has event, feature, cost", where, Quoted(key)));
-    }
-  }
-  HitRequest hit;
-  const auto event = j.find("event");
-  if (event == j.end() || !event->is_string() || event->get_ref<const std::string&>().empty()) {
-    return InvalidArgument(where + "\"event\" must be a non-empty string");
-  }
-  hit.event = event->get<std::string>();
-  const auto feature = j.find("feature");
-  if (feature == j.end() || !feature->is_string()) {
-    return InvalidArgument(where + "\"feature\" must be a string");
-  }
-  hit.feature = feature->get<std::string>();
-  if (const auto cost = j.find("cost"); cost != j.end()) {
-    if (!cost->is_number_unsigned() || cost->get<uint64_t>() < 1 ||
-        cost->get<uint64_t>() > kMaxHitsPerCall) {
-      return InvalidArgument(
-          fmt::format("{}\"cost\" must be a whole number from 1 to {}", where, kMaxHitsPerCall));
-    }
-    hit.cost = cost->get<uint64_t>();
-  }
-  return hit;
-}
-
-// The body as JSON; a key given twice in one object is refused, not guessed at.
-Result<json> ParseBody(const HttpRequest& request) {
-  std::vector<std::set<std::string, std::less<>>> open;  // the keys of each open object
-  std::optional<std::string> duplicate;
-  const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open.emplace_back();
-    if (event == json::parse_event_t::object_end && !open.empty()) open.pop_back();
-    if (event == json::parse_event_t::key && !open.empty() && !duplicate &&
-        !open.back().insert(parsed.get<std::string>()).second) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
-  json body = json::parse(request.body(), note_keys, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return InvalidArgument(
-        "the request body is not valid JSON (UTF-8, with \\u escapes for any "
-        "other bytes)");
-  }
-  if (duplicate) {
-    return InvalidArgument(fmt::format(
-        "field {} is given twice in one object: give each field once", Quoted(*duplicate)));
-  }
-  return body;
-}
-
-Result<std::vector<HitRequest>> ParseChecks(const HttpRequest& request, size_t max) {
-  Result<json> body = ParseBody(request);
-  if (!body.ok()) return body.error();
-  std::vector<HitRequest> checks;
-  const auto list = body->is_object() ? body->find("checks") : body->end();
-  if (!body->is_object() || list == body->end()) {
-    Result<HitRequest> one = ParseHit(*body, "");
-    if (!one.ok()) return one.error();
-    checks.push_back(std::move(*one));
-    return checks;
-  }
-  for (const auto& [key, value] : body->items()) {
-    if (key == "checks") continue;
-    return InvalidArgument(fmt::format(
-        "a body with \"checks\" takes no other field (found {}): put every check in the list",
-        Quoted(key)));
-  }
-  if (!list->is_array() || list->empty() || list->size() > max) {
-    return InvalidArgument(fmt::format("\"checks\" must be a list of 1 to {} checks", max));
-  }
-  for (size_t i = 0; i < list->size(); ++i) {
-    Result<HitRequest> one = ParseHit((*list)[i], fmt::format("checks[{}]: ", i));
-    if (!one.ok()) return one.error();
-    checks.push_back(std::move(*one));
-  }
-  return checks;
 }
 
 // The query parameters of a request target, decoded.
@@ -314,6 +217,8 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
       return InspectFeature(url);
     case Endpoint::kHit:
       return Hit(request);
+    case Endpoint::kSettle:
+      return Settle(request);
     case Endpoint::kCounters:
       return Reset(request, url);
     case Endpoint::kHealthz:
@@ -379,22 +284,25 @@ std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& reques
                                                        std::string_view peer,
                                                        const std::optional<std::string>& auth_event,
                                                        PendingChecks& pending) const {
-  std::vector<HitRequest> requested;
+  std::vector<CheckBody> requested;
   if (auth_event) {
     Result<std::string> feature = AuthFeature(request, peer);
     if (!feature.ok()) return ErrorResponse(feature.error());
-    requested.push_back(HitRequest{*auth_event, std::move(*feature), 1});
+    CheckBody& check = requested.emplace_back();
+    check.event = *auth_event;
+    check.feature = std::move(*feature);
   } else {
-    Result<std::vector<HitRequest>> checks = ParseChecks(request, options_.max_checks_per_request);
+    Result<std::vector<CheckBody>> checks =
+        ParseCheckBodies(request.body(), options_.max_checks_per_request);
     if (!checks.ok()) return ErrorResponse(checks.error());
     requested = std::move(*checks);
   }
   pending.policies = Policies();
   pending.auth = auth_event.has_value();
   for (size_t i = 0; i < requested.size(); ++i) {
-    HitRequest& c = requested[i];
+    CheckBody& c = requested[i];
     const std::string label = requested.size() > 1 ? fmt::format("checks[{}]", i) : "";
-    Result<Resolved> resolved = pending.policies->Resolve(c.event, c.feature);
+    Result<Resolved> resolved = pending.policies->Resolve(c.event, c.feature, c.limits);
     if (!resolved.ok()) {
       return ErrorResponse(
           StatusFor(resolved.error()),
@@ -406,6 +314,7 @@ std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& reques
     check.feature = std::move(resolved->feature);
     check.policy = std::move(resolved->policy);
     check.hits = c.cost;
+    check.record = c.record;
     check.label = label;
     pending.checks.push_back(std::move(check));
   }
@@ -528,9 +437,7 @@ HttpResponse DecisionApi::Top(const HttpRequest& request, const boost::urls::url
 
 HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
   if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
-  Result<json> body = ParseBody(request);
-  if (!body.ok()) return ErrorResponse(body.error());
-  Result<HitRequest> hit = ParseHit(*body, "");
+  Result<CheckBody> hit = ParseHitBody(request.body());
   if (!hit.ok()) return ErrorResponse(hit.error());
   if (std::optional<HttpResponse> refused = Resolve(hit->event, hit->feature)) return *refused;
   Result<Cost> cost = engine_.Record(hit->event, hit->feature, hit->cost);
@@ -538,6 +445,48 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
   return JsonResponse(
       http::status::ok,
       json{{"recorded", true}, {"cost", hit->cost}, {"keys_written", cost->keys_written}});
+}
+
+HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
+  Result<SettleBody> settle = ParseSettleBody(request.body());
+  if (!settle.ok()) return ErrorResponse(settle.error());
+  const std::shared_ptr<const PolicySource> policies = Policies();
+  Result<Resolved> resolved = policies->Resolve(settle->event, settle->feature);
+  if (!resolved.ok()) return ErrorResponse(resolved.error());
+  if (!policies->Settles(settle->event)) {
+    return ErrorResponse(http::status::bad_request,
+                         fmt::format("event {} takes no settlements: its policy needs settle: true",
+                                     Dump(json(settle->event))));
+  }
+  const Instant now = options_.clock->Now();
+  if (settle->at > now || settle->at <= now - engine_.options().retention) {
+    return ErrorResponse(
+        http::status::bad_request,
+        fmt::format("\"at\" {} is not the instant of a decision whose hits are still kept: it "
+                    "must lie within the last {} (now is {})",
+                    ToUnix(settle->at), FormatDuration(engine_.options().retention), ToUnix(now)));
+  }
+  const int64_t delta = static_cast<int64_t>(settle->actual) - static_cast<int64_t>(settle->cost);
+  Result<Cost> cost = Cost{};
+  if (delta > 0) {
+    cost =
+        engine_.Record(settle->event, resolved->feature, static_cast<uint64_t>(delta), settle->at);
+  } else if (delta < 0) {
+    cost = engine_.Unrecord(settle->event, resolved->feature, static_cast<uint64_t>(-delta),
+                            settle->at);
+  }
+  if (!cost.ok()) return StoreErrorResponse(cost.error());
+  if (options_.metrics != nullptr) options_.metrics->CountSettlement(settle->event, delta);
+  if (options_.top != nullptr && delta > 0) {
+    options_.top->Record(settle->event, resolved->feature, static_cast<uint64_t>(delta), true,
+                         settle->at);
+  }
+  return JsonResponse(http::status::ok, json{{"settled", true},
+                                             {"at", ToUnix(settle->at)},
+                                             {"cost", settle->cost},
+                                             {"actual", settle->actual},
+                                             {"delta", delta},
+                                             {"keys_written", cost->keys_written}});
 }
 
 HttpResponse DecisionApi::Reset(const HttpRequest& request,

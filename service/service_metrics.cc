@@ -113,6 +113,11 @@ ServiceMetrics::ServiceMetrics()
                    .Name("hourglass_policy_reloads_total")
                    .Help("Policy file reloads, by result")
                    .Register(*registry_)),
+      settled_hits_(BuildCounter()
+                        .Name("hourglass_settled_hits_total")
+                        .Help("Hits added (direction up) or taken back (down) by settlements of "
+                              "decisions after the fact, by event")
+                        .Register(*registry_)),
       ratelimit_hits_(BuildCounter()
                           .Name("hourglass_ratelimit_hits_total")
                           .Help("Envoy rate limit service hits, by domain, descriptor and result")
@@ -218,6 +223,12 @@ void ServiceMetrics::CountBatch(size_t checks) {
 
 void ServiceMetrics::CountReload(bool ok) {
   reloads_.Add({{"result", ok ? "ok" : "failed"}}).Increment();
+}
+
+void ServiceMetrics::CountSettlement(std::string_view event, int64_t delta) {
+  if (delta == 0) return;
+  settled_hits_.Add({{"event", std::string(event)}, {"direction", delta > 0 ? "up" : "down"}})
+      .Increment(static_cast<double>(delta > 0 ? delta : -delta));
 }
 
 void ServiceMetrics::CountConnection(std::string_view listener, ConnectionEvent event) {

@@ -654,6 +654,63 @@ TEST_F(ServeTest, AListWithOneBadCheckIsRefusedAndCountsNothing) {
 
 // A limit the retention cannot answer refuses the policy at start (exit 2, naming file:line)
 // and on reload (the old policy stays), instead of failing every check later.
+// A check may carry its tenant's limits where the event allows it, within its bounds; anywhere
+// else, or beyond them, it is refused and counts nothing. "record": false asks without counting.
+TEST_F(ServeTest, ChecksCarryLimitsWhereTheEventAllowsAndAPeekCountsNothing) {
+  auto serve = Serve(
+      "events:\n  api:\n    limits: [2/m]\n    request_limits: {max_hits: 1000, max_window: "
+      "1h}\n  plain:\n    limits: [5/m]\n");
+  HttpClient client(serve->port());
+  const auto check = [&](const std::string& event, const std::string& feature, json extra) {
+    json body = {{"event", event}, {"feature", feature}};
+    body.update(extra);
+    return client.Post("/v1/check", body.dump());
+  };
+  const json plan = {{"limits", {"3/m", "100/h"}}};
+  for (int i = 1; i <= 4; ++i) {
+    HttpReply r = check("api", "tenant-a", plan);
+    ASSERT_EQ(r.status, i <= 3 ? 200 : 429) << r.body;
+    EXPECT_EQ(json::parse(r.body)["limits"][0]["spec"], "3/m");
+    const std::vector<SfItem> policy = ParseSfList(r.Header("ratelimit-policy"));
+    ASSERT_EQ(policy.size(), 2u) << r.Header("ratelimit-policy");
+    EXPECT_EQ(policy[0].params.at("q"), 3);
+    EXPECT_EQ(policy[1].params.at("w"), 3600);
+  }
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(check("api", "tenant-b", json::object()).status, i <= 2 ? 200 : 429)
+        << "without limits, the event's own";
+  }
+  EXPECT_EQ(check("api", "tenant-a", {{"limits", {"10/m"}}}).status, 200)
+      << "a new plan applies at once";
+  EXPECT_EQ(CountOf(client, "api", "tenant-a", "1m"), 4u);
+
+  // Peeks: the answer a check would get, nothing counted.
+  HttpReply full = check("api", "tenant-b", {{"record", false}});
+  EXPECT_EQ(full.status, 429) << full.body;
+  HttpReply room = check("api", "tenant-c", {{"record", false}, {"cost", 2}});
+  ASSERT_EQ(room.status, 200) << room.body;
+  EXPECT_EQ(json::parse(room.body)["recorded"], false);
+  EXPECT_EQ(json::parse(room.body)["limits"][0]["remaining"], 2) << "2 of 2 still fit";
+  EXPECT_EQ(CountOf(client, "api", "tenant-b", "1m"), 2u);
+  EXPECT_EQ(CountOf(client, "api", "tenant-c", "1m"), 0u);
+
+  ExpectRefused(
+      client,
+      {{"POST", "/v1/check", R"({"event":"plain","feature":"x","limits":["9/m"]})", 400,
+        "event \"plain\" takes no limits from a request"},
+       {"POST", "/v1/check", R"({"event":"api","feature":"x","limits":["1001/m"]})", 400,
+        "at most 1000 hits over at most 1h"},
+       {"POST", "/v1/check", R"({"event":"api","feature":"x","limits":["5/2h"]})", 400,
+        "limit 5/2h is outside"},
+       {"POST", "/v1/check", R"({"event":"api","feature":"x","limits":["5/m"],"record":1})", 400,
+        "\"record\" must be true or false"},
+       {"POST", "/v1/check",
+        R"({"checks":[{"event":"plain","feature":"x"},{"event":"api","feature":"x","limits":["1/fortnight"]}]})",
+        400, "checks[1]: \"limits\""}});
+  EXPECT_EQ(CountOf(client, "plain", "x", "1m"), 0u);
+  EXPECT_EQ(CountOf(client, "api", "x", "1m"), 0u);
+}
+
 TEST_F(ServeTest, APolicyLongerThanTheRetentionIsRefusedAtStartAndOnReload) {
   ServeProcess refused(HOURGLASS_CLI,
                        {"--policy", WritePolicy("events:\n  weekly:\n    limits: [500/w]\n"),

@@ -19,6 +19,7 @@ enum class Endpoint {
   kCount,      // GET /v1/count
   kInspect,    // GET /v1/inspect
   kHit,        // POST /v1/hit (admin)
+  kSettle,     // POST /v1/settle
   kCounters,   // DELETE /v1/counters (admin)
   kAuth,       // GET /v1/auth/{event}
   kHealthz,    // GET /healthz

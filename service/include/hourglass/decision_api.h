@@ -1,6 +1,10 @@
 // The HTTP API of `hourglass serve`: requests in, JSON responses out, on one shared engine.
 //
-//   POST   /v1/check     {"event","feature","cost"} or {"checks":[...]}  200 allowed, 429 denied
+//   POST   /v1/check     {"event","feature","cost","record","limits"} or {"checks":[...]}
+//                         200 allowed, 429 denied; "record": false decides without counting (a
+//                         peek); "limits" replaces the policy's (events with request_limits)
+//   POST   /v1/settle    {"event","feature","at","cost","actual"}: the decision at `at` charged
+//                         `cost`, its true cost is `actual` (events with settle: true)
 //   GET    /v1/count?event=E&feature=F&window=1m&window=1d               counts, no hit
 //   GET    /v1/inspect?event=E&feature=F      per-level bucket values and windows (inspect)
 //   POST   /v1/hit       {"event","feature","cost"}                      records (admin)
@@ -121,6 +125,8 @@ class DecisionApi {
   HttpResponse Count(const boost::urls::url_view& url) const;
   HttpResponse InspectFeature(const boost::urls::url_view& url) const;
   HttpResponse Hit(const HttpRequest& request) const;
+  // Corrects a decision's charge to its true cost, at the decision's instant.
+  HttpResponse Settle(const HttpRequest& request) const;
   HttpResponse Top(const HttpRequest& request, const boost::urls::url_view& url) const;
   HttpResponse Reset(const HttpRequest& request, const boost::urls::url_view& url) const;
   HttpResponse Ready() const;

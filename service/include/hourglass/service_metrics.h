@@ -26,6 +26,8 @@
 //   hourglass_clock_offset_seconds{server}    this host's clock minus the server's (+-1 s)
 //   hourglass_clock_correction_seconds        added to this host's clock to follow the servers'
 //   hourglass_policy_reloads_total{result}    result: ok, failed
+//   hourglass_settled_hits_total{event,direction}
+//                                             hits settlements added (up) or took back (down)
 //   hourglass_ratelimit_hits_total{domain,descriptor,result}
 //                                             Envoy rate limit service hits (hits_addend summed):
 //                                             result within_limit, over_limit, shadow_mode, or
@@ -72,6 +74,8 @@ class ServiceMetrics {
   void SetClockCorrection(int64_t seconds);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
   void CountReload(bool ok);
+  // A settlement of `event` that changed its decision's charge by `delta` hits (0: nothing).
+  void CountSettlement(std::string_view event, int64_t delta);
   // A connection `listener` ("http", "grpc") closed to make room for, or refused.
   void CountConnection(std::string_view listener, ConnectionEvent event);
   // One descriptor of an Envoy rate limit request: `descriptor` names the configuration's
@@ -106,6 +110,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Gauge>& clock_offset_;
   prometheus::Gauge& clock_correction_;
   prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Family<prometheus::Counter>& settled_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
   prometheus::Family<prometheus::Counter>& connection_events_;

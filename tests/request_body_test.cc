@@ -1,0 +1,105 @@
+// The decision API's POST bodies: every field a check, a hit and a settlement take, and every bad
+// one refused naming the field and the form it must take.
+#include "hourglass/request_body.h"
+
+#include <gtest/gtest.h>
+
+#include "hourglass/engine.h"
+
+namespace hourglass {
+namespace {
+
+TEST(RequestBody, ACheckTakesCostRecordAndCarriedLimits) {
+  Result<std::vector<CheckBody>> one = ParseCheckBodies(
+      R"({"event":"llm","feature":"t\u00e9","cost":500,"record":false,"limits":["100/m","2/s, 10000/d"]})",
+      16);
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  ASSERT_EQ(one->size(), 1u);
+  const CheckBody& c = one->front();
+  EXPECT_EQ(c.event, "llm");
+  EXPECT_EQ(c.feature, "t\xc3\xa9");
+  EXPECT_EQ(c.cost, 500u);
+  EXPECT_FALSE(c.record);
+  EXPECT_EQ(c.limits, *ParseLimits("100/m, 2/s, 10000/d"));
+
+  Result<std::vector<CheckBody>> plain = ParseCheckBodies(
+      R"({"checks":[{"event":"a","feature":""},{"event":"b","feature":"x"}]})", 16);
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  ASSERT_EQ(plain->size(), 2u);
+  EXPECT_EQ((*plain)[0].cost, 1u);
+  EXPECT_TRUE((*plain)[0].record);
+  EXPECT_TRUE((*plain)[0].limits.empty());
+}
+
+TEST(RequestBody, BadChecksAreRefusedNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"event":"a","feature":"f","record":"no"})", "\"record\" must be true or false"},
+      {R"({"event":"a","feature":"f","limits":"100/m"})", "\"limits\" must be a list of limits"},
+      {R"({"event":"a","feature":"f","limits":[]})", "\"limits\" must be a list of limits"},
+      {R"({"event":"a","feature":"f","limits":[100]})", "\"limits\" must be a list of limits"},
+      {R"({"event":"a","feature":"f","limits":["lots/m"]})", "\"limits\": "},
+      {R"({"checks":[{"event":"a","feature":"f"},{"event":"a","feature":"f","limits":["1/x"]}]})",
+       "checks[1]: \"limits\": "},
+      {R"({"event":"a","feature":"f","cost":0})", "\"cost\" must be a whole number from 1 to"},
+      {R"({"event":"a","feature":"f","ttl":3})",
+       "unknown field \"ttl\": a check has event, feature, cost, record, limits"},
+      {R"({"event":"a","feature":"f","cost":1,"cost":2})", "field \"cost\" is given twice"},
+      {R"({"event":"","feature":"f"})", "\"event\" must be a non-empty string"},
+      {R"({"event":"a"})", "\"feature\" must be a string"},
+  };
+  for (const auto& [body, says] : cases) {
+    Result<std::vector<CheckBody>> r = ParseCheckBodies(body, 16);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(RequestBody, AHitTakesEventFeatureAndCostOnly) {
+  Result<CheckBody> hit = ParseHitBody(R"({"event":"a","feature":"f","cost":3})");
+  ASSERT_TRUE(hit.ok()) << hit.error().message();
+  EXPECT_EQ(hit->cost, 3u);
+  for (const char* field : {"\"record\":false", "\"limits\":[\"1/m\"]"}) {
+    Result<CheckBody> r = ParseHitBody(std::string(R"({"event":"a","feature":"f",)") + field + "}");
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_NE(r.error().message().find("a hit has event, feature, cost"), std::string::npos)
+        << r.error().message();
+  }
+}
+
+TEST(RequestBody, ASettlementNamesTheDecisionAndBothCosts) {
+  Result<SettleBody> s =
+      ParseSettleBody(R"({"event":"llm","feature":"t1","at":1767225600,"cost":500,"actual":0})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->event, "llm");
+  EXPECT_EQ(s->feature, "t1");
+  EXPECT_EQ(ToUnix(s->at), 1767225600);
+  EXPECT_EQ(s->cost, 500u);
+  EXPECT_EQ(s->actual, 0u);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"event":"l","feature":"t","cost":5,"actual":6})", "\"at\" must be the decision's"},
+      {R"({"event":"l","feature":"t","at":"now","cost":5,"actual":6})",
+       "\"at\" must be the decision's"},
+      {R"({"event":"l","feature":"t","at":1.5,"cost":5,"actual":6})",
+       "\"at\" must be the decision's"},
+      {R"({"event":"l","feature":"t","at":1,"actual":6})", "\"cost\" is missing"},
+      {R"({"event":"l","feature":"t","at":1,"cost":0,"actual":6})",
+       "\"cost\" must be a whole number from 1 to"},
+      {R"({"event":"l","feature":"t","at":1,"cost":5})", "\"actual\" is missing"},
+      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":-1})",
+       "\"actual\" must be a whole number from 0 to"},
+      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":1000000001})",
+       "\"actual\" must be a whole number from 0 to 1000000000"},
+      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":6,"hits":1})",
+       "unknown field \"hits\": a settlement has event, feature, at, cost, actual"},
+      {R"([1])", "expected a JSON object"},
+  };
+  for (const auto& [body, says] : cases) {
+    Result<SettleBody> r = ParseSettleBody(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace hourglass
