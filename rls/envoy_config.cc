@@ -46,8 +46,8 @@ struct EnvoyConfig::Node {
   bool wildcard = false;             // value has a '*': each matches any run of characters
   bool share_threshold = false;      // a wildcard's values share one counter
   bool shadow_mode = false;
-  std::optional<EnvoyRateLimit> rate_limit;
-  std::string path;  // "domain.key_value.key": the event counted under
+  std::vector<EnvoyRateLimit> rate_limits;  // `rate_limit`, then `rate_limits` in order
+  std::string path;                         // "domain.key_value.key": the event counted under
   int line = 0;
   std::vector<std::unique_ptr<Node>> children;  // in file order
 
@@ -187,6 +187,43 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
   return r;
 }
 
+// A descriptor's `rate_limit` and `rate_limits` (hourglass's: several limits, all checked), into
+// node.rate_limits. An unlimited one stands alone; two limits of one unit and kind are refused.
+Status LoadRateLimits(const std::string& name, const YAML::Node& item, EnvoyConfig::Node& node) {
+  std::vector<YAML::Node> specs;
+  if (const YAML::Node one = item["rate_limit"]) specs.push_back(one);
+  if (const YAML::Node list = item["rate_limits"]) {
+    if (!list.IsSequence() || list.size() == 0) {
+      return At(name, list,
+                "\"rate_limits\" must be a non-empty list of rate limits, e.g. [{unit: second, "
+                "requests_per_unit: 10}, {unit: day, requests_per_unit: 10000}]");
+    }
+    for (const YAML::Node& spec : list) specs.push_back(spec);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const YAML::Node& spec = specs[i];
+    Result<EnvoyRateLimit> r = ParseRateLimit(name, spec);
+    if (!r.ok()) return r.error();
+    // The reference's rate_limit is named by its descriptor's line, a listed one by its own.
+    const bool listed = i > 0 || !item["rate_limit"];
+    r->origin = fmt::format("{}:{}", name, listed ? spec.Mark().line + 1 : node.line);
+    if (specs.size() > 1 && r->unlimited) {
+      return At(name, spec,
+                "an unlimited rate limit stands alone: drop the descriptor's other limits");
+    }
+    for (const EnvoyRateLimit& earlier : node.rate_limits) {
+      if (earlier.limit->window == r->limit->window) {
+        return At(name, spec,
+                  fmt::format("two limits of one descriptor over the same window (the first at "
+                              "{}): give each unit once",
+                              earlier.origin));
+      }
+    }
+    node.rate_limits.push_back(std::move(*r));
+  }
+  return {};
+}
+
 // Loads the descriptors under `parent`; `paths` holds every path of the domain so far, with its
 // line, so that two descriptors never count under one event.
 Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyConfig::Node& parent,
@@ -194,10 +231,11 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
   if (!list || list.IsNull()) return {};
   if (!list.IsSequence()) return At(name, list, "\"descriptors\" must be a list");
   for (const YAML::Node& item : list) {
-    if (Status s = CheckFields(name, item,
-                               {"key", "value", "rate_limit", "descriptors", "shadow_mode",
-                                "detailed_metric", "value_to_metric", "share_threshold"},
-                               "a descriptor");
+    if (Status s =
+            CheckFields(name, item,
+                        {"key", "value", "rate_limit", "rate_limits", "descriptors", "shadow_mode",
+                         "detailed_metric", "value_to_metric", "share_threshold"},
+                        "a descriptor");
         !s.ok()) {
       return s;
     }
@@ -248,12 +286,7 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
                             "key or value",
                             node->path, it->second));
     }
-    if (const YAML::Node limit = item["rate_limit"]) {
-      Result<EnvoyRateLimit> r = ParseRateLimit(name, limit);
-      if (!r.ok()) return r.error();
-      r->origin = fmt::format("{}:{}", name, node->line);
-      node->rate_limit = std::move(*r);
-    }
+    if (Status s = LoadRateLimits(name, item, *node); !s.ok()) return s;
     if (Status s = LoadDescriptors(name, item["descriptors"], *node, paths); !s.ok()) return s;
     parent.children.push_back(std::move(node));
   }
@@ -295,10 +328,11 @@ EnvoyConfig::~EnvoyConfig() = default;
 namespace {
 
 Status CheckNodeWindows(const EnvoyConfig::Node& node, Seconds retention) {
-  if (node.rate_limit && node.rate_limit->limit) {
-    if (Status s = ValidateLimits({&*node.rate_limit->limit, 1}, retention); !s.ok()) {
-      return InvalidArgument(fmt::format("{}: descriptor \"{}\": {}", node.rate_limit->origin,
-                                         node.path, s.error().message()));
+  for (const EnvoyRateLimit& r : node.rate_limits) {
+    if (!r.limit) continue;
+    if (Status s = ValidateLimits({&*r.limit, 1}, retention); !s.ok()) {
+      return InvalidArgument(
+          fmt::format("{}: descriptor \"{}\": {}", r.origin, node.path, s.error().message()));
     }
   }
   for (const auto& child : node.children) {
@@ -389,13 +423,13 @@ std::optional<EnvoyMatch> EnvoyConfig::Match(std::string_view domain,
     const Node* next = node->Find(entries[i]);
     if (next == nullptr) break;
     chain.push_back(next);
-    if (next->rate_limit && i + 1 == entries.size()) matched = next;
+    if (!next->rate_limits.empty() && i + 1 == entries.size()) matched = next;
     if (next->children.empty()) break;
     node = next;
   }
   if (matched == nullptr) return std::nullopt;
-  return EnvoyMatch{&*matched->rate_limit, matched->shadow_mode, matched->path,
-                    FeatureOf(entries, chain)};
+  return EnvoyMatch{&matched->rate_limits.front(), matched->rate_limits, matched->shadow_mode,
+                    matched->path, FeatureOf(entries, chain)};
 }
 
 std::vector<std::string> EnvoyConfig::domains() const {

@@ -56,14 +56,44 @@ uint32_t Clamp32(uint64_t n) {
 // its hits can never fit: no reset to wait for); for a fixed window, the window's end; for a
 // sliding window with room left, now; with none, the window's length (the hits in it, this one
 // included, have left by then).
-std::optional<Seconds> UntilReset(const Decision& d) {
+std::optional<Seconds> UntilReset(const Decision& d, size_t k) {
   if (d.limits.empty()) return d.retry_after.value_or(Seconds{0});  // degraded
-  const LimitOutcome& o = d.limits.front();
+  const LimitOutcome& o = d.limits[k];
   if (const std::optional<Instant> next = o.limit.window.NextStart(d.at)) {
     return std::chrono::ceil<Seconds>(*next - d.at);
   }
   if (!d.allowed) return d.retry_after;
   return o.remaining > 0 ? Seconds{0} : o.limit.window.length();
+}
+
+// The limit of `d` a status reports: of those exceeded, the one whose retry comes last (never
+// last of all); with none exceeded, the one with the least remaining; the first on a tie; 0 when
+// none was read.
+size_t MostConstraining(const Decision& d) {
+  size_t k = 0;
+  for (size_t i = 1; i < d.limits.size(); ++i) {
+    const LimitOutcome& a = d.limits[i];
+    const LimitOutcome& b = d.limits[k];
+    if (a.exceeded != b.exceeded) {
+      if (a.exceeded) k = i;
+      continue;
+    }
+    const bool later = a.exceeded
+                           ? (b.retry_after && (!a.retry_after || *a.retry_after > *b.retry_after))
+                           : a.remaining < b.remaining;
+    if (later) k = i;
+  }
+  return k;
+}
+
+// Drops from `limits` (and `engine`, its twin) every limit named in `replaced`.
+void DropReplaced(const std::set<std::string, std::less<>>& replaced, auto& limits,
+                  std::vector<Limit>& engine) {
+  for (size_t i = limits.size(); i-- > 0;) {
+    if (limits[i].name.empty() || !replaced.contains(limits[i].name)) continue;
+    limits.erase(limits.begin() + static_cast<std::ptrdiff_t>(i));
+    engine.erase(engine.begin() + static_cast<std::ptrdiff_t>(i));
+  }
 }
 
 void AddHeader(RateLimitResponse& response, std::string key, std::string value) {
@@ -94,32 +124,32 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
     Slot& slot = r.slots_.emplace_back();
     slot.hits = HitsOf(d, request);
     const std::vector<EnvoyEntry> entries = EntriesOf(d);
-    std::optional<Limit> limit;
+    std::vector<Limit> limits;  // the engine's, one per slot.limits
     OwnedCheck check;
     if (d.has_limit() && config.HasDomain(r.domain_)) {
       Result<EnvoyUnit> unit = OverrideUnit(d.limit().unit(), i);
       if (!unit.ok()) return unit.error();
-      slot.unit = *unit;
-      slot.requests_per_unit = d.limit().requests_per_unit();
+      slot.limits.push_back(SlotLimit{d.limit().requests_per_unit(), *unit, ""});
       slot.metric = "override";
-      limit = Limit{*Window::Sliding(EnvoyUnitLength(*unit)), slot.requests_per_unit};
+      limits.push_back(
+          Limit{*Window::Sliding(EnvoyUnitLength(*unit)), d.limit().requests_per_unit()});
       check.event = r.domain_ + "\x1foverride";  // apart from every configured descriptor
       check.feature = EnvoyFeature(entries);
     } else if (std::optional<EnvoyMatch> m = config.Match(r.domain_, entries)) {
-      const EnvoyRateLimit& rl = *m->rate_limit;
-      slot.unlimited = rl.unlimited;
       slot.shadow = m->shadow_mode;
-      slot.unit = rl.unit;
-      slot.requests_per_unit = rl.requests_per_unit;
-      slot.name = rl.name;
       slot.metric = m->event;
-      replaced.insert(rl.replaces.begin(), rl.replaces.end());
-      limit = rl.limit;
+      for (const EnvoyRateLimit& rl : m->rate_limits) {
+        slot.unlimited = slot.unlimited || rl.unlimited;
+        replaced.insert(rl.replaces.begin(), rl.replaces.end());
+        if (!rl.limit) continue;
+        slot.limits.push_back(SlotLimit{rl.requests_per_unit, rl.unit, rl.name});
+        limits.push_back(*rl.limit);
+      }
       check.event = std::move(m->event);
       check.feature = std::move(m->feature);
     }
-    if (!limit) continue;  // no limit, or unlimited: OK without a check
-    check.policy = Policy{{*limit}, options.mode, options.on_store_failure};
+    if (limits.empty()) continue;  // no limit, or unlimited: OK without a check
+    check.policy = Policy{std::move(limits), options.mode, options.on_store_failure};
     check.hits = slot.hits == 0 ? 1 : slot.hits;  // 0: would one hit fit?
     check.record = slot.hits != 0;
     check.binding = !slot.shadow;
@@ -129,13 +159,14 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
   }
   for (Slot& slot : r.slots_) {
     if (!slot.check) continue;
-    if (!slot.name.empty() && replaced.contains(slot.name)) {
-      slot = Slot{};  // replaced by another descriptor's limit: as if it had none
+    OwnedCheck& check = candidates[*slot.check];
+    DropReplaced(replaced, slot.limits, check.policy.limits);
+    if (slot.limits.empty()) {
+      slot = Slot{};  // every limit replaced by another descriptor's: as if it had none
       continue;
     }
-    const size_t k = *slot.check;
     slot.check = r.checks_.size();
-    r.checks_.push_back(std::move(candidates[k]));
+    r.checks_.push_back(std::move(check));
   }
   return r;
 }
@@ -144,12 +175,14 @@ DescriptorStatus EnvoyRequest::StatusOf(const Slot& s, const Decision& d, bool& 
   DescriptorStatus status;
   over_limit = !d.allowed && !s.shadow;
   status.set_code(over_limit ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
+  const size_t k = MostConstraining(d);
+  const SlotLimit& shown = s.limits[std::min(k, s.limits.size() - 1)];
   RateLimitResponse::RateLimit* limit = status.mutable_current_limit();
-  limit->set_requests_per_unit(s.requests_per_unit);
-  limit->set_unit(static_cast<RateLimitResponse::RateLimit::Unit>(s.unit));
-  limit->set_name(s.name);
-  if (!d.limits.empty()) status.set_limit_remaining(Clamp32(d.limits.front().remaining));
-  if (const std::optional<Seconds> until = UntilReset(d)) {
+  limit->set_requests_per_unit(shown.requests_per_unit);
+  limit->set_unit(static_cast<RateLimitResponse::RateLimit::Unit>(shown.unit));
+  limit->set_name(shown.name);
+  if (!d.limits.empty()) status.set_limit_remaining(Clamp32(d.limits[k].remaining));
+  if (const std::optional<Seconds> until = UntilReset(d, k)) {
     status.mutable_duration_until_reset()->set_seconds(until->count());
   }
   return status;

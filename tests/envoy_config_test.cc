@@ -318,6 +318,61 @@ descriptors:
   ASSERT_TRUE(bytes) << "any bytes are a value";
 }
 
+// hourglass's `rate_limits`: several limits on one descriptor, beside or instead of the
+// reference's `rate_limit`; the match carries them all, `rate_limit` first.
+TEST(EnvoyConfig, SeveralLimitsOnOneDescriptor) {
+  const EnvoyConfig config = Parse(R"(domain: api
+descriptors:
+  - key: client
+    rate_limit: {unit: second, requests_per_unit: 10, name: burst}
+    rate_limits:
+      - {unit: day, requests_per_unit: 10000, name: daily}
+      - {unit: hour, requests_per_unit: 1000, window: fixed}
+  - key: tenant
+    rate_limits:
+      - {unit: minute, requests_per_unit: 100}
+)");
+  std::optional<EnvoyMatch> client = Match(config, "api", {{"client", "a"}});
+  ASSERT_TRUE(client);
+  ASSERT_EQ(client->rate_limits.size(), 3u);
+  EXPECT_EQ(client->rate_limit, &client->rate_limits[0]);
+  EXPECT_EQ(client->rate_limits[0].name, "burst");
+  EXPECT_EQ(client->rate_limits[1].limit->ToString(), "10000/d");
+  EXPECT_EQ(client->rate_limits[1].origin, "test.yaml:6");
+  EXPECT_EQ(client->rate_limits[2].limit->window.kind(), WindowKind::kFixed);
+  std::optional<EnvoyMatch> tenant = Match(config, "api", {{"tenant", "t"}});
+  ASSERT_TRUE(tenant);
+  ASSERT_EQ(tenant->rate_limits.size(), 1u);
+  EXPECT_EQ(tenant->rate_limit->requests_per_unit, 100u);
+  EXPECT_TRUE(config.CheckWindows(Seconds{86400}).ok());
+  Status week = config.CheckWindows(Seconds{3600});
+  ASSERT_FALSE(week.ok());
+  EXPECT_NE(week.error().message().find("test.yaml:6: descriptor \"api.client\": limit 10000/d"),
+            std::string::npos)
+      << week.error().message();
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"    rate_limits: {unit: day, requests_per_unit: 1}\n",
+       "test.yaml:4:18: \"rate_limits\" must be a non-empty list of rate limits"},
+      {"    rate_limits: []\n", "must be a non-empty list"},
+      {"    rate_limit: {unlimited: true}\n    rate_limits: [{unit: day, requests_per_unit: 1}]\n",
+       "test.yaml:4:17: an unlimited rate limit stands alone"},
+      {"    rate_limits:\n      - {unit: day, requests_per_unit: 1}\n      - {unit: DAY, "
+       "requests_per_unit: 2}\n",
+       "test.yaml:6:9: two limits of one descriptor over the same window (the first at "
+       "test.yaml:5)"},
+      {"    rate_limits: [{unit: month, requests_per_unit: 1}]\n", "unit MONTH is not supported"},
+      {"    rate_limits: [{unit: day, requests_per_unit: 1, burst: 2}]\n",
+       "unknown key \"burst\" in rate_limit"},
+  };
+  for (const auto& [yaml, says] : bad) {
+    Result<EnvoyConfig> r =
+        EnvoyConfig::Parse("domain: d\ndescriptors:\n  - key: k\n" + yaml, "test.yaml");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(EnvoyConfig, BadFilesAreRefusedNamingFileAndLine) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"domain: d\ndescriptors:\n  - key: a\n    colour: red\n",

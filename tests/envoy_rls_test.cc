@@ -131,6 +131,14 @@ descriptors:
     rate_limit:
       unit: minute
       requests_per_unit: 10
+  - key: burst_and_hour
+    rate_limit: {unit: minute, requests_per_unit: 3, name: burst}
+    rate_limits:
+      - {unit: hour, requests_per_unit: 4, name: hourly}
+  - key: tenant
+    rate_limits:
+      - {unit: second, requests_per_unit: 5}
+      - {unit: day, requests_per_unit: 2, name: daily}
 )";
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
@@ -343,6 +351,51 @@ TEST_F(EnvoyRlsTest, EveryFieldOfTheResponse) {
   EXPECT_LE(until, 60);
   const int64_t past_the_minute = (now + until) % 60;  // now was read after the decision
   EXPECT_TRUE(past_the_minute <= 1 || past_the_minute == 59) << now << " + " << until;
+}
+
+// Several limits on one descriptor (`rate_limits`) are decided together: the request is over the
+// limit when any is, its status names the most constraining one, and RateLimit-Policy lists all.
+TEST_F(EnvoyRlsTest, SeveralLimitsOnOneDescriptorAreAllCheckedAndTheTightestIsReported) {
+  auto serve = Serve({"--envoy-response-headers"});
+  RlsClient client(grpc_port_);
+  const auto burst = Request("shorten", {{{"burst_and_hour", "10.0.0.9"}}});
+  for (uint32_t i = 0; i < 3; ++i) {
+    rls::RateLimitResponse r = client.Ask(burst);
+    ASSERT_EQ(r.overall_code(), rls::RateLimitResponse::OK) << i;
+    EXPECT_EQ(r.statuses(0).current_limit().name(), "burst") << "the least remaining: 3/m";
+    EXPECT_EQ(r.statuses(0).limit_remaining(), 2 - i);
+    std::map<std::string, std::string> headers;
+    for (const auto& h : r.response_headers_to_add()) headers[h.key()] = h.value();
+    EXPECT_EQ(headers["RateLimit-Policy"], "\"3/m\";q=3;w=60, \"4/h\";q=4;w=3600");
+  }
+  rls::RateLimitResponse over = client.Ask(burst);
+  EXPECT_EQ(over.overall_code(), rls::RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(over.statuses(0).current_limit().unit(), rls::RateLimitResponse::RateLimit::MINUTE);
+  EXPECT_EQ(over.statuses(0).current_limit().requests_per_unit(), 3u);
+
+  // The daily limit binds first: the status names it, with its reset a day away.
+  const auto tenant = Request("shorten", {{{"tenant", "t-42"}}});
+  for (uint32_t i = 0; i < 2; ++i) {
+    rls::RateLimitResponse r = client.Ask(tenant);
+    ASSERT_EQ(r.overall_code(), rls::RateLimitResponse::OK) << i;
+    EXPECT_EQ(r.statuses(0).current_limit().name(), "daily");
+    EXPECT_EQ(r.statuses(0).limit_remaining(), 1 - i);
+  }
+  rls::RateLimitResponse daily = client.Ask(tenant);
+  EXPECT_EQ(daily.overall_code(), rls::RateLimitResponse::OVER_LIMIT);
+  const auto& s = daily.statuses(0);
+  EXPECT_EQ(s.current_limit().unit(), rls::RateLimitResponse::RateLimit::DAY);
+  EXPECT_EQ(s.current_limit().requests_per_unit(), 2u);
+  EXPECT_GE(s.duration_until_reset().seconds(), 86400 - 5);
+  // Counted in the metrics under the descriptor, once.
+  HttpClient http(serve->port());
+  const std::string metrics = http.Get("/metrics").body;
+  EXPECT_EQ(
+      Sample(metrics,
+             "hourglass_ratelimit_hits_total{descriptor=\"shorten.tenant\",domain=\"shorten\","
+             "result=\"over_limit\"}"),
+      1)
+      << metrics;
 }
 
 TEST_F(EnvoyRlsTest, HitsAddendsAndLimitOverrides) {

@@ -10,11 +10,14 @@
 // A file has a `domain` and nested `descriptors`, each with a `key`, an optional `value` (each `*`
 // in it matches any run of characters: `files/*`, `/api/*/action`), an optional `rate_limit`
 // {`unit`, `requests_per_unit`, `unlimited`, `name`, `replaces`} and nested `descriptors`;
-// `shadow_mode` per descriptor. Matching follows the reference: walk the request's entries from
-// the top, at each level taking the descriptor with that key and value, else the first wildcard
-// value that matches, else the descriptor with that key and no value; the limit of the
-// descriptor reached by the last entry applies. A key without a value gives each distinct value
-// its own counter; `share_threshold: true` on a wildcard makes every matching value share one.
+// `shadow_mode` per descriptor. hourglass's own `rate_limits`, a list of rate limits beside or
+// instead of `rate_limit`, puts several limits on one descriptor (a burst and a daily limit on
+// one key), all checked in one decision; the reference's files load unchanged. Matching follows the
+// reference: walk the request's entries from the top, at each level taking the descriptor with that
+// key and value, else the first wildcard value that matches, else the descriptor with that key and
+// no value; the limit of the descriptor reached by the last entry applies. A key without a value
+// gives each distinct value its own counter; `share_threshold: true` on a wildcard makes every
+// matching value share one.
 //
 // hourglass reads `unit` SECOND, MINUTE, HOUR, DAY and WEEK as an exact sliding window of that
 // length; its own key `window: fixed` in a `rate_limit` reproduces the reference's fixed,
@@ -67,7 +70,10 @@ struct EnvoyEntry {
 std::string EnvoyFeature(std::span<const EnvoyEntry> entries);
 
 struct EnvoyMatch {
-  const EnvoyRateLimit* rate_limit = nullptr;  // into the config, which must outlive the match
+  const EnvoyRateLimit* rate_limit = nullptr;  // the first of rate_limits
+  // Every limit of the matched descriptor, `rate_limit` first: into the config, which must
+  // outlive the match. An unlimited one is alone.
+  std::span<const EnvoyRateLimit> rate_limits;
   bool shadow_mode = false;
   // The event and feature the engine counts under: the domain and the matched descriptor's path
   // ("mongo_cps.database_users", the reference's key), and the request's entries (a shared

@@ -6,13 +6,14 @@
 //   Result<RateLimitResponse> response = r->Answer(decided, metrics);
 //
 // Per descriptor, in request order: its limit is the descriptor's `limit` override if set (when
-// the domain is known), else the configuration's match; a limit named in another matched limit's
-// `replaces` is dropped; `unlimited` and no limit at all answer OK. Hits: the descriptor's
-// `hits_addend` when set (0 checks without counting: would one hit fit?), else the request's
-// (0 means 1). All descriptors must pass, decided by one Engine::CheckAll: a refused descriptor
-// refuses the request before anything is counted, and in admitted mode a denied request counts
-// against none of them. A descriptor in `shadow_mode` that is over its
-// limit answers OK and is counted as shadow_mode. A store failure answers per the failure mode.
+// the domain is known), else the configuration's match (all its limits, `rate_limits`, decided
+// as one check); a limit named in a matched limit's `replaces` is dropped; `unlimited` and no limit
+// at all answer OK. Hits: the descriptor's `hits_addend` when set (0 checks without counting: would
+// one hit fit?), else the request's (0 means 1). All descriptors must pass, decided by one
+// Engine::CheckAll: a refused descriptor refuses the request before anything is counted, and in
+// admitted mode a denied request counts against none of them. A descriptor in `shadow_mode` that is
+// over its limit answers OK and is counted as shadow_mode. A store failure answers per the failure
+// mode.
 //
 // Thread-safety: Make and Answer are const on their inputs; one EnvoyRequest per request.
 #pragma once
@@ -54,19 +55,25 @@ class EnvoyRequest {
                                    ServiceMetrics* metrics) const;
 
  private:
+  // One limit of a descriptor, as the response names it.
+  struct SlotLimit {
+    uint32_t requests_per_unit = 0;
+    EnvoyUnit unit = EnvoyUnit::kUnknown;
+    std::string name;
+  };
   // One descriptor of the request.
   struct Slot {
     std::optional<size_t> check;  // into checks_, when the descriptor has a limit to check
     bool unlimited = false;
     bool shadow = false;
-    uint32_t requests_per_unit = 0;
-    EnvoyUnit unit = EnvoyUnit::kUnknown;
-    std::string name;    // the limit's name
+    std::vector<SlotLimit> limits;  // in the order of its check's policy
     std::string metric;  // the descriptor's name in metrics: its configured path, or "override"
     uint64_t hits = 0;   // hits counted; 0 for a check only
   };
   EnvoyRequest() = default;
   // The status of slot `s`, given its decision; over_limit says whether it denies the request.
+  // With several limits, the status is the most constraining one's: of those exceeded, the one
+  // whose hits fit last; with none exceeded, the one with the least remaining.
   RateLimitResponse::DescriptorStatus StatusOf(const Slot& s, const Decision& d,
                                                bool& over_limit) const;
 
