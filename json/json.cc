@@ -38,6 +38,7 @@ nlohmann::json DecisionJson(const Decision& d) {
                       {"cache_hits", d.cost.cache_hits},
                       {"blocked_hits", d.cost.blocked_hits}};
   if (d.store_error) j["error"] = d.store_error->ToString();
+  if (d.blocked_until) j["blocked_until"] = ToUnix(*d.blocked_until);
   return j;
 }
 
@@ -70,11 +71,13 @@ void AppendSeconds(const std::optional<Seconds>& s, std::string& out) {
 void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out) {
   // nlohmann::json objects keep their keys sorted: so are these.
   auto it = std::back_inserter(out);
-  fmt::format_to(
-      it,
-      FMT_COMPILE(
-          "{{\"allowed\":{},\"at\":{},\"blocked_hits\":{},\"cache_hits\":{},\"degraded\":{},"),
-      d.allowed, ToUnix(d.at), d.cost.blocked_hits, d.cost.cache_hits, d.degraded);
+  fmt::format_to(it, FMT_COMPILE("{{\"allowed\":{},\"at\":{},\"blocked_hits\":{},"), d.allowed,
+                 ToUnix(d.at), d.cost.blocked_hits);
+  if (d.blocked_until) {
+    fmt::format_to(it, FMT_COMPILE("\"blocked_until\":{},"), ToUnix(*d.blocked_until));
+  }
+  fmt::format_to(it, FMT_COMPILE("\"cache_hits\":{},\"degraded\":{},"), d.cost.cache_hits,
+                 d.degraded);
   if (d.store_error) {
     out += "\"error\":";
     AppendString(d.store_error->ToString(), out);

@@ -128,6 +128,14 @@ Status ParseModes(const std::string& name, const YAML::Node& node, Policy& polic
     if (!parsed.ok()) return At(name, failure, "on_store_failure " + parsed.error().message());
     policy.on_store_failure = *parsed;
   }
+  if (const YAML::Node block = node["block_for"]) {
+    Result<Seconds> length = ParseDuration(block.as<std::string>());
+    if (!length.ok()) return At(name, block, "block_for: " + length.error().message());
+    if (*length < Seconds{1} || *length > kMaxBlockFor) {
+      return At(name, block, "block_for is 1s to 400d (how long a denial blocks the feature)");
+    }
+    policy.block_for = *length;
+  }
   return {};
 }
 
@@ -248,7 +256,7 @@ Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) 
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
   if (Status s = CheckFields(name, node,
                              {"limits", "mode", "on_store_failure", "shadow", "overrides",
-                              "feature", "ip_prefix", "request_limits", "settle"},
+                              "feature", "ip_prefix", "request_limits", "settle", "block_for"},
                              "field", "an event entry");
       !s.ok()) {
     return s.error();
@@ -524,6 +532,10 @@ std::string PolicyFile::Explain() const {
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
         FailureModeName(p.on_store_failure),
         entry.shadow ? "; shadow: decided and reported, every hit allowed" : "");
+    if (p.block_for > Seconds{0}) {
+      out += fmt::format("  a denial blocks the feature for {} (every check denied meanwhile)\n",
+                         FormatDuration(p.block_for));
+    }
     if (entry.ip) {
       out += fmt::format(
           "  features are IP addresses: counted per IPv4 /{} and IPv6 /{}; overrides are ranges, "

@@ -82,6 +82,9 @@ std::string SummaryOf(const Policy& policy, const EventPolicy& entry) {
                         FormatDuration(entry.request_limits->max_window));
   }
   if (entry.settle) text += ", settled";
+  if (policy.block_for > Seconds{0}) {
+    text += fmt::format(", a denial blocks for {}", FormatDuration(policy.block_for));
+  }
   const std::map<std::string, Policy>& overrides = entry.overrides;
   const char* separator = "; overrides: ";
   for (const auto& [feature, limits] : overrides) {

@@ -58,6 +58,7 @@ TEST(Json, AppendDecisionJsonWritesExactlyWhatDumpOfDecisionJsonDoes) {
     d.cost = Cost{rng() % 40, rng() % 4, rng() % 3};
     d.cost.cache_hits = rng() % 30;
     d.cost.blocked_hits = rng() % 2;
+    if (rng() % 3 == 0) d.blocked_until = FromUnix(1'700'000'000 + int64_t(rng() % 100000));
     for (size_t n = rng() % 5, i = 0; i < n; ++i) {
       const Limit& limit = limits[rng() % limits.size()];
       const uint64_t count = rng() % 2 == 0 ? rng() : rng() % 100;

@@ -32,7 +32,8 @@ Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const 
 
 PendingRead BucketReader::Prepare(const std::string& group, std::span<const Bucket> buckets,
                                   std::vector<Increment> increments, Instant now,
-                                  std::optional<KeySpace::LedgerKeys> ledger) const {
+                                  std::optional<KeySpace::LedgerKeys> ledger,
+                                  std::vector<std::string> extras) const {
   PendingRead p;
   p.read.values.assign(buckets.size(), 0);
   p.flags = LookUp(group, buckets, now, p.read);
@@ -46,6 +47,8 @@ PendingRead BucketReader::Prepare(const std::string& group, std::span<const Buck
     if (!FromCache(p.flags[i])) p.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
   }
   if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->events));
+  p.extras = extras.size();
+  for (std::string& key : extras) p.batch.reads.push_back(std::move(key));
   p.keys_read = p.batch.reads.size();
   p.needs_store = !p.batch.reads.empty() || !p.batch.increments.empty();
   return p;
@@ -71,6 +74,9 @@ std::optional<Result<BucketRead>> BucketReader::Advance(
     const uint64_t events = values[k];
     read.ledger = added > events - added ? added - (events - added) : 0;
   }
+  k += pending.reads_ledger ? 1 : 0;
+  read.extras.assign(values.begin() + static_cast<std::ptrdiff_t>(k),
+                     values.begin() + static_cast<std::ptrdiff_t>(k + pending.extras));
   if (cache_ == nullptr) return std::move(read);
 
   // The generation was read before any bucket: values cached under it are current.

@@ -26,6 +26,7 @@ struct BucketRead {
   std::vector<uint64_t> values;  // per requested bucket
   // When asked for and whole: today's net hits as the ledger has them, floored at 0.
   std::optional<uint64_t> ledger;
+  std::vector<uint64_t> extras;  // per extra key asked for (missing ones read 0)
   Cost cost;
 };
 
@@ -39,6 +40,7 @@ struct PendingRead {
   bool needs_store = true;     // false: nothing to send, Advance needs no answer
   bool rereading = false;      // batch re-reads the stale cached buckets
   bool reads_ledger = false;   // batch reads the ledger: first (after the generation) and last
+  size_t extras = 0;           // keys read after everything else, raw
   uint64_t generation = 0;     // when rereading: the generation the first answer read
 };
 
@@ -56,10 +58,12 @@ class BucketReader {
   // (if pending.needs_store), then Advance with the same group and buckets and the store's
   // answer. Advance gives the read, or nullopt when buckets served from the cache turned out
   // stale (a reset elsewhere): pending.batch then holds their re-read, to send and Advance again.
-  // `ledger`, when given, is read too (BucketRead::ledger).
+  // `ledger`, when given, is read too (BucketRead::ledger), and so are `extras`, keys of the
+  // group read as they are, never cached (BucketRead::extras).
   PendingRead Prepare(const std::string& group, std::span<const Bucket> buckets,
                       std::vector<Increment> increments, Instant now,
-                      std::optional<KeySpace::LedgerKeys> ledger = std::nullopt) const;
+                      std::optional<KeySpace::LedgerKeys> ledger = std::nullopt,
+                      std::vector<std::string> extras = {}) const;
   std::optional<Result<BucketRead>> Advance(const std::string& group,
                                             std::span<const Bucket> buckets, PendingRead& pending,
                                             Result<std::vector<uint64_t>> answer) const;

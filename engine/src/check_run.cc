@@ -27,6 +27,7 @@ std::string BlockedKey(const std::string& group, const Policy& policy) {
     append(limit.window.utc_offset().count());
     append(static_cast<int64_t>(limit.max_hits));
   }
+  append(policy.block_for.count());
   return key;
 }
 
@@ -68,6 +69,9 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   decision_.at = t;
   if (record) core_.ForgetCachedIfSettled(group_, second_, now_);
   today_ = ComparedDay();
+  if (policy.block_for > Seconds{0} && live()) {
+    penalty_ = KeySpace::Penalty(group_, policy.block_for, second_);
+  }
 }
 
 std::optional<int64_t> CheckRun::ComparedDay() const {
@@ -139,6 +143,11 @@ Decision CheckRun::FinishBlocked() {
     o.retry_after = RetryAfter(o.limit, t_, hits_, blocked_->pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
+  if (decision.blocked_until && *decision.blocked_until > t_) {
+    decision.retry_after = Later(decision.retry_after, *decision.blocked_until - t_);
+  } else {
+    decision.blocked_until.reset();
+  }
   if (decision.recorded) {
     BlockedCache::Entry updated = *blocked_;
     updated.decision = decision;
@@ -193,7 +202,10 @@ bool CheckRun::Prepare() {
     plan_ = core_.Plan(spans_, open, now_);
     reads_ = plan_->reads;
   }
-  pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_, Ledger());
+  std::vector<std::string> extras;
+  if (penalty_ && !penalty_read_) extras = {penalty_->previous, penalty_->current};
+  pending_ =
+      Reader().Prepare(group_, reads_, std::move(increments), now_, Ledger(), std::move(extras));
   return true;
 }
 
@@ -244,6 +256,12 @@ void CheckRun::Absorb(Result<BucketRead> read) {
   }
   missing_ = read->ledger ? MissingHits(*read->ledger) : 0;
   for (size_t i = 0; i < spans_.size(); ++i) CountMissing(i);
+  if (read->extras.size() == 2) {
+    penalty_read_ = true;
+    blocked_until_ =
+        KeySpace::BlockedUntil(policy_.block_for, second_, read->extras[0], read->extras[1]);
+  }
+  if (blocked_until_) return Judged();  // denied whatever the counts: no further read
   if (step_ == Step::kBounds) {
     bool all_fit = true, one_over = false;
     for (size_t i = 0; i < spans_.size(); ++i) {
@@ -315,15 +333,33 @@ bool CheckRun::allowed() const {
   return !blocked_ && decision_.allowed;
 }
 
-std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
-  if (failed_ || blocked_ || probing_ || !record_ || policy_.mode != CountingMode::kAdmitted ||
-      taking_back_) {
-    return std::nullopt;
+bool CheckRun::UndoesHit(bool request_denied) const {
+  if (failed_ || blocked_ || probing_ || !record_ || policy_.mode != CountingMode::kAdmitted) {
+    return false;
   }
-  if (decision_.allowed && !request_denied) return std::nullopt;
+  return !decision_.allowed || request_denied;
+}
+
+bool CheckRun::Strikes() const {
+  return penalty_ && record_ && !failed_ && !blocked_ && !blocked_until_ && !decision_.allowed;
+}
+
+std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
+  if (taking_back_) return std::nullopt;
+  Batch batch{group_, {}, {}};
+  if (UndoesHit(request_denied)) {
+    undoing_ = true;
+    batch.increments = HitIncrements(-1);
+    decision_.cost.keys_written += core_.keys.KeysPerTakeBack();
+  }
+  if (Strikes()) {
+    striking_ = true;
+    batch.increments.push_back(core_.keys.Strike(group_, policy_.block_for, second_));
+    decision_.cost.keys_written += 1;
+  }
+  if (batch.increments.empty()) return std::nullopt;
   taking_back_ = true;
-  decision_.cost.keys_written += core_.keys.KeysPerTakeBack();
-  return Batch{group_, HitIncrements(-1), {}};
+  return batch;
 }
 
 Decision CheckRun::Finish() {
@@ -359,10 +395,13 @@ void CheckRun::Judge() {
         LimitOutcome{policy_.limits[i], upper, 0, over, Seconds{0}, lower == upper, lower});
     fits = fits && SaturatingAdd(upper, unread) <= max;
   }
-  decision_.allowed = fits;
+  decision_.allowed = fits && !blocked_until_;
+  decision_.blocked_until = blocked_until_;
 }
 
 void CheckRun::TookBack(bool sent) {
+  if (striking_ && sent) decision_.blocked_until = t_ + policy_.block_for;
+  if (!undoing_) return;
   decision_.recorded = !sent;
   decision_.cost.failed_take_backs += sent ? 0 : 1;
   if (!sent) return;
@@ -391,6 +430,11 @@ std::optional<Seconds> CheckRun::FillRetryAfter() {
     if (!fits) {
       earliest = Later(earliest, EarliestRetry(outcome.limit, t_, hits_, tally_.lower_pieces[i]));
     }
+  }
+  if (decision_.blocked_until) {  // the block's end is certain, and never early
+    const Seconds block = *decision_.blocked_until - t_;
+    decision_.retry_after = Later(decision_.retry_after, block);
+    earliest = Later(earliest, block);
   }
   return earliest;
 }

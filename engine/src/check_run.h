@@ -21,6 +21,10 @@
 // take-back of the hit (admitted mode) is left to the caller, who knows whether the request the
 // check belongs to stands: a denied check's hit, or an admitted one whose request was denied.
 //
+// Penalties: a live check of a policy with block_for reads the feature's penalty keys with its
+// first read (KeySpace::Penalty); a blocked feature is denied without a further read. A check its
+// own limits deny strikes (KeySpace::Strike) with its take-back, or alone in attempts mode.
+//
 // Lost data: a live check whose windows hold all of today also reads the feature's ledger of the
 // day (KeySpace::Ledger), in the same batch. When the buckets it read hold fewer of today's hits
 // than the ledger (which, read as it is, never counts more than they hold), the store lost them
@@ -67,8 +71,9 @@ class CheckRun {
   // Once NextBatch gives null: whether the check fits (per its policy when the store failed).
   bool allowed() const;
   // Once NextBatch gives null: the batch undoing this check's hit, when it stays counted and must
-  // not: admitted mode, recorded, and denied (or `request_denied`). Fire-and-forget: no reads.
-  // Given at most once per run.
+  // not: admitted mode, recorded, and denied (or `request_denied`); with it (or alone) the strike
+  // of a penalty, when a limit of a policy with block_for denied the check. Fire-and-forget: no
+  // reads. Given at most once per run.
   std::optional<Batch> TakeBack(bool request_denied);
   // Whether that take-back was sent.
   void TookBack(bool sent);
@@ -110,6 +115,9 @@ class CheckRun {
   void CountMissing(size_t i);
   // The probe did not deny: forget the denial, and read the exact cover with the hit.
   void Probed();
+  // Whether TakeBack undoes the hit; whether it strikes a penalty.
+  bool UndoesHit(bool request_denied) const;
+  bool Strikes() const;
   // The hits the reads leave out: a peek's or a probe's (nothing written yet).
   uint64_t Unread() const { return record_ && !probing_ ? 0 : hits_; }
   // The blocked client's answer: the decision that blocked it, with the attempts since.
@@ -147,6 +155,13 @@ class CheckRun {
   // A live check whose windows hold all of today: that day's first second (the ledger is read).
   std::optional<int64_t> today_;
   uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw (0: no ledger)
+  // A live check under a penalty (Policy::block_for) reads the feature's penalty keys with its
+  // first read; blocked_until_ is set when they block it.
+  std::optional<KeySpace::PenaltyKeys> penalty_;
+  bool penalty_read_ = false;
+  std::optional<Instant> blocked_until_;
+  bool undoing_ = false;   // the take-back batch undoes the hit
+  bool striking_ = false;  // the take-back batch strikes a penalty
 };
 
 }  // namespace hourglass::internal

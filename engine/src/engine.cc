@@ -30,6 +30,16 @@ Status CheckInstant(Instant t) {
                   ToUnix(t), ToUnix(kFirstInstant), ToUnix(kLastInstant)));
 }
 
+// A penalty's length: 1s to kMaxBlockFor, or 0 where `none_ok` (no penalty).
+Status CheckBlockFor(Seconds block_for, bool none_ok) {
+  if ((none_ok && block_for == Seconds{0}) ||
+      (block_for >= Seconds{1} && block_for <= kMaxBlockFor)) {
+    return {};
+  }
+  return InvalidArgument(
+      fmt::format("block_for {}: must be 1s to 400d", FormatDuration(block_for)));
+}
+
 Status CheckOptions(const EngineOptions& options) {
   if (options.retention < Seconds{1} || options.retention > kMaxRetention) {
     return InvalidArgument(
@@ -217,6 +227,7 @@ Result<std::string> Engine::ValidateCheck(const CheckRequest& check, Instant now
   if (Status s = ValidateLimits(check.policy->limits, core_->options.retention); !s.ok()) {
     return named(s.error());
   }
+  if (Status s = CheckBlockFor(check.policy->block_for, true); !s.ok()) return named(s.error());
   if (Status s = CheckInstant(check.at.value_or(now)); !s.ok()) return named(s.error());
   return group;
 }
@@ -324,17 +335,33 @@ std::optional<Engine::RequestDecision> Engine::CheckAllIfBlocked(
 }
 
 Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_view feature,
-                                           std::optional<Instant> around) const {
+                                           std::optional<Instant> around, Seconds block_for) const {
   Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   const Instant t = around.value_or(core_->clock->Now());
   if (Status s = CheckInstant(t); !s.ok()) return s.error();
+  if (Status s = CheckBlockFor(block_for, true); !s.ok()) return s.error();
   uint64_t deleted = 0;
   // This process's denials of the feature go at once; other processes' within blocked_max_age.
   if (core_->blocked) core_->blocked->Forget(*group);
-  Result<Cost> cost = internal::ResetGroup(*core_, *group, ToUnix(t), deleted);
+  Result<Cost> cost = internal::ResetGroup(*core_, *group, ToUnix(t), block_for, deleted);
   if (!cost.ok()) return cost.error();
   return ResetOutcome{deleted, *cost};
+}
+
+Result<std::optional<Instant>> Engine::BlockedUntil(std::string_view event,
+                                                    std::string_view feature, Seconds block_for,
+                                                    std::optional<Instant> at) const {
+  Result<std::string> group = GroupKeyFor(event, feature);
+  if (!group.ok()) return group.error();
+  if (Status s = CheckBlockFor(block_for, false); !s.ok()) return s.error();
+  const Instant t = at.value_or(core_->clock->Now());
+  if (Status s = CheckInstant(t); !s.ok()) return s.error();
+  KeySpace::PenaltyKeys keys = KeySpace::Penalty(*group, block_for, ToUnix(t));
+  Batch batch{*group, {}, {std::move(keys.previous), std::move(keys.current)}};
+  Result<std::vector<uint64_t>> values = core_->store->Apply(batch);
+  if (!values.ok()) return values.error();
+  return KeySpace::BlockedUntil(block_for, ToUnix(t), (*values)[0], (*values)[1]);
 }
 
 Result<Engine::BucketValues> Engine::ReadBuckets(std::string_view event, std::string_view feature,

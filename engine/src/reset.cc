@@ -3,7 +3,6 @@
 namespace hourglass::internal {
 namespace {
 
-
 // Every top-level bucket that can still be alive around `t`.
 std::vector<Bucket> TopCandidates(const EngineCore& core, int64_t t) {
   const Ladder& ladder = core.keys.ladder();
@@ -66,10 +65,23 @@ std::vector<std::string> LedgerKeysAround(const EngineCore& core, const std::str
   return keys;
 }
 
+// The penalty keys of `block_for` that can still be alive around `t` (KeySpace::Strike's TTL).
+std::vector<std::string> PenaltyKeysAround(const EngineCore& core, const std::string& group,
+                                           int64_t t, Seconds block_for) {
+  std::vector<std::string> keys;
+  if (block_for <= Seconds{0}) return keys;
+  const int64_t margin = core.settle_margin().count();
+  const int64_t b = block_for.count();
+  for (int64_t at = t - 2 * b - margin; FloorDiv(at, b) <= FloorDiv(t + margin, b); at += b) {
+    keys.push_back(std::move(KeySpace::Penalty(group, block_for, at).current));
+  }
+  return keys;
+}
+
 }  // namespace
 
 Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_t t,
-                        uint64_t& deleted) {
+                        Seconds block_for, uint64_t& deleted) {
   Cost cost;
   Result<std::vector<std::string>> doomed = FindNonEmpty(core, group, t, cost);
   if (!doomed.ok()) return doomed.error();
@@ -77,6 +89,9 @@ Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_
   // The ledgers too: they may count hits whose buckets the store lost.
   std::vector<std::string> deletes = std::move(*doomed);
   for (std::string& key : LedgerKeysAround(core, group, t)) deletes.push_back(std::move(key));
+  for (std::string& key : PenaltyKeysAround(core, group, t, block_for)) {
+    deletes.push_back(std::move(key));
+  }
   if (!deletes.empty()) {
     if (Status s = core.store->Delete(group, deletes); !s.ok()) return s.error();
     cost.keys_written += deletes.size();

@@ -65,6 +65,9 @@ struct Decision {
   Cost cost;
   // The instant the hit was decided at: where its increments are (see Engine::Unrecord).
   Instant at{};
+  // Set when a penalty (Policy::block_for) blocks the feature at `at`: it is denied until then,
+  // whatever its counts (retry_after waits for it too).
+  std::optional<Instant> blocked_until;
 };
 
 }  // namespace hourglass

@@ -225,8 +225,16 @@ class Engine {
     uint64_t deleted = 0;  // bucket keys deleted
     Cost cost;             // store work: the reads, the deletes and the generation write
   };
+  // With `block_for` (a policy's penalty length), the feature's penalty is lifted too.
   Result<ResetOutcome> Reset(std::string_view event, std::string_view feature,
-                             std::optional<Instant> around = std::nullopt) const;
+                             std::optional<Instant> around = std::nullopt,
+                             Seconds block_for = Seconds{0}) const;
+
+  // When the penalty of length `block_for` (Policy::block_for, 1s to kMaxBlockFor) that blocks
+  // event+feature at `at` (default now) ends; nullopt when it is not blocked. One round trip.
+  Result<std::optional<Instant>> BlockedUntil(std::string_view event, std::string_view feature,
+                                              Seconds block_for,
+                                              std::optional<Instant> at = std::nullopt) const;
 
   // The raw values of some buckets of event+feature (for inspection). One round trip.
   struct BucketValues {

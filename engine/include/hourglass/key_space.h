@@ -4,6 +4,7 @@
 //   <group>:<level width>:<bucket index>              a bucket
 //   <group>:g                                         the feature's generation (bumped by resets)
 //   <group>:d:<Unix day>, <group>:de:<Unix day>       the feature's ledger of a UTC day
+//   <group>:b:<block seconds>:<slot>                  a penalty's strikes (Policy::block_for)
 //
 //   KeySpace keys = engine.keys();
 //   std::string group = keys.GroupKey("signup", "ann@example.com");
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +75,25 @@ class KeySpace {
   // One increment of `delta` per level for a hit at second `t`, and the ledger's when kept: after
   // them for a hit (delta > 0), before them for a take-back.
   std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
+
+  // Penalties (Policy::block_for = B): a denial by a limit at second t strikes the feature: it is
+  // blocked from t until t + B. Time is cut in slots of B seconds; the strike adds
+  // kStrike + (t mod B) + 1 to its slot's key, so the key holds how many strikes it has (value /
+  // kStrike) and the sum of their offsets + 1. A block starting in slot s ends in slot s + 1:
+  // whether second t is blocked is read from the keys of t's slot and the one before. No strike
+  // comes while the feature is blocked, so a slot holds one block's strikes: one, or a few that
+  // raced on different clients, read as their mean (within a round trip of each other).
+  static constexpr uint64_t kStrike = uint64_t{1} << 40;
+  struct PenaltyKeys {
+    std::string previous, current;  // the slot before t's, and t's
+  };
+  static PenaltyKeys Penalty(const std::string& group, Seconds block_for, int64_t t);
+  // The strike of a denial at second t.
+  Increment Strike(const std::string& group, Seconds block_for, int64_t t) const;
+  // When the block covering second t ends, from the values of Penalty(group, block_for, t)'s keys
+  // (0 when missing); nullopt when t is not blocked.
+  static std::optional<Instant> BlockedUntil(Seconds block_for, int64_t t, uint64_t previous,
+                                             uint64_t current);
 
   const Ladder& ladder() const { return ladder_; }
   const KeyCodec& codec() const { return codec_; }

@@ -47,7 +47,14 @@ struct Policy {
   std::vector<Limit> limits;
   CountingMode mode = CountingMode::kAdmitted;
   FailureMode on_store_failure = FailureMode::kFailOpen;
+  // A penalty: > 0, a check denied by a limit blocks its feature for this long from its instant,
+  // for every client of the store; checks while it is blocked are denied (their hits counted per
+  // the mode, as any denial's) and strike nothing more. 0 (the default): no penalty.
+  Seconds block_for{0};
 };
+
+// The longest penalty (Policy::block_for).
+constexpr Seconds kMaxBlockFor{400 * 86400};
 
 // Whether an engine keeping `retention` (EngineOptions::retention) can answer every limit: the
 // one rule that checks and the configuration loaders share, so that a policy is refused where it

@@ -25,6 +25,9 @@
 //       limits: [20000/m]                     # the default plan
 //       request_limits: {max_hits: 1000000, max_window: 1d}  # a check may carry its own limits
 //       settle: true                          # POST /v1/settle may correct a charge afterwards
+//     login:
+//       limits: [5/m]
+//       block_for: 15m                        # a denial blocks the feature for 15 minutes
 //
 //   Result<PolicyFile> file = PolicyFile::Load("policies/example.yaml");
 //   Result<Policy> policy = file->For("url_shorten", "203.0.113.66");

@@ -1,0 +1,180 @@
+// Penalties (Policy::block_for): a denial by a limit blocks the feature for block_for from its
+// instant, for every client of the store. Random traces of checks from two engines sharing one
+// store (in memory, memcached, memcached packed; plain and hot path), each decision held against
+// a brute-force model of the limits and the block; counts, BlockedUntil and reset too.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "hourglass/engine.h"
+#include "hourglass/key_space.h"
+#include "sliding_log.h"
+#include "store_harness.h"
+
+namespace hourglass {
+namespace {
+
+using testing::SlidingLog;
+
+constexpr int64_t kStart = 1'431'820'800;  // 2015-05-17 00:00:00 UTC
+
+TEST(PenaltyKeys, AStrikeIsReadBackAsItsBlockFromItsSlotAndTheNext) {
+  const KeySpace keys(*KeyCodec::Create("hg"), Ladder::Default(), Seconds{86400}, Seconds{5});
+  const Seconds b{300};
+  const int64_t t = kStart + 299;  // the last second of a slot
+  const Increment strike = keys.Strike("g", b, t);
+  EXPECT_EQ(strike.key, KeySpace::Penalty("g", b, t).current);
+  EXPECT_EQ(strike.ttl, Seconds{605});
+  const uint64_t one = static_cast<uint64_t>(strike.delta);
+  EXPECT_EQ(KeySpace::BlockedUntil(b, t, 0, one), FromUnix(t + 300));
+  EXPECT_EQ(KeySpace::BlockedUntil(b, t + 299, 0, 0), std::nullopt);
+  // From the next slot, the block is read from the slot before.
+  EXPECT_EQ(KeySpace::Penalty("g", b, t + 1).previous, strike.key);
+  EXPECT_EQ(KeySpace::BlockedUntil(b, t + 299, one, 0), FromUnix(t + 300));
+  EXPECT_EQ(KeySpace::BlockedUntil(b, t + 300, one, 0), std::nullopt) << "ended";
+  // Two strikes that raced (2 s apart, one slot): their mean.
+  const uint64_t two = one + static_cast<uint64_t>(keys.Strike("g", b, t - 2).delta);
+  EXPECT_EQ(KeySpace::BlockedUntil(b, t, 0, two), FromUnix(t - 1 + 300));
+}
+
+using Config = std::tuple<std::string, std::string>;
+
+class PenaltyTest : public ::testing::TestWithParam<Config> {
+ protected:
+  void SetUp() override {
+    harness_ = testing::MakeHarness(std::get<0>(GetParam()));
+    ASSERT_FALSE(HasFailure());
+    if (auto* memory = dynamic_cast<testing::MemoryHarness*>(harness_.get())) {
+      clock_ = &memory->manual_clock();
+    } else {
+      own_clock_ = std::make_unique<ManualClock>(FromUnix(kStart));
+      clock_ = own_clock_.get();
+    }
+    clock_->Set(FromUnix(kStart));
+  }
+  Engine MakeEngine() {
+    EngineOptions options;
+    options.hot_path = std::get<1>(GetParam()) == "hot" ? HotPathOptions::LongRunning(1024)
+                                                        : HotPathOptions::Off();
+    Result<Engine> engine = Engine::Create(harness_->store(), *clock_, options);
+    EXPECT_TRUE(engine.ok());
+    return std::move(*engine);
+  }
+
+  // A random trace of checks of two features from two engines against the model; every few
+  // steps a count, a BlockedUntil and now and then a reset. Returns how many checks a block
+  // denied (the trace must reach some).
+  int RunTrace(CountingMode mode, uint32_t seed) {
+    const Engine engines[] = {MakeEngine(), MakeEngine()};
+    const Policy policy{*ParseLimits("3/m, 8/h"), mode, FailureMode::kFailOpen, Seconds{300}};
+    const std::vector<Window> windows = {policy.limits[0].window, policy.limits[1].window};
+    struct Model {
+      SlidingLog log;
+      int64_t blocked_until = 0;
+    };
+    std::map<std::string, Model> model;
+    std::mt19937 rng(seed);
+    int64_t t = kStart;
+    int blocked = 0;
+    for (int step = 0; step < 400; ++step) {
+      t += rng() % 4 == 0 ? rng() % 400 : rng() % 20;
+      clock_->Set(FromUnix(t));
+      const std::string feature = rng() % 2 == 0 ? "ann" : "bob";
+      const Engine& engine = engines[rng() % 2];
+      Model& m = model[feature];
+      SCOPED_TRACE(::testing::Message()
+                   << "step " << step << " t+" << t - kStart << " " << feature);
+      if (rng() % 40 == 0) {
+        EXPECT_TRUE(engine.Reset("login", feature, std::nullopt, policy.block_for).ok());
+        m = Model{};
+        continue;
+      }
+      Result<Decision> d = engine.Check("login", feature, policy);
+      if (!d.ok()) {
+        ADD_FAILURE() << d.error().message();
+        return blocked;
+      }
+      const bool was_blocked = m.blocked_until > t;
+      const bool fits = m.log.Window(t, 60) < 3 && m.log.Window(t, 3600) < 8;
+      EXPECT_EQ(d->allowed, !was_blocked && fits);
+      if (was_blocked) {
+        ++blocked;
+        EXPECT_EQ(d->blocked_until, FromUnix(m.blocked_until));
+        EXPECT_GE(d->retry_after, Seconds{m.blocked_until - t});
+      } else if (!fits) {
+        m.blocked_until = t + 300;  // this denial strikes
+        EXPECT_EQ(d->blocked_until, FromUnix(m.blocked_until));
+        EXPECT_GE(d->retry_after, Seconds{300});
+      } else {
+        EXPECT_EQ(d->blocked_until, std::nullopt);
+      }
+      if (d->allowed || mode == CountingMode::kAttempts) m.log.Add(t);
+      if (rng() % 5 != 0) continue;
+      harness_->store().Flush();  // take-backs and strikes are sent without waiting
+      const Engine& reader = engines[rng() % 2];
+      Result<Counts> counts = reader.Count("login", feature, windows);
+      EXPECT_TRUE(counts.ok());
+      if (counts.ok()) {
+        EXPECT_EQ(counts->windows[0].count, m.log.Window(t, 60));
+        EXPECT_EQ(counts->windows[1].count, m.log.Window(t, 3600));
+      }
+      Result<std::optional<Instant>> until =
+          reader.BlockedUntil("login", feature, policy.block_for);
+      EXPECT_TRUE(until.ok());
+      if (until.ok()) {
+        EXPECT_EQ(*until,
+                  m.blocked_until > t ? std::optional(FromUnix(m.blocked_until)) : std::nullopt);
+      }
+    }
+    return blocked;
+  }
+
+  std::unique_ptr<testing::StoreHarness> harness_;
+  std::unique_ptr<ManualClock> own_clock_;
+  ManualClock* clock_ = nullptr;
+};
+
+TEST_P(PenaltyTest, AdmittedModeDecisionsCountsAndBlocksFollowTheModel) {
+  EXPECT_GT(RunTrace(CountingMode::kAdmitted, 11), 10);
+}
+
+TEST_P(PenaltyTest, AttemptsModeCountsTheBlockedAttemptsToo) {
+  EXPECT_GT(RunTrace(CountingMode::kAttempts, 12), 10);
+}
+
+// The block holds whatever the counts say, and only a reset naming the penalty lifts it.
+TEST_P(PenaltyTest, ABlockOutlivesTheCountsThatCausedItUntilAResetLiftsIt) {
+  const Engine a = MakeEngine();
+  const Engine b = MakeEngine();
+  const Policy policy{*ParseLimits("1/s"), CountingMode::kAdmitted, FailureMode::kFailOpen,
+                      Seconds{900}};
+  ASSERT_TRUE(a.Check("login", "eve", policy)->allowed);
+  Result<Decision> denied = a.Check("login", "eve", policy);
+  ASSERT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->blocked_until, FromUnix(kStart + 900));
+  EXPECT_EQ(denied->retry_after, Seconds{900});
+  clock_->Set(FromUnix(kStart + 600));  // the second has long passed: 1/s has room again
+  Result<Decision> other = b.Check("login", "eve", policy);
+  EXPECT_FALSE(other->allowed) << "another client sees the block";
+  EXPECT_EQ(other->retry_after, Seconds{300});
+  EXPECT_EQ(other->limits[0].count, 0u) << "its hit was taken back";
+  EXPECT_TRUE(b.Check("login", "mallory", policy)->allowed) << "per feature";
+  Policy peek_policy = policy;
+  EXPECT_FALSE(b.Peek("login", "eve", peek_policy)->allowed) << "a peek sees it too";
+  ASSERT_TRUE(b.Reset("login", "eve", std::nullopt, policy.block_for).ok());
+  EXPECT_TRUE(a.Check("login", "eve", policy)->allowed) << "lifted, for a's cache too";
+  clock_->Set(FromUnix(kStart + 600 + 900));
+  EXPECT_TRUE(b.Check("login", "eve", policy)->allowed);
+}
+
+INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, PenaltyTest,
+                         ::testing::Combine(::testing::Values("memory", "memcached",
+                                                              "memcached_packed"),
+                                            ::testing::Values("plain", "hot")),
+                         [](const auto& param_info) {
+                           return std::get<0>(param_info.param) + "_" +
+                                  std::get<1>(param_info.param);
+                         });
+
+}  // namespace
+}  // namespace hourglass
