@@ -3,6 +3,7 @@
 #pragma once
 
 #include "app.h"
+#include "hourglass/policy_file.h"
 
 namespace hourglass::cli {
 
@@ -24,5 +25,8 @@ Command AddTopCommand(CLI::App& app, const Globals& g);
 void AddPolicyCheckOption(CLI::App* sub, std::string& path);
 std::string FeatureIn(const std::string& path, const std::string& event,
                       const std::string& feature);
+// FeatureIn's feature with the policy the file gives it (none without a file or an entry): its
+// block_for says which penalty count and inspect show and reset lifts.
+Resolved PolicyIn(const std::string& path, const std::string& event, const std::string& feature);
 
 }  // namespace hourglass::cli

@@ -118,4 +118,11 @@ std::string CountsText(const Counts& counts) {
   return out;
 }
 
+std::string BlockedText(const std::optional<Instant>& until) {
+  if (!until) return "";
+  return fmt::format(
+      "  blocked until {} by a penalty (block_for); `hourglass reset --policy FILE` lifts it\n",
+      FormatTime(*until));
+}
+
 }  // namespace hourglass::cli

@@ -27,5 +27,7 @@ std::string FormatTimeOfDay(Instant t, bool with_seconds);
 std::string Sparkline(std::span<const uint64_t> values);
 // One line per window: "  1m              6".
 std::string CountsText(const Counts& counts);
+// A line saying when a penalty ends, if one blocks the feature; "" otherwise.
+std::string BlockedText(const std::optional<Instant>& until);
 
 }  // namespace hourglass::cli

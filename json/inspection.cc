@@ -26,8 +26,8 @@ std::vector<Timeline> Timelines(const Engine& engine, int64_t now) {
 }  // namespace
 
 Result<Inspection> Inspect(const Engine& engine, std::string_view event, std::string_view feature,
-                           Instant at) {
-  Inspection inspection{at, Timelines(engine, ToUnix(at)), {}, 0, 0};
+                           Instant at, Seconds block_for) {
+  Inspection inspection{at, Timelines(engine, ToUnix(at)), {}, 0, 0, std::nullopt};
   std::vector<Bucket> buckets;
   for (const Timeline& timeline : inspection.timelines) {
     buckets.insert(buckets.end(), timeline.buckets.begin(), timeline.buckets.end());
@@ -45,6 +45,13 @@ Result<Inspection> Inspect(const Engine& engine, std::string_view event, std::st
   inspection.counts = std::move(*counts);
   inspection.keys_read = read->cost.keys_read + inspection.counts.cost.keys_read;
   inspection.round_trips = read->cost.round_trips + inspection.counts.cost.round_trips;
+  if (block_for > Seconds{0}) {
+    Result<std::optional<Instant>> until = engine.BlockedUntil(event, feature, block_for, at);
+    if (!until.ok()) return until.error();
+    inspection.blocked_until = *until;
+    inspection.keys_read += 2;
+    inspection.round_trips += 1;
+  }
   return inspection;
 }
 
@@ -73,6 +80,7 @@ nlohmann::json InspectionJson(std::string_view event, std::string_view feature,
   }
   j["keys_read"] = inspection.keys_read;
   j["round_trips"] = inspection.round_trips;
+  if (inspection.blocked_until) j["blocked_until"] = ToUnix(*inspection.blocked_until);
   return j;
 }
 

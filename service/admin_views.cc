@@ -82,9 +82,11 @@ json Specs(const std::vector<Limit>& limits) {
 }
 
 json PolicyJson(const Policy& policy) {
-  return {{"limits", Specs(policy.limits)},
-          {"mode", CountingModeName(policy.mode)},
-          {"on_store_failure", FailureModeName(policy.on_store_failure)}};
+  json j = {{"limits", Specs(policy.limits)},
+            {"mode", CountingModeName(policy.mode)},
+            {"on_store_failure", FailureModeName(policy.on_store_failure)}};
+  if (policy.block_for > Seconds{0}) j["block_for"] = policy.block_for.count();
+  return j;
 }
 
 }  // namespace
@@ -124,6 +126,11 @@ std::string PolicyView(const PolicySource& policies, const std::string& path) {
       json event = PolicyJson(entry.policy);
       event["shadow"] = entry.shadow;
       event["feature"] = entry.ip ? "ip" : "any";
+      event["settle"] = entry.settle;
+      if (entry.request_limits) {
+        event["request_limits"] = {{"max_hits", entry.request_limits->max_hits},
+                                   {"max_window", entry.request_limits->max_window.count()}};
+      }
       json overrides = json::object();
       for (const auto& [key, policy] : entry.overrides) overrides[key] = Specs(policy.limits);
       event["overrides"] = std::move(overrides);

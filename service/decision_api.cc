@@ -375,25 +375,36 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   return res;
 }
 
-std::optional<HttpResponse> DecisionApi::Resolve(std::string_view event,
-                                                 std::string& feature) const {
+std::optional<HttpResponse> DecisionApi::Resolve(std::string_view event, std::string& feature,
+                                                 Seconds* block_for) const {
   Result<Resolved> resolved = Policies()->Resolve(event, feature);
   if (!resolved.ok()) return ErrorResponse(resolved.error());
   feature = std::move(resolved->feature);
+  if (block_for != nullptr) *block_for = resolved->policy.block_for;
   return std::nullopt;
 }
 
 HttpResponse DecisionApi::Count(const boost::urls::url_view& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
-  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature)) return *refused;
+  Seconds block_for{0};
+  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature, &block_for)) {
+    return *refused;
+  }
   Result<std::vector<Window>> windows = q->windows.empty()
                                             ? Result<std::vector<Window>>(engine_.DefaultWindows())
                                             : ParseSlidingWindows(q->windows);
   if (!windows.ok()) return ErrorResponse(windows.error());
   Result<Counts> counts = engine_.Count(*q->event, *q->feature, *windows);
   if (!counts.ok()) return StoreErrorResponse(counts.error());
-  return JsonResponse(http::status::ok, CountsJson(*q->event, *q->feature, *counts));
+  json body = CountsJson(*q->event, *q->feature, *counts);
+  if (block_for > Seconds{0}) {  // the penalty, read at the counts' instant
+    Result<std::optional<Instant>> until =
+        engine_.BlockedUntil(*q->event, *q->feature, block_for, counts->at);
+    if (!until.ok()) return StoreErrorResponse(until.error());
+    body["blocked_until"] = *until ? json(ToUnix(**until)) : json(nullptr);
+  }
+  return JsonResponse(http::status::ok, body);
 }
 
 HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const {
@@ -403,8 +414,12 @@ HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const
     return ErrorResponse(http::status::bad_request,
                          "inspect takes no window: it shows 1s 1m 1h 1d (within the retention)");
   }
-  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature)) return *refused;
-  Result<Inspection> inspection = Inspect(engine_, *q->event, *q->feature, options_.clock->Now());
+  Seconds block_for{0};
+  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature, &block_for)) {
+    return *refused;
+  }
+  Result<Inspection> inspection =
+      Inspect(engine_, *q->event, *q->feature, options_.clock->Now(), block_for);
   if (!inspection.ok()) return StoreErrorResponse(inspection.error());
   return JsonResponse(http::status::ok, InspectionJson(*q->event, *q->feature, *inspection));
 }
@@ -495,8 +510,12 @@ HttpResponse DecisionApi::Reset(const HttpRequest& request,
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) return ErrorResponse(http::status::bad_request, "reset takes no window");
-  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature)) return *refused;
-  Result<Engine::ResetOutcome> reset = engine_.Reset(*q->event, *q->feature);
+  Seconds block_for{0};
+  if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature, &block_for)) {
+    return *refused;
+  }
+  Result<Engine::ResetOutcome> reset =
+      engine_.Reset(*q->event, *q->feature, std::nullopt, block_for);  // lifts a penalty too
   if (!reset.ok()) return StoreErrorResponse(reset.error());
   return JsonResponse(http::status::ok, json{{"deleted", reset->deleted}});
 }

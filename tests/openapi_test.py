@@ -112,7 +112,10 @@ def main():
                 "    overrides:\n      vip: {limits: [100/m]}\n"
                 "  url_shorten:\n    limits: [1/m]\n    feature: ip\n"
                 "  trial:\n    limits: [1/m]\n    shadow: true\n"
-                "  closed:\n    limits: [5/m]\n    on_store_failure: closed\n")
+                "  closed:\n    limits: [5/m]\n    on_store_failure: closed\n"
+                "  llm:\n    limits: [100/m]\n    settle: true\n"
+                "    request_limits: {max_hits: 1000, max_window: 1h}\n"
+                "  login:\n    limits: [1/m]\n    block_for: 10m\n")
     token = os.path.join(work, "token")
     with open(token, "w") as f:
         f.write("tok\n")
@@ -173,6 +176,24 @@ def exercise(service, contract, memcached, memcached_port):
     call(check, "post", check, {"event": "signup", "feature": "x", "cots": 1}, expect=400)
     call(check, "post", check, {"event": "url_shorten", "feature": "not an address"}, expect=400)
     call(check, "post", check, {"event": "sigup", "feature": "x"}, expect=404)
+    call(check, "post", check, {"event": "signup", "feature": "zed", "record": False},
+         expect=200)
+    _, _, llm = call(check, "post", check,
+                     {"event": "llm", "feature": "t1", "cost": 50, "limits": ["500/m", "900/h"]},
+                     expect=200)
+    call(check, "post", check, {"event": "signup", "feature": "x", "limits": ["5/m"]},
+         expect=400)
+    call(check, "post", check, {"event": "login", "feature": "eve"}, expect=200)
+    call(check, "post", check, {"event": "login", "feature": "eve"}, expect=429)  # strikes
+    call(check, "post", check, {"event": "login", "feature": "eve"}, expect=429)  # blocked
+    settle = "/v1/settle"
+    at = json.loads(llm)["at"]
+    call(settle, "post", settle,
+         {"event": "llm", "feature": "t1", "at": at, "cost": 50, "actual": 73}, expect=200)
+    call(settle, "post", settle,
+         {"event": "signup", "feature": "t1", "at": at, "cost": 1, "actual": 0}, expect=400)
+    call(settle, "post", settle,
+         {"event": "nosuch", "feature": "t1", "at": at, "cost": 1, "actual": 0}, expect=404)
     # A body over the limit is refused from its Content-Length, before it is sent (sending it
     # whole could meet a closed connection).
     call(check, "post", check, "{}", headers={"Content-Length": "300000"}, expect=413)
@@ -189,9 +210,11 @@ def exercise(service, contract, memcached, memcached_port):
     call(count, "get", count + "?" + q({"event": "signup", "feature": "b", "window": "9x"}),
          expect=400)
     call(count, "get", count + "?" + q({"event": "nosuch", "feature": "b"}), expect=404)
+    call(count, "get", count + "?" + q({"event": "login", "feature": "eve"}), expect=200)
     inspect = "/v1/inspect"
     call(inspect, "get", inspect + "?" + q({"event": "signup", "feature": "bob"}), expect=200)
     call(inspect, "get", inspect + "?" + q({"event": "signup"}), expect=400)
+    call(inspect, "get", inspect + "?" + q({"event": "login", "feature": "eve"}), expect=200)
     hit = "/v1/hit"
     call(hit, "post", hit, {"event": "signup", "feature": "carol", "cost": 3}, admin=True,
          expect=200)
@@ -223,6 +246,8 @@ def exercise(service, contract, memcached, memcached_port):
     if "hourglass-degraded" not in headers:
         contract.failures.append("a degraded answer without Hourglass-Degraded")
     call(count, "get", count + "?" + q({"event": "signup", "feature": "dan"}), expect=503)
+    call(settle, "post", settle,
+         {"event": "llm", "feature": "t1", "at": at, "cost": 50, "actual": 90}, expect=503)
     call("/readyz", "get", "/readyz", expect=503)
 
 

@@ -22,6 +22,7 @@
 #include "hourglass/engine.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
+#include "run_process.h"
 #include "serve_process.h"
 #include "silent_connections.h"
 
@@ -709,6 +710,55 @@ TEST_F(ServeTest, ChecksCarryLimitsWhereTheEventAllowsAndAPeekCountsNothing) {
         400, "checks[1]: \"limits\""}});
   EXPECT_EQ(CountOf(client, "plain", "x", "1m"), 0u);
   EXPECT_EQ(CountOf(client, "api", "x", "1m"), 0u);
+}
+
+// A penalty struck on one service blocks the feature on every service sharing the store: denied
+// with Retry-After until the block ends, shown by count, inspect, the CLI and /v1/top, and lifted
+// by a reset.
+TEST_F(ServeTest, APenaltyBlocksTheFeatureOnEveryServiceUntilAResetLiftsIt) {
+  const std::string yaml =
+      "events:\n  login:\n    limits: [2/m]\n    block_for: 10m\n  plain:\n    limits: [2/m]\n";
+  auto a = Serve(yaml);
+  auto b = Serve(yaml);
+  HttpClient ca(a->port()), cb(b->port());
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(ca.Post("/v1/check", CheckBody("login", "ann")).status, 200);
+  HttpReply struck = ca.Post("/v1/check", CheckBody("login", "ann"));
+  ASSERT_EQ(struck.status, 429) << struck.body;
+  const json d = json::parse(struck.body);
+  const int64_t until = d["blocked_until"].get<int64_t>();
+  EXPECT_EQ(until, d["at"].get<int64_t>() + 600);
+  EXPECT_EQ(struck.Header("retry-after"), "600");
+  EXPECT_EQ(ca.Post("/v1/check", CheckBody("plain", "ann")).status, 200) << "per event";
+  EXPECT_EQ(cb.Post("/v1/check", CheckBody("login", "bob")).status, 200) << "per feature";
+
+  HttpReply other = cb.Post("/v1/check", CheckBody("login", "ann"));
+  EXPECT_EQ(other.status, 429) << "the other service sees the block";
+  EXPECT_EQ(json::parse(other.body)["blocked_until"], until);
+  EXPECT_GE(std::stoi(other.Header("retry-after")), 598);
+  EXPECT_EQ(CountOf(cb, "login", "ann", "1m"), 2u) << "the denials counted nothing";
+
+  HttpReply count = cb.Get("/v1/count?event=login&feature=ann&window=1m");
+  EXPECT_EQ(json::parse(count.body)["blocked_until"], until);
+  EXPECT_TRUE(
+      json::parse(cb.Get("/v1/count?event=login&feature=bob").body)["blocked_until"].is_null());
+  EXPECT_EQ(json::parse(cb.Get("/v1/inspect?event=login&feature=ann").body)["blocked_until"],
+            until);
+  const json top = json::parse(cb.Get("/v1/top?event=login&by=denied").body);
+  ASSERT_FALSE(top["features"].empty()) << top;
+  EXPECT_EQ(top["features"][0]["feature"], "ann");
+  testing::ProcessResult cli =
+      testing::RunProcess({HOURGLASS_CLI, "count", "login", "ann", "--policy", policy_path_,
+                           "--servers", memcached_.address(), "--json"});
+  ASSERT_EQ(cli.code, 0) << cli.err;
+  EXPECT_EQ(json::parse(cli.out)["blocked_until"], until);
+
+  ASSERT_EQ(cb.Send("DELETE", "/v1/counters?event=login&feature=ann").status, 200);
+  // At once on the resetting service; another forgets its local denial within 5 s (the hot
+  // path's blocked_max_age).
+  HttpReply lifted = cb.Post("/v1/check", CheckBody("login", "ann"));
+  EXPECT_EQ(lifted.status, 200) << lifted.body;
+  EXPECT_FALSE(json::parse(lifted.body).contains("blocked_until"));
 }
 
 TEST_F(ServeTest, APolicyLongerThanTheRetentionIsRefusedAtStartAndOnReload) {

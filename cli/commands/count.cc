@@ -16,18 +16,28 @@ struct CountArgs {
 };
 
 int RunCount(const Globals& g, const CountArgs& a) {
-  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
+  const Resolved resolved = PolicyIn(a.policy, a.event, a.feature);
+  const std::string& feature = resolved.feature;
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::vector<Window> windows =
       a.windows.empty() ? rt.engine().DefaultWindows() : ParseWindows(a.windows);
   const Counts counts = Unwrap(rt.engine().Count(a.event, feature, windows, ParseAt(a.at)));
+  const Seconds block_for = resolved.policy.block_for;
+  const std::optional<Instant> blocked =
+      block_for > Seconds{0}
+          ? Unwrap(rt.engine().BlockedUntil(a.event, feature, block_for, counts.at))
+          : std::nullopt;
   if (g.json) {
-    Print(Dump(CountsJson(a.event, feature, counts)) + "\n");
+    nlohmann::json j = CountsJson(a.event, feature, counts);
+    if (block_for > Seconds{0}) {
+      j["blocked_until"] = blocked ? nlohmann::json(ToUnix(*blocked)) : nlohmann::json(nullptr);
+    }
+    Print(Dump(j) + "\n");
   } else {
-    Print(fmt::format("{} {} at {}\n{}keys read {}, round trips {}\n", a.event, feature,
-                      FormatTime(counts.at), CountsText(counts), counts.cost.keys_read,
-                      counts.cost.round_trips));
+    Print(fmt::format("{} {} at {}\n{}{}keys read {}, round trips {}\n", a.event, feature,
+                      FormatTime(counts.at), CountsText(counts), BlockedText(blocked),
+                      counts.cost.keys_read, counts.cost.round_trips));
   }
   return kOk;
 }

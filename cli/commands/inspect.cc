@@ -38,11 +38,13 @@ std::string DeniedNote(const std::string& event) {
 }
 
 int RunInspect(const Globals& g, const InspectArgs& a) {
-  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
+  const Resolved resolved = PolicyIn(a.policy, a.event, a.feature);
+  const std::string& feature = resolved.feature;
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const Instant t = ParseAt(a.at).value_or(clock.Now());
-  const Inspection inspection = Unwrap(Inspect(rt.engine(), a.event, feature, t));
+  const Inspection inspection =
+      Unwrap(Inspect(rt.engine(), a.event, feature, t, resolved.policy.block_for));
   if (g.json) {
     Print(Dump(InspectionJson(a.event, feature, inspection)) + "\n");
     return kOk;
@@ -50,7 +52,7 @@ int RunInspect(const Globals& g, const InspectArgs& a) {
   std::string out = fmt::format("{} {} at {}\n\n", a.event, feature, FormatTime(t));
   for (const Timeline& timeline : inspection.timelines) out += TimelineText(timeline, ToUnix(t));
   out += fmt::format("\nwindows ending {}:\n", a.at.empty() ? "now" : "at " + FormatTime(t)) +
-         CountsText(inspection.counts);
+         CountsText(inspection.counts) + BlockedText(inspection.blocked_until);
   out +=
       fmt::format("keys read {}, round trips {}\n", inspection.keys_read, inspection.round_trips);
   out += DeniedNote(a.event);

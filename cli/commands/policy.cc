@@ -47,18 +47,23 @@ int RunPolicyValidate(const Globals& g, const std::string& file) {
 
 void AddPolicyCheckOption(CLI::App* sub, std::string& path) {
   sub->add_option("--policy", path,
-                  "policy file the event should be in: warns if it is not (a typo)");
+                  "policy file the event should be in: warns if it is not (a typo); with its "
+                  "penalty (block_for), count and inspect show a block and reset lifts it");
+}
+
+Resolved PolicyIn(const std::string& path, const std::string& event, const std::string& feature) {
+  if (path.empty()) return Resolved{{}, feature};
+  const PolicyFile policies = Unwrap(PolicyFile::Load(path));
+  Result<Resolved> resolved = policies.Resolve(event, feature);
+  if (resolved.ok()) return std::move(*resolved);
+  if (resolved.error().code() != ErrorCode::kNotFound) Fail(kUsage, resolved.error().message());
+  std::fprintf(stderr, "hourglass: warning: %s\n", resolved.error().message().c_str());
+  return Resolved{{}, feature};
 }
 
 std::string FeatureIn(const std::string& path, const std::string& event,
                       const std::string& feature) {
-  if (path.empty()) return feature;
-  const PolicyFile policies = Unwrap(PolicyFile::Load(path));
-  Result<Resolved> resolved = policies.Resolve(event, feature);
-  if (resolved.ok()) return resolved->feature;
-  if (resolved.error().code() != ErrorCode::kNotFound) Fail(kUsage, resolved.error().message());
-  std::fprintf(stderr, "hourglass: warning: %s\n", resolved.error().message().c_str());
-  return feature;
+  return PolicyIn(path, event, feature).feature;
 }
 
 Command AddPolicyCommand(CLI::App& app, const Globals& g) {

@@ -15,11 +15,13 @@ struct ResetArgs {
 };
 
 int RunReset(const Globals& g, const ResetArgs& a) {
-  const std::string feature = FeatureIn(a.policy, a.event, a.feature);
+  const Resolved resolved = PolicyIn(a.policy, a.event, a.feature);
+  const std::string& feature = resolved.feature;
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShot);
   const std::optional<Instant> at = ParseAt(a.at);
-  const Engine::ResetOutcome reset = Unwrap(rt.engine().Reset(a.event, feature, at));
+  const Engine::ResetOutcome reset =
+      Unwrap(rt.engine().Reset(a.event, feature, at, resolved.policy.block_for));
   const Instant around = at.value_or(clock.Now());
   if (g.json) {
     Print(Dump({{"event", a.event},
@@ -49,7 +51,8 @@ Command AddResetCommand(CLI::App& app, const Globals& g) {
   sub->footer(
       "Examples:\n"
       "  hourglass reset signup ann@example.com\n"
-      "  hourglass reset request 66.249.73.135 --at 1431907000");
+      "  hourglass reset request 66.249.73.135 --at 1431907000\n"
+      "  hourglass reset login ann@example.com --policy policy.yaml   # lifts its penalty too");
   return {sub, [&g, args] { return RunReset(g, *args); }};
 }
 

@@ -6,6 +6,7 @@
 //   POST   /v1/settle    {"event","feature","at","cost","actual"}: the decision at `at` charged
 //                         `cost`, its true cost is `actual` (events with settle: true)
 //   GET    /v1/count?event=E&feature=F&window=1m&window=1d               counts, no hit
+//                         (and "blocked_until" for an event with block_for: null or Unix s)
 //   GET    /v1/inspect?event=E&feature=F      per-level bucket values and windows (inspect)
 //   POST   /v1/hit       {"event","feature","cost"}                      records (admin)
 //   DELETE /v1/counters?event=E&feature=F                                resets (admin)
@@ -114,7 +115,9 @@ class DecisionApi {
   // Sets `feature` to what the policy counts (an IP event's network), or returns the refusal: 404
   // naming the known events when the policy has no entry for `event`, 400 when an IP event's
   // feature is not an address.
-  std::optional<HttpResponse> Resolve(std::string_view event, std::string& feature) const;
+  // `block_for`, when given, is set to the feature's policy's penalty length (0: none).
+  std::optional<HttpResponse> Resolve(std::string_view event, std::string& feature,
+                                      Seconds* block_for = nullptr) const;
   HttpResponse Check(const HttpRequest& request, std::string_view peer,
                      const std::optional<std::string>& auth) const;
   // The feature of /v1/auth: the feature header's value, or with X-Forwarded-For the client's
