@@ -4,7 +4,9 @@
 // a brute-force model of the limits and the block; counts, BlockedUntil and reset too.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "hourglass/engine.h"
 #include "hourglass/key_space.h"
@@ -165,6 +167,54 @@ TEST_P(PenaltyTest, ABlockOutlivesTheCountsThatCausedItUntilAResetLiftsIt) {
   EXPECT_TRUE(a.Check("login", "eve", policy)->allowed) << "lifted, for a's cache too";
   clock_->Set(FromUnix(kStart + 600 + 900));
   EXPECT_TRUE(b.Check("login", "eve", policy)->allowed);
+}
+
+// Threads of two engines hammer one feature in one second: at most the limit is admitted, every
+// denial names the same block (its strikes all fell in that second), and the block holds for
+// every client until it ends.
+TEST_P(PenaltyTest, ConcurrentDenialsStrikeOneBlockThatHoldsForEveryClient) {
+  const Engine engines[] = {MakeEngine(), MakeEngine()};
+  const Policy policy{*ParseLimits("3/s"), CountingMode::kAdmitted, FailureMode::kFailOpen,
+                      Seconds{60}};
+  const Instant t0 = FromUnix(kStart + 7);
+  std::atomic<int> admitted{0}, wrong{0};
+  auto hammer = [&](int thread, int checks, Instant expected_until) {
+    for (int i = 0; i < checks; ++i) {
+      Result<Decision> d = engines[(thread + i) % 2].Check("login", "eve", policy);
+      if (!d.ok()) {
+        ++wrong;
+        continue;
+      }
+      if (d->allowed) {
+        ++admitted;
+        if (d->blocked_until) ++wrong;
+      } else if (d->blocked_until != expected_until) {
+        ++wrong;
+      }
+    }
+  };
+  auto run = [&](int checks, Instant expected_until) {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k) threads.emplace_back(hammer, k, checks, expected_until);
+    for (std::thread& t : threads) t.join();
+  };
+  clock_->Set(t0);
+  run(25, t0 + Seconds{60});
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GE(admitted.load(), 1);
+  EXPECT_LE(admitted.load(), 3);
+  harness_->store().Flush();
+  EXPECT_EQ(engines[0].Count("login", "eve", {&policy.limits[0].window, 1})->windows[0].count,
+            static_cast<uint64_t>(admitted.load()))
+      << "every denial was taken back";
+  const int before = admitted.load();
+  clock_->Set(t0 + Seconds{30});  // the counts have room again; the block has not ended
+  run(10, t0 + Seconds{60});
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(admitted.load(), before);
+  clock_->Set(t0 + Seconds{60});
+  EXPECT_TRUE(engines[0].Check("login", "eve", policy)->allowed);
+  EXPECT_TRUE(engines[1].Check("login", "eve", policy)->allowed);
 }
 
 INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, PenaltyTest,
