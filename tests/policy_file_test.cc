@@ -352,5 +352,26 @@ TEST(PolicyFile, BadRequestLimitsAndSettleNameTheLine) {
       << s.error().message();
 }
 
+TEST(PolicyFile, BlockForIsAPenaltyEveryOverrideOfTheEventShares) {
+  Result<PolicyFile> file = PolicyFile::Parse(
+      "events:\n  login:\n    limits: [5/m]\n    block_for: 15m\n    overrides:\n      vip: "
+      "{limits: [50/m]}\n  plain:\n    limits: [5/m]\n");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->For("login", "ann")->block_for, Seconds{900});
+  EXPECT_EQ(file->For("login", "vip")->block_for, Seconds{900});
+  EXPECT_EQ(file->For("plain", "ann")->block_for, Seconds{0});
+  EXPECT_NE(file->Explain().find("a denial blocks the feature for 15m"), std::string::npos)
+      << file->Explain();
+  for (const auto& [value, says] :
+       std::vector<std::pair<std::string, std::string>>{{"0s", "f:4:16: block_for is 1s to 400d"},
+                                                        {"401d", "block_for is 1s to 400d"},
+                                                        {"soon", "f:4:16: block_for: "}}) {
+    Result<PolicyFile> bad =
+        PolicyFile::Parse("events:\n  e:\n    limits: [5/m]\n    block_for: " + value + "\n", "f");
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_NE(bad.error().message().find(says), std::string::npos) << bad.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace hourglass
