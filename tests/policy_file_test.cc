@@ -362,10 +362,10 @@ TEST(PolicyFile, BlockForIsAPenaltyEveryOverrideOfTheEventShares) {
   EXPECT_EQ(file->For("plain", "ann")->block_for, Seconds{0});
   EXPECT_NE(file->Explain().find("a denial blocks the feature for 15m"), std::string::npos)
       << file->Explain();
-  for (const auto& [value, says] :
-       std::vector<std::pair<std::string, std::string>>{{"0s", "f:4:16: block_for is 1s to 400d"},
-                                                        {"401d", "block_for is 1s to 400d"},
-                                                        {"soon", "f:4:16: block_for: "}}) {
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"0s", "f:4:16: block_for: duration \"0s\" must be positive"},
+           {"401d", "block_for is 1s to 400d"},
+           {"soon", "f:4:16: block_for: "}}) {
     Result<PolicyFile> bad =
         PolicyFile::Parse("events:\n  e:\n    limits: [5/m]\n    block_for: " + value + "\n", "f");
     ASSERT_FALSE(bad.ok()) << value;
