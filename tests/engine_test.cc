@@ -29,14 +29,7 @@ class EngineTest : public ::testing::TestWithParam<Config> {
   void SetUp() override {
     harness_ = testing::MakeHarness(std::get<0>(GetParam()));
     ASSERT_FALSE(HasFailure());
-    // The memory store expires keys against the engine's clock; memcached against real time.
-    if (auto* memory = dynamic_cast<testing::MemoryHarness*>(harness_.get())) {
-      clock_ = &memory->manual_clock();
-    } else {
-      own_clock_ = std::make_unique<ManualClock>(FromUnix(kStart));
-      clock_ = own_clock_.get();
-    }
-    clock_->Set(FromUnix(kStart));
+    clock_ = &testing::ManualClockFor(*harness_, own_clock_, FromUnix(kStart));
   }
 
   bool hot() const { return std::get<1>(GetParam()) == "hot"; }

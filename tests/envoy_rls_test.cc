@@ -159,6 +159,13 @@ rls::RateLimitRequest Request(const std::string& domain, const std::vector<Entri
   return request;
 }
 
+// The response's headers to add, by name.
+std::map<std::string, std::string> HeadersOf(const rls::RateLimitResponse& response) {
+  std::map<std::string, std::string> headers;
+  for (const auto& h : response.response_headers_to_add()) headers[h.key()] = h.value();
+  return headers;
+}
+
 class RlsClient {
  public:
   explicit RlsClient(int port)
@@ -336,8 +343,7 @@ TEST_F(EnvoyRlsTest, EveryFieldOfTheResponse) {
   // The five hits came within a second or two: the first leaves the window 59-60 s from now.
   EXPECT_GE(s.duration_until_reset().seconds(), 57);
   EXPECT_LE(s.duration_until_reset().seconds(), 60);
-  std::map<std::string, std::string> headers;
-  for (const auto& h : denied.response_headers_to_add()) headers[h.key()] = h.value();
+  std::map<std::string, std::string> headers = HeadersOf(denied);
   EXPECT_EQ(headers["RateLimit-Policy"], "\"5/m\";q=5;w=60");
   EXPECT_EQ(headers["RateLimit"].rfind("\"5/m\";r=0;t=", 0), 0u) << headers["RateLimit"];
   EXPECT_EQ(headers["Retry-After"], std::to_string(s.duration_until_reset().seconds()));
@@ -364,8 +370,7 @@ TEST_F(EnvoyRlsTest, SeveralLimitsOnOneDescriptorAreAllCheckedAndTheTightestIsRe
     ASSERT_EQ(r.overall_code(), rls::RateLimitResponse::OK) << i;
     EXPECT_EQ(r.statuses(0).current_limit().name(), "burst") << "the least remaining: 3/m";
     EXPECT_EQ(r.statuses(0).limit_remaining(), 2 - i);
-    std::map<std::string, std::string> headers;
-    for (const auto& h : r.response_headers_to_add()) headers[h.key()] = h.value();
+    std::map<std::string, std::string> headers = HeadersOf(r);
     EXPECT_EQ(headers["RateLimit-Policy"], "\"3/m\";q=3;w=60, \"4/h\";q=4;w=3600");
   }
   rls::RateLimitResponse over = client.Ask(burst);

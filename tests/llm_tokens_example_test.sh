@@ -6,23 +6,8 @@
 set -euo pipefail
 build="$(cd "$1" && pwd)"
 source_dir="$(cd "$2" && pwd)"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-pids=()
-log="$(mktemp /tmp/hourglass-llm-XXXXXX)"
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -f "$log" "$log".*' EXIT
-mc="$(free_port)"
-memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 &
-pids+=($!)
-hg="$(free_port)"
-"$build/cli/hourglass" serve --policy "$source_dir/examples/llm_tokens/policy.yaml" \
-  --listen "127.0.0.1:$hg" --servers "127.0.0.1:$mc" 2>>"$log" &
-pids+=($!)
-for _ in $(seq 100); do
-  curl -fs "http://127.0.0.1:$hg/readyz" >/dev/null && break
-  sleep 0.1
-done
+source "$source_dir/tests/support/example_services.sh"
+start_services "$build" "$source_dir/examples/llm_tokens/policy.yaml"
 gateway="$source_dir/examples/llm_tokens/gateway.py"
 python3 "$gateway" --hourglass "http://127.0.0.1:$hg" >"$log.default" ||
   { echo "default plan: $(cat "$log.default") $(cat "$log")"; exit 1; }

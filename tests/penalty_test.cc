@@ -46,13 +46,7 @@ class PenaltyTest : public ::testing::TestWithParam<Config> {
   void SetUp() override {
     harness_ = testing::MakeHarness(std::get<0>(GetParam()));
     ASSERT_FALSE(HasFailure());
-    if (auto* memory = dynamic_cast<testing::MemoryHarness*>(harness_.get())) {
-      clock_ = &memory->manual_clock();
-    } else {
-      own_clock_ = std::make_unique<ManualClock>(FromUnix(kStart));
-      clock_ = own_clock_.get();
-    }
-    clock_->Set(FromUnix(kStart));
+    clock_ = &testing::ManualClockFor(*harness_, own_clock_, FromUnix(kStart));
   }
   Engine MakeEngine() {
     EngineOptions options;

@@ -5,26 +5,14 @@
 set -euo pipefail
 build="$(cd "$1" && pwd)"
 source_dir="$(cd "$2" && pwd)"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-pids=()
-log="$(mktemp /tmp/hourglass-python-XXXXXX)"
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -f "$log"' EXIT
-mc="$(free_port)"
-memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 &
-pids+=($!)
-hg="$(free_port)"
-"$build/cli/hourglass" serve --policy "$source_dir/examples/python/policy.yaml" \
-  --listen "127.0.0.1:$hg" --servers "127.0.0.1:$mc" 2>>"$log" &
-pids+=($!)
+source "$source_dir/tests/support/example_services.sh"
+start_services "$build" "$source_dir/examples/python/policy.yaml"
 app="$(free_port)"
 python3 "$source_dir/examples/python/shorten_app.py" --port "$app" \
   --hourglass "http://127.0.0.1:$hg" 2>>"$log" &
-pids+=($!)
+track_pid $!
 for _ in $(seq 100); do
-  curl -fs "http://127.0.0.1:$hg/readyz" >/dev/null &&
-    curl -s -o /dev/null "http://127.0.0.1:$app/" && break
+  curl -s -o /dev/null "http://127.0.0.1:$app/" && break
   sleep 0.1
 done
 post() {

@@ -34,6 +34,7 @@ using testing::HttpClient;
 using testing::HttpReply;
 using testing::Sample;
 using testing::ServeProcess;
+using testing::UrlEncode;
 
 // A structured-field list of items with integer parameters: "name";q=5;w=60, ...
 struct SfItem {
@@ -66,20 +67,6 @@ std::string CheckBody(const std::string& event, const std::string& feature, int 
   return json{{"event", event}, {"feature", feature}, {"cost", cost}}.dump();
 }
 
-std::string Encode(const std::string& raw) {  // percent-encodes every byte but [A-Za-z0-9]
-  std::string out;
-  for (unsigned char c : raw) {
-    if (std::isalnum(c)) {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
 class ServeTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(memcached_.running()) << memcached_.error(); }
@@ -100,8 +87,8 @@ class ServeTest : public ::testing::Test {
   }
   uint64_t CountOf(HttpClient& client, const std::string& event, const std::string& feature,
                    const std::string& window) {
-    HttpReply r = client.Get("/v1/count?event=" + Encode(event) + "&feature=" + Encode(feature) +
-                             "&window=" + window);
+    HttpReply r = client.Get("/v1/count?event=" + UrlEncode(event) +
+                             "&feature=" + UrlEncode(feature) + "&window=" + window);
     EXPECT_EQ(r.status, 200) << r.body;
     return r.status == 200 ? json::parse(r.body)["windows"][0]["count"].get<uint64_t>() : ~0ull;
   }
@@ -235,7 +222,7 @@ TEST_F(ServeTest, HostileFeaturesInJsonAreCountedAsThemselves) {
     EXPECT_EQ(json::parse(r.body)["limits"][0]["count"], i + 2) << "feature " << i;
     if (features[i].size() > 1024) {
       EXPECT_EQ(
-          client.Get("/v1/count?event=signup&window=1m&feature=" + Encode(features[i])).status,
+          client.Get("/v1/count?event=signup&window=1m&feature=" + UrlEncode(features[i])).status,
           431);
       continue;
     }

@@ -21,6 +21,7 @@ using nlohmann::json;
 using testing::HttpClient;
 using testing::HttpReply;
 using testing::ServeProcess;
+using testing::UrlEncode;
 
 const char* kPolicy = R"(events:
   tokens:
@@ -35,20 +36,6 @@ struct Charge {
   int64_t at = 0;
   uint64_t hits = 0;
 };
-
-std::string Encode(const std::string& raw) {  // percent-encodes every byte but [A-Za-z0-9]
-  std::string out;
-  for (unsigned char c : raw) {
-    if (std::isalnum(c)) {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
 
 // The hits of `feature` the log holds in the sliding window of `window` seconds ending at `at`.
 uint64_t Truth(const std::vector<Charge>& log, const std::string& feature, int64_t at,
@@ -130,8 +117,8 @@ TEST_F(SettleTest, CountsAndDecisionsFollowEverySettlementOnEveryService) {
               static_cast<int64_t>(actual) - static_cast<int64_t>(estimate));
     log.back().hits = actual;
     for (HttpClient& reader : clients) {
-      HttpReply c =
-          reader.Get("/v1/count?event=tokens&feature=" + Encode(feature) + "&window=1m&window=1h");
+      HttpReply c = reader.Get("/v1/count?event=tokens&feature=" + UrlEncode(feature) +
+                               "&window=1m&window=1h");
       ASSERT_EQ(c.status, 200) << c.body;
       const json counts = json::parse(c.body);
       const int64_t now = counts["at"].get<int64_t>();

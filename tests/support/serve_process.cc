@@ -11,6 +11,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -164,6 +166,20 @@ HttpReply HttpClient::Send(const std::string& method, const std::string& target,
     return reply;
   }
   return {};
+}
+
+std::string UrlEncode(const std::string& raw) {
+  std::string out;
+  for (unsigned char c : raw) {
+    if (std::isalnum(c)) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
 }
 
 }  // namespace hourglass::testing

@@ -60,6 +60,9 @@ struct HttpReply {
   std::string Header(const std::string& name) const;
 };
 
+// `raw` for a query value: every byte but [A-Za-z0-9] percent-encoded.
+std::string UrlEncode(const std::string& raw);
+
 class HttpClient {
  public:
   explicit HttpClient(int port);

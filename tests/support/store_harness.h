@@ -41,6 +41,18 @@ class MemoryHarness final : public StoreHarness {
   MemoryStore store_;
 };
 
+// The manual clock an engine over `harness` runs on, set to `start`: the memory store's own (it
+// expires keys against it), else one created into `own` (memcached expires them in real time).
+inline ManualClock& ManualClockFor(StoreHarness& harness, std::unique_ptr<ManualClock>& own,
+                                   Instant start) {
+  if (auto* memory = dynamic_cast<MemoryHarness*>(&harness)) {
+    memory->manual_clock().Set(start);
+    return memory->manual_clock();
+  }
+  own = std::make_unique<ManualClock>(start);
+  return *own;
+}
+
 // Real memcached, real time.
 class MemcachedHarness final : public StoreHarness {
  public:
