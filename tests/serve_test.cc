@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -746,6 +748,58 @@ TEST_F(ServeTest, APenaltyBlocksTheFeatureOnEveryServiceUntilAResetLiftsIt) {
   HttpReply lifted = cb.Post("/v1/check", CheckBody("login", "ann"));
   EXPECT_EQ(lifted.status, 200) << lifted.body;
   EXPECT_FALSE(json::parse(lifted.body).contains("blocked_until"));
+}
+
+// Penalties through two services on a random trace in real time: every decision is the one a
+// model of the limit and the blocks gives at the decision's second, and so is every count.
+TEST_F(ServeTest, PenaltiesThroughTwoServicesFollowTheModelOnARandomTrace) {
+  const std::string yaml = "events:\n  login:\n    limits: [3/2s]\n    block_for: 3s\n";
+  auto a = Serve(yaml);
+  auto b = Serve(yaml);
+  std::deque<HttpClient> clients;
+  clients.emplace_back(a->port());
+  clients.emplace_back(b->port());
+  struct Model {
+    std::vector<int64_t> admitted;
+    int64_t blocked_until = 0;
+  };
+  std::map<std::string, Model> model;
+  std::mt19937 rng(20261125);
+  int blocks = 0, blocked = 0;
+  for (int step = 0; step < 50; ++step) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{rng() % 350});
+    const std::string feature = rng() % 2 == 0 ? "ann" : "bob";
+    HttpReply r = clients[rng() % 2].Post("/v1/check", CheckBody("login", feature));
+    ASSERT_TRUE(r.status == 200 || r.status == 429) << r.body;
+    const json d = json::parse(r.body);
+    const int64_t t = d["at"].get<int64_t>();
+    Model& m = model[feature];
+    const auto in_window = std::count_if(m.admitted.begin(), m.admitted.end(),
+                                         [&](int64_t at) { return at > t - 2 && at <= t; });
+    const bool was_blocked = m.blocked_until > t;
+    const bool fits = !was_blocked && in_window < 3;
+    ASSERT_EQ(d["allowed"].get<bool>(), fits) << "step " << step << " " << feature << " " << r.body;
+    if (fits) {
+      m.admitted.push_back(t);
+      EXPECT_FALSE(d.contains("blocked_until"));
+      continue;
+    }
+    if (!was_blocked) {
+      m.blocked_until = t + 3;
+      ++blocks;
+    } else {
+      ++blocked;
+    }
+    EXPECT_EQ(d["blocked_until"].get<int64_t>(), m.blocked_until) << "step " << step;
+    EXPECT_GE(std::stoi(r.Header("retry-after")), m.blocked_until - t);
+  }
+  EXPECT_GT(blocks, 2);
+  EXPECT_GT(blocked, 2);
+  for (const auto& [feature, m] : model) {
+    const json c =
+        json::parse(clients[0].Get("/v1/count?event=login&feature=" + feature + "&window=1h").body);
+    EXPECT_EQ(c["windows"][0]["count"].get<size_t>(), m.admitted.size()) << feature;
+  }
 }
 
 TEST_F(ServeTest, APolicyLongerThanTheRetentionIsRefusedAtStartAndOnReload) {
