@@ -28,6 +28,7 @@ std::string DecisionText(std::string_view event, std::string_view feature, const
                          : std::string(" (never: the cost exceeds a limit)");
   }
   out += "\n";
+  if (d.blocked_until) out += BlockedText(d.blocked_until);
   for (const LimitOutcome& o : d.limits) {
     // Counts settled by bounds are shown as the range the true count lies in.
     const std::string count =
