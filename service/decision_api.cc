@@ -473,8 +473,10 @@ HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
                          fmt::format("event {} takes no settlements: its policy needs settle: true",
                                      Dump(json(settle->event))));
   }
+  // Another service's clock may run ahead of this one's by up to the settle margin.
   const Instant now = options_.clock->Now();
-  if (settle->at > now || settle->at <= now - engine_.options().retention) {
+  if (settle->at > now + engine_.options().settle_margin ||
+      settle->at <= now - engine_.options().retention) {
     return ErrorResponse(
         http::status::bad_request,
         fmt::format("\"at\" {} is not the instant of a decision whose hits are still kept: it "

@@ -194,6 +194,8 @@ TEST_F(SettleTest, BadSettlementsAreRefusedAndChangeNoCount) {
     EXPECT_NE(json::parse(s.body)["error"].get<std::string>().find(c.says), std::string::npos)
         << s.body;
   }
+  // A decision of a service whose clock runs a second ahead (within the settle margin) settles.
+  EXPECT_EQ(Settle(client, "tokens", "f", at + 1, 2, 2).status, 200);
   HttpReply bad = client.Post("/v1/settle", R"({"event":"tokens","feature":"f","at":1})");
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(json::parse(bad.body)["error"].get<std::string>().find("\"cost\" is missing"),
