@@ -47,9 +47,10 @@ struct Policy {
   std::vector<Limit> limits;
   CountingMode mode = CountingMode::kAdmitted;
   FailureMode on_store_failure = FailureMode::kFailOpen;
-  // A penalty: > 0, a check denied by a limit blocks its feature for this long from its instant,
-  // for every client of the store; checks while it is blocked are denied (their hits counted per
-  // the mode, as any denial's) and strike nothing more. 0 (the default): no penalty.
+  // A penalty: > 0, a live check (at the clock's now) denied by a limit blocks its feature for
+  // this long from its instant, for every client of the store; live checks while it is blocked
+  // are denied (their hits counted per the mode, as any denial's) and strike nothing more. Checks
+  // at past instants neither read nor strike penalties. 0 (the default): no penalty.
   Seconds block_for{0};
 };
 
