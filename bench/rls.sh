@@ -6,6 +6,8 @@
 #   - "policy": 2/s, 5/m, 10/h, 100/d. /v1/check asks one check with four limits; an Envoy
 #     configuration holds one limit per descriptor, so ShouldRateLimit asks four descriptors
 #     (per_second, per_minute, per_hour, per_day) with the same address: four checks;
+#   - "policy-one": the same policy as one descriptor with hourglass's `rate_limits` (four
+#     limits on one descriptor): one check, as /v1/check's (gRPC only);
 #   - "admit-all": /v1/check 1000000/s, 100000000/d; ShouldRateLimit one descriptor of
 #     1000000/second. Every check is admitted and reaches memcached.
 # Writes bench/results/rls.md.
@@ -43,6 +45,11 @@ serve() {
 limit() { printf '  - key: %s\n    rate_limit:\n      unit: %s\n      requests_per_unit: %s\n' "$@"; }
 serve policy "2/s, 5/m, 10/h, 100/d" \
   "$(limit per_second second 2; limit per_minute minute 5; limit per_hour hour 10; limit per_day day 100)"
+serve policy-one "2/s, 5/m, 10/h, 100/d" "$(printf '  - key: client\n    rate_limits:\n'
+  for spec in "second 2" "minute 5" "hour 10" "day 100"; do
+    set -- $spec
+    printf '      - {unit: %s, requests_per_unit: %s}\n' "$1" "$2"
+  done)"
 serve admit-all "1000000/s, 100000000/d" "$(limit client second 1000000)"
 port[floor]=$(free_port)
 "$build/bench/serve_floor" --listen-port "${port[floor]}" --servers "127.0.0.1:$mc" \
@@ -87,7 +94,8 @@ PY
   echo "memcached and the servers share the cores (loopback). ${seconds} s per run; ${rounds} rounds;"
   echo "${threads} server threads each. Values: the client addresses of the real log at random."
   echo "policy: 2/s, 5/m, 10/h, 100/d (/v1/check: one check of four limits; grpc: four descriptors"
-  echo "of one limit each, four checks); admit-all: every check admitted, every one reaches memcached."
+  echo "of one limit each, four checks); policy-one: grpc, the policy as one descriptor with four"
+  echo "limits (rate_limits), one check; admit-all: every check admitted, every one reaches memcached."
   echo "CPU: the server process's user + system time per request. Denied: 429s or OVER_LIMIT."
   echo
   echo "| server | path | in flight | requests/s | p50 µs | p99 µs | CPU µs/request | denied | errors |"
@@ -99,6 +107,7 @@ PY
         run "$mix" http "$conns"
         run "$mix" grpc "$conns"
       done
+      run policy-one grpc "$conns"
     done
   done
 } | tee "$out"
