@@ -41,8 +41,7 @@ struct EngineCore {
   // of it at its next read, as a reset does.
   void AnnounceIfSettled(Batch& batch, int64_t t, Instant now) const {
     if (!IsSettled(t, now)) return;
-    batch.increments.push_back(
-        Increment{KeySpace::GenerationKey(batch.group), 1, KeySpace::kGenerationTtl});
+    batch.increments.push_back(KeySpace::GenerationBump(batch.group));
   }
 
   Store* store;

@@ -98,8 +98,7 @@ Result<Cost> ResetGroup(const EngineCore& core, const std::string& group, int64_
     cost.round_trips += 1;
   }
   // After the deletes: every process that reads the new generation drops what it cached.
-  const std::string generation = KeySpace::GenerationKey(group);
-  Batch bump{group, {Increment{generation, 1, KeySpace::kGenerationTtl}}, {generation}};
+  Batch bump{group, {KeySpace::GenerationBump(group)}, {KeySpace::GenerationKey(group)}};
   Result<std::vector<uint64_t>> bumped = core.store->Apply(bump);
   if (!bumped.ok()) return bumped.error();
   cost.keys_written += 1;

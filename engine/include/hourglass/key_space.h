@@ -42,8 +42,11 @@ class KeySpace {
     return KeyCodec::BucketKey(group, ladder_.width(bucket.level), bucket.index);
   }
   static std::string GenerationKey(const std::string& group) { return group + ":g"; }
-  // How long a generation key lives once created: longer than any bucket, so a bump is seen.
-  static constexpr Seconds kGenerationTtl{60 * 86400};
+  // The increment that bumps the generation (a reset, a write into settled buckets). The key
+  // lives longer than any bucket once created, so a bump is seen.
+  static Increment GenerationBump(const std::string& group) {
+    return Increment{GenerationKey(group), 1, Seconds{60 * 86400}};
+  }
   // The ledger: per feature and UTC day (`day` = Unix seconds / 86400), two counters that only
   // grow: `added` counts hits, `events` hits and take-backs. Today's net hits are 2 * added -
   // events. The buckets of the day tile its span, so a check that reads them all and finds fewer
