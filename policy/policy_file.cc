@@ -131,9 +131,7 @@ Status ParseModes(const std::string& name, const YAML::Node& node, Policy& polic
   if (const YAML::Node block = node["block_for"]) {
     Result<Seconds> length = ParseDuration(block.as<std::string>());
     if (!length.ok()) return At(name, block, "block_for: " + length.error().message());
-    if (*length < Seconds{1} || *length > kMaxBlockFor) {
-      return At(name, block, "block_for is 1s to 400d (how long a denial blocks the feature)");
-    }
+    if (Status s = ValidateBlockFor(*length); !s.ok()) return At(name, block, s.error().message());
     policy.block_for = *length;
   }
   return {};

@@ -30,14 +30,10 @@ Status CheckInstant(Instant t) {
                   ToUnix(t), ToUnix(kFirstInstant), ToUnix(kLastInstant)));
 }
 
-// A penalty's length: 1s to kMaxBlockFor, or 0 where `none_ok` (no penalty).
+// A penalty's length (ValidateBlockFor), or 0 where `none_ok` (no penalty).
 Status CheckBlockFor(Seconds block_for, bool none_ok) {
-  if ((none_ok && block_for == Seconds{0}) ||
-      (block_for >= Seconds{1} && block_for <= kMaxBlockFor)) {
-    return {};
-  }
-  return InvalidArgument(
-      fmt::format("block_for {}: must be 1s to 400d", FormatDuration(block_for)));
+  if (none_ok && block_for == Seconds{0}) return {};
+  return ValidateBlockFor(block_for);
 }
 
 Status CheckOptions(const EngineOptions& options) {

@@ -120,6 +120,11 @@ Result<std::vector<Limit>> ParseLimits(std::string_view text) {
   return limits;
 }
 
+Status ValidateBlockFor(Seconds block_for) {
+  if (block_for >= Seconds{1} && block_for <= kMaxBlockFor) return {};
+  return InvalidArgument("block_for is 1s to 400d (how long a denial blocks the feature)");
+}
+
 Status ValidateLimits(std::span<const Limit> limits, Seconds retention) {
   for (const Limit& limit : limits) {
     if (limit.window.length() <= retention) continue;

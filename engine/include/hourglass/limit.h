@@ -56,6 +56,9 @@ struct Policy {
 
 // The longest penalty (Policy::block_for).
 constexpr Seconds kMaxBlockFor{400 * 86400};
+// Whether `block_for` is a penalty's length, 1s to kMaxBlockFor: the rule the engine and the
+// policy loader share. kInvalidArgument otherwise.
+Status ValidateBlockFor(Seconds block_for);
 
 // Whether an engine keeping `retention` (EngineOptions::retention) can answer every limit: the
 // one rule that checks and the configuration loaders share, so that a policy is refused where it
