@@ -66,26 +66,6 @@ std::optional<Seconds> UntilReset(const Decision& d, size_t k) {
   return o.remaining > 0 ? Seconds{0} : o.limit.window.length();
 }
 
-// The limit of `d` a status reports: of those exceeded, the one whose retry comes last (never
-// last of all); with none exceeded, the one with the least remaining; the first on a tie; 0 when
-// none was read.
-size_t MostConstraining(const Decision& d) {
-  size_t k = 0;
-  for (size_t i = 1; i < d.limits.size(); ++i) {
-    const LimitOutcome& a = d.limits[i];
-    const LimitOutcome& b = d.limits[k];
-    if (a.exceeded != b.exceeded) {
-      if (a.exceeded) k = i;
-      continue;
-    }
-    const bool later = a.exceeded
-                           ? (b.retry_after && (!a.retry_after || *a.retry_after > *b.retry_after))
-                           : a.remaining < b.remaining;
-    if (later) k = i;
-  }
-  return k;
-}
-
 // Drops from `limits` (and `engine`, its twin) every limit named in `replaced`.
 void DropReplaced(const std::set<std::string, std::less<>>& replaced, auto& limits,
                   std::vector<Limit>& engine) {
@@ -175,7 +155,7 @@ DescriptorStatus EnvoyRequest::StatusOf(const Slot& s, const Decision& d, bool& 
   DescriptorStatus status;
   over_limit = !d.allowed && !s.shadow;
   status.set_code(over_limit ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
-  const size_t k = MostConstraining(d);
+  const size_t k = MostConstrainingLimit(d);
   const SlotLimit& shown = s.limits[std::min(k, s.limits.size() - 1)];
   RateLimitResponse::RateLimit* limit = status.mutable_current_limit();
   limit->set_requests_per_unit(shown.requests_per_unit);

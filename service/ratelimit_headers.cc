@@ -15,8 +15,9 @@ std::string SfString(const std::string& text) {
   return out + "\"";
 }
 
-// The index of the most constraining limit.
-size_t MostConstraining(const Decision& d) {
+}  // namespace
+
+size_t MostConstrainingLimit(const Decision& d) {
   size_t best = 0;
   for (size_t i = 1; i < d.limits.size(); ++i) {
     const LimitOutcome& a = d.limits[i];
@@ -33,8 +34,6 @@ size_t MostConstraining(const Decision& d) {
   return best;
 }
 
-}  // namespace
-
 RateLimitFields RateLimitFieldsFor(const Decision& d) {
   RateLimitFields fields;
   for (const LimitOutcome& o : d.limits) {
@@ -43,7 +42,7 @@ RateLimitFields RateLimitFieldsFor(const Decision& d) {
                                  o.limit.window.length().count());
   }
   if (!d.limits.empty()) {
-    const LimitOutcome& o = d.limits[MostConstraining(d)];
+    const LimitOutcome& o = d.limits[MostConstrainingLimit(d)];
     const bool never = !d.allowed && o.exceeded && !o.retry_after;  // a ban, or too costly
     const bool waits = !d.allowed && o.exceeded && o.retry_after.has_value();
     const int64_t t = waits ? o.retry_after->count() : o.limit.window.length().count();

@@ -72,8 +72,9 @@ class EnvoyRequest {
   };
   EnvoyRequest() = default;
   // The status of slot `s`, given its decision; over_limit says whether it denies the request.
-  // With several limits, the status is the most constraining one's: of those exceeded, the one
-  // whose hits fit last; with none exceeded, the one with the least remaining.
+  // With several limits, the status is the most constraining one's, the limit the RateLimit
+  // field names (MostConstrainingLimit): of those exceeded, the one whose hits fit last;
+  // otherwise the one with the least remaining.
   RateLimitResponse::DescriptorStatus StatusOf(const Slot& s, const Decision& d,
                                                bool& over_limit) const;
 

@@ -13,6 +13,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -27,5 +28,7 @@ struct RateLimitFields {
 };
 
 RateLimitFields RateLimitFieldsFor(const Decision& decision);
+// The index of the limit RateLimit names (0 when there is none): what Envoy's status reports too.
+size_t MostConstrainingLimit(const Decision& decision);
 
 }  // namespace hourglass
