@@ -6,6 +6,7 @@
 //
 //   load [--servers H:P | --start-memcached] [--threads N] [--features F] [--hot-share X]
 //        [--seconds S] [--policy "2/s, 5/m, 10/h, 100/d"] [--peer PYTHON] [--scaling] [--quick]
+//        [--layout counters|packed]... [--long-lived]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -44,7 +45,14 @@ struct Options {
   bool quick = false;
   bool exact_cover = false;  // engine without the hot path
   bool minimal_raw = false;  // raw round trip: the increments and a get of the open buckets only
-  std::string layout = "counters";  // how memcached keeps buckets (MemcachedLayout)
+  // One engine per layout kept across slices (a service's warm caches), instead of a fresh one
+  // per slice (a cold start in each).
+  bool long_lived = false;
+  // How memcached keeps buckets (MemcachedLayout). Several: the engine runs once per layout, its
+  // slices interleaved with the others' and the raw baseline's (on the first layout), each of
+  // them under its own event so that their counts stay apart (with one layout, the raw baseline
+  // increments the engine's keys).
+  std::vector<std::string> layouts{"counters"};
 };
 
 EngineOptions LoadEngineOptions(const Options& o) {
@@ -102,19 +110,39 @@ Run Finish(std::string name, int threads, double seconds,
 }
 
 // The store both the engine and the raw baseline run on: a connection per thread.
-std::unique_ptr<Store> OpenLoadStore(const Options& o, int threads) {
+std::unique_ptr<Store> OpenLoadStore(const Options& o, int threads, const std::string& layout) {
   MemcachedOptions mo;
   mo.pool_size = static_cast<uint32_t>(threads);
   mo.io_timeout = std::chrono::milliseconds{1000};
-  mo.layout = *ParseLayout(o.layout);
+  mo.layout = *ParseLayout(layout);
   return std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), mo));
 }
 
-Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
-              const EngineOptions& eo, const std::string& label, double seconds) {
-  std::unique_ptr<Store> store = OpenLoadStore(o, threads);
+// The event the engine checks on `layout` (or the raw baseline increments, `layout` "raw"): one
+// each when several layouts are compared.
+std::string EventFor(const Options& o, const std::string& layout) {
+  return o.layouts.size() > 1 ? "url_shorten." + layout : "url_shorten";
+}
+
+// An engine on its own store and connections.
+struct LoadEngine {
+  LoadEngine(const Options& o, int threads, const std::string& layout, const EngineOptions& eo)
+      : store(OpenLoadStore(o, threads, layout)), engine(*Engine::Create(*store, clock, eo)) {}
+  std::unique_ptr<Store> store;
   SystemClock clock;
-  const Engine engine = *Engine::Create(*store, clock, eo);
+  Engine engine;
+};
+
+// Checks for `seconds` on `loaded` (nullptr: on a fresh engine).
+Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
+              const EngineOptions& eo, const std::string& label, double seconds,
+              const std::string& layout, LoadEngine* loaded = nullptr) {
+  std::unique_ptr<LoadEngine> fresh;
+  if (loaded == nullptr)
+    loaded = (fresh = std::make_unique<LoadEngine>(o, threads, layout, eo)).get();
+  Store* store = loaded->store.get();
+  const Engine& engine = loaded->engine;
+  const std::string event = EventFor(o, layout);
   const Policy policy{limits, CountingMode::kAdmitted, FailureMode::kFailClosed};
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
   std::atomic<uint64_t> read{0}, written{0}, trips{0}, errors{0}, cached{0}, blocked{0};
@@ -128,7 +156,7 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
       while (Clock::now() < deadline) {
         const std::string feature = FeatureName(picker.Next());
         const auto begin = Clock::now();
-        Result<Decision> d = engine.Check("url_shorten", feature, policy);
+        Result<Decision> d = engine.Check(event, feature, policy);
         latencies[static_cast<size_t>(t)].push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
         if (!d.ok() || d->degraded) {
@@ -166,7 +194,7 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
 // store batch carrying the hit's increments and the planned reads: the single write and single
 // answer the engine's check needs at best, on the same wire.
 Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, double seconds) {
-  std::unique_ptr<Store> store = OpenLoadStore(o, threads);
+  std::unique_ptr<Store> store = OpenLoadStore(o, threads, o.layouts.front());
   SystemClock clock;
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
   std::atomic<uint64_t> read{0}, written{0}, errors{0};
@@ -184,7 +212,7 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
       while (Clock::now() < deadline) {
         // Prepare exactly what the engine sends: the hit's increments and the planned reads.
         Batch batch;
-        batch.group = keys.GroupKey("url_shorten", FeatureName(picker.Next()));
+        batch.group = keys.GroupKey(EventFor(o, "raw"), FeatureName(picker.Next()));
         const int64_t now = ToUnix(clock.Now());
         for (size_t level = 0; level < ladder.levels(); ++level) {
           batch.increments.push_back(
@@ -245,22 +273,34 @@ void Merge(Run& total, const Run& slice) {
   total.errors += slice.errors;
 }
 
-// Engine and raw runs alternate in short slices, so both see the same moments (keys read depend
-// on the time of day) and the same background load; their latencies are pooled per kind.
-std::pair<Run, Run> Interleaved(const Options& o, const std::vector<Limit>& limits, int threads) {
+// Engine runs (one per layout) and raw runs alternate in short slices, so all see the same moments
+// (keys read depend on the time of day) and the same background load; their latencies are pooled
+// per kind. Engine runs first, in the order of `o.layouts`, then the raw run.
+std::vector<Run> Interleaved(const Options& o, const std::vector<Limit>& limits, int threads) {
   const int rounds = o.quick ? 1 : 10;
-  Run engine, raw;
-  for (int r = 0; r < rounds; ++r) {
-    Merge(engine,
-          RunEngine(o, limits, threads, LoadEngineOptions(o),
-                    o.exact_cover ? "hourglass check, exact cover" : "hourglass check, hot path",
-                    o.seconds / rounds));
-    Merge(raw, RunRaw(o, limits, threads, o.seconds / rounds));
+  std::vector<Run> runs(o.layouts.size() + 1);
+  std::vector<std::unique_ptr<LoadEngine>> engines(o.layouts.size());
+  if (o.long_lived) {
+    for (size_t l = 0; l < o.layouts.size(); ++l) {
+      engines[l] = std::make_unique<LoadEngine>(o, threads, o.layouts[l], LoadEngineOptions(o));
+    }
   }
-  std::sort(engine.latencies_us.begin(), engine.latencies_us.end());
-  std::sort(raw.latencies_us.begin(), raw.latencies_us.end());
-  return {engine, raw};
+  const std::string label =
+      o.exact_cover ? "hourglass check, exact cover" : "hourglass check, hot path";
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t l = 0; l < o.layouts.size(); ++l) {
+      const std::string& layout = o.layouts[l];
+      Merge(runs[l], RunEngine(o, limits, threads, LoadEngineOptions(o),
+                               o.layouts.size() > 1 ? label + ", " + layout + " layout" : label,
+                               o.seconds / rounds, layout, engines[l].get()));
+    }
+    Merge(runs.back(), RunRaw(o, limits, threads, o.seconds / rounds));
+  }
+  for (Run& run : runs) std::sort(run.latencies_us.begin(), run.latencies_us.end());
+  return runs;
 }
+
+double Throughput(const Run& r) { return static_cast<double>(r.checks) / r.seconds; }
 
 std::optional<Run> RunPeer(const Options& o) {
   const std::string command =
@@ -321,14 +361,9 @@ int Main(Options o) {
       o.policy, o.features, 100 * o.hot_share, o.seconds,
       o.exact_cover ? "exact cover" : "hot path (bounds, bucket cache, blocked-client cache)",
       o.servers);
-  std::vector<Run> runs;
-  auto [engine1, raw1] = Interleaved(o, limits, 1);
-  runs.push_back(engine1);
-  runs.push_back(raw1);
+  std::vector<Run> runs = Interleaved(o, limits, 1);
   if (o.threads > 1) {
-    auto [engine_n, raw_n] = Interleaved(o, limits, o.threads);
-    runs.push_back(engine_n);
-    runs.push_back(raw_n);
+    for (Run& run : Interleaved(o, limits, o.threads)) runs.push_back(std::move(run));
   }
   std::optional<Run> peer;
   if (!o.peer.empty()) {
@@ -336,11 +371,21 @@ int Main(Options o) {
     if (peer) runs.push_back(*peer);
   }
   PrintRuns(runs);
-  const double ratio = runs[0].Percentile(0.5) / runs[1].Percentile(0.5);
-  fmt::print("\nengine / raw, 1 thread: p50 {:.2f}x, p99 {:.2f}x, throughput {:.2f}x\n", ratio,
-             runs[0].Percentile(0.99) / runs[1].Percentile(0.99),
-             (static_cast<double>(runs[0].checks) / runs[0].seconds) /
-                 (static_cast<double>(runs[1].checks) / runs[1].seconds));
+  const Run& raw1 = runs[o.layouts.size()];
+  fmt::print("\n");
+  for (size_t l = 0; l < o.layouts.size(); ++l) {
+    fmt::print("engine{} / raw, 1 thread: p50 {:.2f}x, p99 {:.2f}x, throughput {:.2f}x\n",
+               o.layouts.size() > 1 ? " (" + o.layouts[l] + ")" : "",
+               runs[l].Percentile(0.5) / raw1.Percentile(0.5),
+               runs[l].Percentile(0.99) / raw1.Percentile(0.99),
+               Throughput(runs[l]) / Throughput(raw1));
+  }
+  for (size_t l = 1; l < o.layouts.size(); ++l) {
+    fmt::print("{} / {} layout, 1 thread: p50 {:.2f}x, p99 {:.2f}x, throughput {:.2f}x\n",
+               o.layouts[l], o.layouts[0], runs[l].Percentile(0.5) / runs[0].Percentile(0.5),
+               runs[l].Percentile(0.99) / runs[0].Percentile(0.99),
+               Throughput(runs[l]) / Throughput(runs[0]));
+  }
   if (peer) {
     fmt::print("hourglass / {}, 1 thread each: throughput {:.1f}x, p50 latency {:.2f}x lower\n",
                peer->name,
@@ -362,8 +407,8 @@ int Main(Options o) {
         eo.ladder = *Ladder::Parse(ladder);
         eo.retention = Seconds{7 * 86400};
         eo.name_space = fmt::format("scale{}", std::string(ladder).size());
-        const Run r =
-            RunEngine(o, *ParseLimits(fmt::format("1000000/{}", window)), 1, eo, "", o.seconds / 4);
+        const Run r = RunEngine(o, *ParseLimits(fmt::format("1000000/{}", window)), 1, eo, "",
+                                o.seconds / 4, o.layouts.front());
         fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.1f} |\n", ladder, window,
                    static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5), r.Percentile(0.99),
                    r.keys_read);
@@ -424,9 +469,14 @@ int main(int argc, char** argv) {
   app.add_flag("--scaling", o.scaling, "also measure by window and ladder, and memory per feature");
   app.add_flag("--quick", o.quick, "tiny runs (the ctest smoke run)");
   app.add_flag("--exact-cover", o.exact_cover, "engine without the hot path");
-  app.add_option("--layout", o.layout, "memcached layout: counters or packed")
+  app.add_option("--layout", o.layouts,
+                 "memcached layout: counters or packed; both (--layout counters --layout packed) "
+                 "compares them in interleaved slices")
       ->check(CLI::IsMember({"counters", "packed"}))
       ->capture_default_str();
+  app.add_flag("--long-lived", o.long_lived,
+               "keep one engine per layout across slices (warm caches, as in a service) instead "
+               "of a fresh one per slice");
   app.add_flag("--minimal-raw", o.minimal_raw,
                "raw baseline: one round trip with the same increments, read back");
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });

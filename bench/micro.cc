@@ -1,5 +1,5 @@
-// Google Benchmark micro-benchmarks: the planner, the key codec, and a check on the in-memory
-// store (no network: the engine's own CPU cost).
+// Google Benchmark micro-benchmarks: the planner, the key codec, a check on the in-memory store
+// (no network: the engine's own CPU cost), and folding a pack of the memcached packed layout.
 //
 //   micro [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
@@ -9,6 +9,7 @@
 #include "hourglass/memory_store.h"
 #include "hourglass/planner.h"
 #include "hourglass/recent_top.h"
+#include "packed_layout.h"
 
 namespace hourglass {
 namespace {
@@ -98,6 +99,22 @@ void BM_RecentTopRecord(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RecentTopRecord);
+
+// A pack of the packed layout holding `records` hits, one per second from the hour's start (the
+// open hour of a feature hit every second), folded as a read of it is: once per read.
+void BM_PackFoldParse(benchmark::State& state) {
+  std::string pack = memcached::PackHeader(FromUnix(kNow), Seconds{7200});
+  for (int64_t s = 0; s < state.range(0); ++s) {
+    pack.push_back(static_cast<char>(s & 0xff));  // a hit: offset s, kind 0, little-endian
+    pack.push_back(static_cast<char>(s >> 8));
+  }
+  const memcached::PackedSlot hour{"", memcached::PackedLevel::kHour, 0};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(memcached::PackFold::Parse("g:p:1", pack)->Value(hour));
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(pack.size()));
+}
+BENCHMARK(BM_PackFoldParse)->Arg(1)->Arg(16)->Arg(256)->Arg(3600);
 
 }  // namespace
 }  // namespace hourglass
