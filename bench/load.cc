@@ -52,7 +52,7 @@ struct Options {
   // slices interleaved with the others' and the raw baseline's (on the first layout), each of
   // them under its own event so that their counts stay apart (with one layout, the raw baseline
   // increments the engine's keys).
-  std::vector<std::string> layouts{"counters"};
+  std::vector<std::string> layouts{"packed"};
 };
 
 EngineOptions LoadEngineOptions(const Options& o) {

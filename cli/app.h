@@ -30,7 +30,7 @@ constexpr int kCannotListen = 4;  // serve: the address is in use, or not ours t
 struct Globals {
   std::string servers = "127.0.0.1:11211";
   std::string previous_servers;     // in transition from this list (TransitionStore); empty: none
-  std::string layout = "counters";  // how memcached keeps buckets (MemcachedLayout)
+  std::string layout = "packed";  // how memcached keeps buckets (MemcachedLayout)
   bool read_both_layouts = false;   // while clients switch layout
   std::string store = "memcached";
   std::string name_space = "hg";

@@ -42,9 +42,10 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   }
   app.add_option(
          "--layout", g.layout,
-         "how memcached keeps buckets: counters (an item per bucket), or packed (an hour "
-         "of a feature's seconds, minutes and total in one item, 2 bytes per hit; every client "
-         "of the servers must use the same, or --read-both-layouts) (env HOURGLASS_LAYOUT)")
+         "how memcached keeps buckets: packed (an hour of a feature's seconds, minutes and "
+         "total in one item, 2 bytes per hit) or counters (an item per bucket, the default of "
+         "hourglass 0.1); every client of the servers must use the same, or "
+         "--read-both-layouts (env HOURGLASS_LAYOUT)")
       ->check(CLI::IsMember({"counters", "packed"}))
       ->capture_default_str();
   app.add_flag("--read-both-layouts", g.read_both_layouts,

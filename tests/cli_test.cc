@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "memcached_server.h"
 #include "run_process.h"
@@ -238,6 +239,7 @@ TEST_F(CliTest, AFeatureStartingWithADashFollowsDoubleDash) {
 // Bucket values written by another client can be as large as memcached's counters: their sum
 // must saturate, never wrap to a small count (which would admit) or read as negative.
 TEST_F(CliTest, HugeBucketValuesNeverWrapIntoASmallCount) {
+  // Counters hold what another client sets (packs saturate their own sums: packed_layout_test).
   const std::string half = "9223372036854775808";  // 2^63: two of them wrap a 64-bit sum to 0
   for (int64_t s : {kAt - 1, kAt}) {
     const std::string key = "hg:signup:zed:1:" + std::to_string(s);
@@ -245,11 +247,12 @@ TEST_F(CliTest, HugeBucketValuesNeverWrapIntoASmallCount) {
         server_.Raw("set " + key + " 0 0 " + std::to_string(half.size()) + "\r\n" + half + "\r\n"),
         "STORED\r\n");
   }
-  ProcessResult r =
-      Run({"count", "signup", "zed", "--window", "10s", "--at", std::to_string(kAt), "--json"});
+  ProcessResult r = Run({"--layout", "counters", "count", "signup", "zed", "--window", "10s",
+                         "--at", std::to_string(kAt), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(Json(r)["windows"][0]["count"].get<uint64_t>(), 18446744073709551615u);
-  r = Run({"check", "signup", "zed", "--limit", "100/m", "--at", std::to_string(kAt)});
+  r = Run({"--layout", "counters", "check", "signup", "zed", "--limit", "100/m", "--at",
+           std::to_string(kAt)});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
 }
 
@@ -280,18 +283,21 @@ TEST_F(CliTest, InstantsOutsideTheRangeAreRefusedBeforeAnyWrite) {
 // A value that is not a counter under a bucket key (another client's set) must not lock the
 // feature out until it expires: the error names the keys and the fix, and reset deletes it.
 TEST_F(CliTest, ResetClearsABucketAnotherClientCorrupted) {
+  // A counter another client overwrote (a pack that is not one: packed_layout_test).
   const std::string at = std::to_string(kAt);
-  ASSERT_EQ(Run({"hit", "signup", "eve", "--at", at}).code, 0);
+  ASSERT_EQ(Run({"--layout", "counters", "hit", "signup", "eve", "--at", at}).code, 0);
   const std::string minute = "hg:signup:eve:60:" + std::to_string(kAt / 60);
   ASSERT_EQ(server_.Raw("set " + minute + " 0 0 3\r\nabc\r\n"), "STORED\r\n");
-  ProcessResult r = Run({"check", "signup", "eve", "--limit", "5/m", "--at", at});
+  ProcessResult r =
+      Run({"--layout", "counters", "check", "signup", "eve", "--limit", "5/m", "--at", at});
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find(minute), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("reset"), std::string::npos) << r.err;
-  r = Run({"reset", "signup", "eve", "--at", at, "--json"});
+  r = Run({"--layout", "counters", "reset", "signup", "eve", "--at", at, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(Json(r)["deleted"], 3);
-  r = Run({"check", "signup", "eve", "--limit", "5/m", "--at", at, "--json"});
+  r = Run(
+      {"--layout", "counters", "check", "signup", "eve", "--limit", "5/m", "--at", at, "--json"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(Json(r)["limits"][0]["count"], 1);
 }
@@ -354,9 +360,13 @@ TEST_F(CliTest, ReplayThenCountAtEqualsTheBruteForceCount) {
 // --settle-margin widens every bucket's TTL (and the engine's wait before caching a bucket) by
 // what the clients' clocks may differ; out of range it is refused naming the option.
 TEST_F(CliTest, SettleMarginIsAnOptionAndLengthensTheBucketsLife) {
+  // A second's own TTL: a counter of the counters layout (a pack lives its longest bucket's).
   const std::string at = std::to_string(kAt);
-  ASSERT_EQ(Run({"hit", "signup", "skewed", "--at", at, "--settle-margin", "10m"}).code, 0);
-  ASSERT_EQ(Run({"hit", "signup", "plain", "--at", at}).code, 0);
+  ASSERT_EQ(
+      Run({"--layout", "counters", "hit", "signup", "skewed", "--at", at, "--settle-margin", "10m"})
+          .code,
+      0);
+  ASSERT_EQ(Run({"--layout", "counters", "hit", "signup", "plain", "--at", at}).code, 0);
   const auto ttl = [&](const std::string& feature) {
     const std::string answer = server_.Raw("mg hg:signup:" + feature + ":1:" + at + " t\r\n");
     return answer.starts_with("HD t") ? std::stoll(answer.substr(4)) : -1;
@@ -367,11 +377,13 @@ TEST_F(CliTest, SettleMarginIsAnOptionAndLengthensTheBucketsLife) {
   EXPECT_GE(ttl("plain"), 86400 + 60 + 5 - 2);
   EXPECT_LE(ttl("plain"), 86400 + 60 + 5);
   for (const char* bad : {"2h", "soon", "-5s"}) {
-    ProcessResult r = Run({"count", "signup", "plain", "--settle-margin", bad});
+    ProcessResult r =
+        Run({"--layout", "counters", "count", "signup", "plain", "--settle-margin", bad});
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_NE(r.err.find("--settle-margin"), std::string::npos) << r.err;
   }
-  EXPECT_EQ(Run({"count", "signup", "plain", "--settle-margin", "0"}).code, 0);
+  EXPECT_EQ(Run({"--layout", "counters", "count", "signup", "plain", "--settle-margin", "0"}).code,
+            0);
 }
 
 // The packed layout through the command: a replay written packed counts exactly (against a
@@ -423,6 +435,44 @@ TEST_F(CliTest, ThePackedLayoutCountsExactlyAndAClientReadingBothSeesTheSame) {
 // Adding a third memcached server moves about a third of the features to it: without
 // --previous-servers they start again from zero and clients at their limit are admitted again;
 // with it, no count is lost.
+// A client of 0.1 (whose default layout was counters) beside one started as before on 0.2 (packed):
+// each tells the split through the shared day ledger; with --read-both-layouts both count every
+// hit, which is the documented upgrade path.
+TEST_F(CliTest, UpgradingFromCountersDefaultIsToldAndReadingBothLayoutsCountsEveryHit) {
+  // The ledger is not compared in an hour's last seconds, and a day's hits stay in their day.
+  const int64_t into_hour = std::time(nullptr) % 3600;
+  if (into_hour > 3590) std::this_thread::sleep_for(std::chrono::seconds(3602 - into_hour));
+  const std::vector<std::string> old_client = {"--layout", "counters", "--json"};
+  const auto check = [&](std::vector<std::string> client) {
+    for (const char* a : {"check", "signup", "ann@example.com", "--limit", "10/d"}) {
+      client.push_back(a);
+    }
+    ProcessResult r = Run(client);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return Json(r);
+  };
+  for (int i = 0; i < 3; ++i) check(old_client);
+
+  const json told = check({"--json"});
+  EXPECT_EQ(told["degraded"], true) << told;
+  EXPECT_NE(told["error"].get<std::string>().find("data loss"), std::string::npos) << told;
+  EXPECT_EQ(told["limits"][0]["count"], 4) << "the day still counts the other layout's hits";
+  const json old_told = check(old_client);
+  EXPECT_EQ(old_told["degraded"], true) << "the 0.1 client is told too: " << old_told;
+  EXPECT_EQ(old_told["limits"][0]["count"], 5) << old_told;
+
+  for (const std::vector<std::string>& both :
+       {std::vector<std::string>{"--json", "--read-both-layouts"},
+        std::vector<std::string>{"--layout", "counters", "--read-both-layouts", "--json"}}) {
+    const json exact = check(both);
+    EXPECT_EQ(exact["degraded"], false) << exact;
+  }
+  ProcessResult count = Run(
+      {"--read-both-layouts", "--json", "count", "signup", "ann@example.com", "--window", "1d"});
+  ASSERT_EQ(count.code, 0) << count.err;
+  EXPECT_EQ(Json(count)["windows"][0]["count"], 7) << "every hit, whichever layout wrote it";
+}
+
 TEST_F(CliTest, PreviousServersKeepTheCountsOfFeaturesThatMovedToANewServer) {
   testing::MemcachedServer b, c;
   ASSERT_TRUE(b.running() && c.running());
@@ -482,6 +532,7 @@ TEST_F(CliTest, ReplayWithALongRetentionKeepsItsBucketsInMemcached) {
 // A blocked client's attempts are sent without waiting; if memcached refuses them, replay says
 // so instead of losing them silently.
 TEST_F(CliTest, ReplayReportsWritesMemcachedRefused) {
+  // memcached refuses an increment of a counter that is not a number (the counters layout).
   std::string trace;
   for (int64_t t : {kAt, kAt, kAt + 1, kAt + 1, kAt + 1}) {
     trace += std::to_string(t) + "\tlogin\tmallory\t1\n";
@@ -490,7 +541,8 @@ TEST_F(CliTest, ReplayReportsWritesMemcachedRefused) {
   // Poison the per-second bucket the blocked attempts at kAt + 1 go to.
   const std::string key = "hg:login:mallory:1:" + std::to_string(kAt + 1);
   ASSERT_EQ(server_.Raw("set " + key + " 0 600 1\r\nx\r\n"), "STORED\r\n");
-  ProcessResult r = Run({"--json", "replay", file, "--limit", "1/m", "--mode", "attempts"});
+  ProcessResult r = Run(
+      {"--layout", "counters", "--json", "replay", file, "--limit", "1/m", "--mode", "attempts"});
   ASSERT_EQ(r.code, 0) << r.err;
   json j = Json(r);
   EXPECT_EQ(j["admitted"], 1);
@@ -498,13 +550,14 @@ TEST_F(CliTest, ReplayReportsWritesMemcachedRefused) {
   EXPECT_EQ(j["unconfirmed_failures"], 3);
   ASSERT_TRUE(server_.Raw("flush_all\r\n").starts_with("OK"));
   ASSERT_EQ(server_.Raw("set " + key + " 0 600 1\r\nx\r\n"), "STORED\r\n");
-  r = Run({"replay", file, "--limit", "1/m", "--mode", "attempts"});
+  r = Run({"--layout", "counters", "replay", file, "--limit", "1/m", "--mode", "attempts"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("warning: memcached refused 3 fire-and-forget writes"), std::string::npos)
       << r.out;
   // Unpoisoned, nothing is reported.
   ASSERT_TRUE(server_.Raw("flush_all\r\n").starts_with("OK"));
-  r = Run({"--json", "replay", file, "--limit", "1/m", "--mode", "attempts"});
+  r = Run(
+      {"--layout", "counters", "--json", "replay", file, "--limit", "1/m", "--mode", "attempts"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(Json(r)["unconfirmed_failures"], 0);
 }

@@ -527,7 +527,9 @@ TEST_F(ServeTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {
 // A blocked client's attempts are sent without waiting for memcached's answer; an attempt
 // memcached refuses is counted at /metrics once the connection that sent it is used again.
 TEST_F(ServeTest, MetricsCountFireAndForgetWritesTheStoreRefused) {
-  auto serve = Serve("events:\n  login:\n    limits: [1/m]\n    mode: attempts\n");
+  // memcached refuses an increment of a counter that is not a number (the counters layout).
+  auto serve = Serve("events:\n  login:\n    limits: [1/m]\n    mode: attempts\n",
+                     {"--layout", "counters"});
   HttpClient client(serve->port());
   // The blocked-client cache holds mallory only while her denial is certain from the coarse
   // buckets: until her minute ends. Start early enough in a minute that it outlasts now + 5.

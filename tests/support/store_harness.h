@@ -85,11 +85,14 @@ class MemcachedHarness final : public StoreHarness {
   std::unique_ptr<MemcachedStore> store_;
 };
 
-// "memory", "memcached" or "memcached_packed" (the packed layout); any other name fails the test
-// and gives nullptr.
+// "memory", "memcached" (the counters layout) or "memcached_packed" (the packed layout, the
+// default); any other name fails the test and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
-  if (kind == "memcached") return std::make_unique<MemcachedHarness>();
+  if (kind == "memcached") {
+    return std::make_unique<MemcachedHarness>(
+        MemcachedOptions{.layout = MemcachedLayout::kCounters});
+  }
   if (kind == "memcached_packed") {
     return std::make_unique<MemcachedHarness>(MemcachedOptions{.layout = MemcachedLayout::kPacked});
   }

@@ -34,10 +34,12 @@ namespace hourglass {
 // two keep buckets under different keys), or read both while they switch
 // (MemcachedOptions::read_both_layouts).
 enum class MemcachedLayout {
-  // One counter item per bucket that saw a hit (~100 bytes each, whatever the count).
+  // One counter item per bucket that saw a hit (~100 bytes each, whatever the count). The
+  // default of hourglass 0.1.
   kCounters,
-  // A feature's second and minute buckets of one hour in one item, 2 bytes per hit (or per busy
-  // second once compacted); generations stay counters. Exact like counters.
+  // A feature's second, minute and hour buckets of one hour in one item, 2 bytes per hit (or per
+  // busy second once compacted); generations, ledgers and penalties stay counters. Exact like
+  // counters. The default since hourglass 0.2.
   kPacked,
 };
 
@@ -66,7 +68,7 @@ struct MemcachedOptions {
   // A pooled connection idle at least this long is checked for a close by the server (e.g. a
   // restart) before it is used, so a restart while idle fails no request. 0: check every time.
   std::chrono::milliseconds idle_check_after{500};
-  MemcachedLayout layout = MemcachedLayout::kCounters;
+  MemcachedLayout layout = MemcachedLayout::kPacked;
   // While clients switch layout: write as `layout` says, but read (and delete) seconds, minutes and
   // hours in both layouts, adding the two. Every client runs with it from before the first one
   // switches until the retention has passed after the last one did; checks stay exact throughout.
