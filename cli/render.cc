@@ -115,6 +115,13 @@ std::string CountsText(const Counts& counts) {
   for (const WindowCount& w : counts.windows) {
     out += fmt::format("  {:<6} {:>10}\n", w.window.ToString(), w.count);
   }
+  if (counts.missing > 0) {
+    out += fmt::format(
+        "  warning: {} of today's hits are missing from the store (its day ledger counts them): "
+        "memcached evicted them, or clients of the other --layout wrote them; windows holding all "
+        "of today include them\n",
+        counts.missing);
+  }
   return out;
 }
 

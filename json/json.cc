@@ -112,6 +112,7 @@ nlohmann::json CountsJson(std::string_view event, std::string_view feature, cons
           {"feature", feature},
           {"at", ToUnix(c.at)},
           {"windows", windows},
+          {"missing", c.missing},
           {"keys_read", c.cost.keys_read},
           {"round_trips", c.cost.round_trips}};
 }

@@ -125,6 +125,14 @@ TEST_F(DecisionApiTest, HitsTheStoreLostAreToldAndStillCounted) {
   EXPECT_NE(metrics_.Render().find("hourglass_data_loss_checks_total 1"), std::string::npos);
   EXPECT_EQ(metrics_.Render().find("hourglass_store_errors_total{"), std::string::npos)
       << "the store did not fail";
+  // A count tells it as well: the day holds the lost hits (and the denied check's was taken back).
+  HttpResponse count =
+      Send(http::verb::get, "/v1/count?event=quota&feature=ann&window=1d&window=1m");
+  ASSERT_EQ(count.result(), http::status::ok) << count.body();
+  const json counted = json::parse(count.body());
+  EXPECT_EQ(counted["missing"], 20) << counted;
+  EXPECT_EQ(counted["windows"][0]["count"], 20) << counted;
+  EXPECT_EQ(counted["windows"][1]["count"], 0) << "a minute cannot place them";
 }
 
 TEST_F(DecisionApiTest, ABannedFeatureIsToldNoRetryTime) {

@@ -45,5 +45,15 @@ TEST(Render, SparklineScalesToTheLargestValue) {
   EXPECT_EQ(Sparkline(big), "▁█");  // a non-zero value never looks like zero
 }
 
+TEST(Render, CountsWarnOfTodaysMissingHits) {
+  Counts counts{FromUnix(1'431'857'103), {{*Window::Sliding(Seconds{86400}), 13}}, {}};
+  EXPECT_EQ(CountsText(counts).find("missing"), std::string::npos);
+  counts.missing = 10;
+  const std::string text = CountsText(counts);
+  EXPECT_NE(text.find("1d"), std::string::npos) << text;
+  EXPECT_NE(text.find("warning: 10 of today's hits are missing"), std::string::npos) << text;
+  EXPECT_NE(text.find("evicted"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace hourglass::cli

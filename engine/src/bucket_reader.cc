@@ -21,8 +21,9 @@ std::vector<uint8_t> BucketReader::LookUp(const std::string& group, std::span<co
 }
 
 Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const Bucket> buckets,
-                                      std::vector<Increment> increments, Instant now) const {
-  PendingRead pending = Prepare(group, buckets, std::move(increments), now);
+                                      std::vector<Increment> increments, Instant now,
+                                      std::optional<KeySpace::LedgerKeys> ledger) const {
+  PendingRead pending = Prepare(group, buckets, std::move(increments), now, std::move(ledger));
   if (!pending.needs_store) return std::move(pending.read);
   while (true) {
     Result<std::vector<uint64_t>> answer = store_.Apply(pending.batch);

@@ -52,7 +52,8 @@ class BucketReader {
 
   // Applies `increments` and reads `buckets` of `group` in one batch.
   Result<BucketRead> Read(const std::string& group, std::span<const Bucket> buckets,
-                          std::vector<Increment> increments, Instant now) const;
+                          std::vector<Increment> increments, Instant now,
+                          std::optional<KeySpace::LedgerKeys> ledger = std::nullopt) const;
 
   // Read in steps, for callers that send several batches together: Prepare, send pending.batch
   // (if pending.needs_store), then Advance with the same group and buckets and the store's

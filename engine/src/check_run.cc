@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "day_ledger.h"
 #include "hourglass/retry_after.h"
 #include "hourglass/saturating.h"
 #include "sorted_buckets.h"
@@ -75,18 +76,8 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
 }
 
 std::optional<int64_t> CheckRun::ComparedDay() const {
-  if (!live() || !core_.keys.keeps_ledger()) return std::nullopt;
-  const int64_t day = KeySpace::kLedgerSpan.count();
-  const int64_t today = FloorDiv(second_, day) * day;
-  const int64_t top = core_.keys.ladder().width(core_.keys.ladder().levels() - 1).count();
-  // Near the end of a top-level bucket, a writer whose clock runs ahead may count into the next
-  // one (not read) and into the ledger: no comparison then.
-  if (FloorDiv(second_ + core_.settle_margin().count(), top) != FloorDiv(second_, top)) {
-    return std::nullopt;
-  }
-  const bool holds_today =
-      std::any_of(spans_.begin(), spans_.end(), [&](const Span& s) { return s.first <= today; });
-  return holds_today ? std::optional(today) : std::nullopt;
+  if (!live()) return std::nullopt;
+  return internal::ComparedDay(core_.keys, core_.settle_margin(), second_, spans_);
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
@@ -285,16 +276,8 @@ void CheckRun::Absorb(Result<BucketRead> read) {
 }
 
 uint64_t CheckRun::MissingHits(uint64_t ledger) const {
-  for (size_t i = 0; i < spans_.size(); ++i) {
-    if (spans_[i].first > *today_) continue;
-    // The window's pieces tile it, and the buckets of today lie inside it.
-    uint64_t counted = 0;
-    for (const CountedSpan& piece : tally_.upper_pieces[i]) {
-      if (piece.span.first >= *today_) counted = SaturatingAdd(counted, piece.hits);
-    }
-    return ledger > counted ? ledger - counted : 0;
-  }
-  return 0;
+  const size_t i = internal::WindowHoldingDay(spans_, *today_);
+  return internal::MissingHits(tally_.upper_pieces[i], *today_, ledger);
 }
 
 void CheckRun::CountMissing(size_t i) {

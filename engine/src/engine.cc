@@ -8,7 +8,9 @@
 #include <atomic>
 #include <memory>
 
+#include "day_ledger.h"
 #include "engine_core.h"
+#include "hourglass/saturating.h"
 #include "request_runs.h"
 #include "reset.h"
 
@@ -70,6 +72,15 @@ Engine::CheckRequest OneCheck(std::string_view event, std::string_view feature,
 uint64_t NextEngineId() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Today's hits (from `today`, a day some of `spans` holds) that the buckets of `read`, read as
+// `plan` says, lack against the day ledger read with them (0 when it was not whole).
+uint64_t MissingToday(const ReadPlan& plan, std::span<const Span> spans,
+                      const internal::BucketRead& read, int64_t today) {
+  if (!read.ledger) return 0;
+  const size_t whole = internal::WindowHoldingDay(spans, today);
+  return internal::MissingHits(plan.Pieces(whole, read.values), today, *read.ledger);
 }
 
 }  // namespace
@@ -202,11 +213,26 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   for (const Window& window : windows) spans.push_back(window.SpanAt(t));
   const std::optional<int64_t> open = t == now ? std::optional(ToUnix(t)) : std::nullopt;
   const std::shared_ptr<const ReadPlan> plan = core_->Plan(spans, open, now);
-  Result<internal::BucketRead> read = core_->Reader().Read(*group, plan->reads, {}, now);
+  // A live count holding all of today compares today's buckets with the day ledger.
+  std::optional<KeySpace::LedgerKeys> ledger;
+  int64_t today = 0;
+  if (const auto day =
+          open ? internal::ComparedDay(core_->keys, core_->settle_margin(), *open, spans)
+               : std::nullopt) {
+    today = *day;
+    ledger = KeySpace::Ledger(*group, today / KeySpace::kLedgerSpan.count());
+  }
+  const bool compared = ledger.has_value();
+  Result<internal::BucketRead> read =
+      core_->Reader().Read(*group, plan->reads, {}, now, std::move(ledger));
   if (!read.ok()) return read.error();
   Counts counts{t, {}, read->cost};
+  if (compared) counts.missing = MissingToday(*plan, spans, *read, today);
   for (size_t i = 0; i < windows.size(); ++i) {
-    counts.windows.push_back(WindowCount{windows[i], plan->Total(i, read->values)});
+    uint64_t count = plan->Total(i, read->values);
+    // The missing hits lie in today: in every window holding all of it.
+    if (counts.missing > 0 && spans[i].first <= today) count = SaturatingAdd(count, counts.missing);
+    counts.windows.push_back(WindowCount{windows[i], count});
   }
   return counts;
 }

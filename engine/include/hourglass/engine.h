@@ -111,6 +111,10 @@ struct Counts {
   Instant at;
   std::vector<WindowCount> windows;
   Cost cost;
+  // Today's hits the store lost (memcached evicted them, or clients of the other layout wrote
+  // them), as the feature's day ledger tells; 0 when nothing is missing or the count could not
+  // tell (see Engine::Count). Windows holding all of today include them.
+  uint64_t missing = 0;
 };
 
 class Engine {
@@ -132,7 +136,10 @@ class Engine {
   Result<Cost> Unrecord(std::string_view event, std::string_view feature, uint64_t hits,
                         Instant at) const;
 
-  // Exact hits in each window ending at `at` (default now). One round trip.
+  // Exact hits in each window ending at `at` (default now). One round trip. Lost data is told as
+  // Check tells it: a count at the clock's instant with a window holding all of today reads the
+  // day ledger too; hits the buckets lack are Counts::missing, and windows holding all of today
+  // count them (shorter ones cannot place them: they count what was read).
   Result<Counts> Count(std::string_view event, std::string_view feature,
                        std::span<const Window> windows,
                        std::optional<Instant> at = std::nullopt) const;
