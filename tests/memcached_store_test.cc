@@ -147,6 +147,22 @@ TEST_F(PackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {
   EXPECT_EQ(*values, (std::vector<uint64_t>{1000, 5000, 5000}));
 }
 
+// Recording (`hourglass hit`, replays, settlements) applies write-only batches and waits for
+// them, reading nothing back: the store compacts those packs itself as it does blind sends.
+TEST_F(PackedLayoutTest, WriteOnlyAppliesAreCompactedWithoutAnyRead) {
+  for (int i = 0; i < 5000; ++i) {
+    Result<std::vector<uint64_t>> applied = store().Apply(Hit(kHourStart + 9 + i / 1000));
+    ASSERT_TRUE(applied.ok()) << applied.error().ToString();
+    ASSERT_TRUE(applied->empty());
+  }
+  EXPECT_EQ(store().Flush(), 0u);
+  EXPECT_LT(PackBytes(), 4 + 2048 + 5 * 7) << "5,000 hits in 10,000 bytes of records, compacted";
+  Result<std::vector<uint64_t>> values =
+      store().Apply(Batch{"g", {}, {Second(kHourStart + 9), Minute(kHourStart), Hour(kHourStart)}});
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{1000, 5000, 5000}));
+}
+
 // Threads hit and take back one second while reads keep compacting its pack: a compaction that
 // races an append loses its CAS and is dropped, so no hit is lost or counted twice.
 TEST_F(PackedLayoutTest, CompactionsRacingAppendsLoseNothing) {

@@ -176,13 +176,13 @@ Result<Cost> Engine::Record(std::string_view event, std::string_view feature, ui
   const Instant now = core_->clock->Now();
   if (Status s = CheckInstant(at.value_or(now)); !s.ok()) return s.error();
   const int64_t t = ToUnix(at.value_or(now));
+  // Nothing read back: the store's answer to the batch confirms (or refuses) the increments.
   Batch batch{*group, core_->keys.HitIncrements(*group, t, static_cast<int64_t>(hits)), {}};
-  for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
   core_->AnnounceIfSettled(batch, t, now);
-  Result<std::vector<uint64_t>> values = core_->store->Apply(batch);
+  Result<std::vector<uint64_t>> applied = core_->store->Apply(batch);
   core_->ForgetCachedIfSettled(*group, t, now);  // a replay writes into settled buckets
-  if (!values.ok()) return values.error();
-  return Cost{batch.increments.size(), batch.reads.size(), 1};
+  if (!applied.ok()) return applied.error();
+  return Cost{batch.increments.size(), 0, 1};
 }
 
 Result<Cost> Engine::Unrecord(std::string_view event, std::string_view feature, uint64_t hits,

@@ -262,7 +262,8 @@ struct MemcachedStore::Impl {
   std::unique_ptr<memcached::HashRing> ring;
   std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
   std::atomic<uint64_t> unconfirmed_failures{0};
-  // Record bytes fire-and-forget writes sent to each pack since it was last compacted here.
+  // Record bytes writes that read nothing (fire-and-forget, or applied without reads) sent to each
+  // pack since it was last compacted here.
   std::mutex sent_mu;
   std::unordered_map<std::string, size_t> sent_bytes;
 
@@ -271,11 +272,12 @@ struct MemcachedStore::Impl {
   }
 
   // The packs `out` appends to that are due for a compaction (their counts start again), with
-  // their groups.
+  // their groups. Batches that read are not counted: their reads compact what they find.
   std::vector<std::pair<std::string, std::string>> DueForCompaction(std::span<const Outgoing> out) {
     std::vector<std::pair<std::string, std::string>> due;  // group, pack
     std::lock_guard<std::mutex> lock(sent_mu);
     for (const Outgoing& o : out) {
+      if (!o.wire->reads.empty()) continue;
       for (const memcached::PackAppend& append : o.appends()) {
         if (sent_bytes.size() >= kMaxTrackedPacks && !sent_bytes.contains(append.key)) {
           sent_bytes.clear();
@@ -415,6 +417,10 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
     if (leases[p] == nullptr) continue;
     ReadBatches(*impl_->pools[p], *leases[p], out, by_pool[p], impl_->unconfirmed_failures,
                 results);
+  }
+  leases.clear();  // Compact leases connections of its own
+  for (const auto& [group, pack] : impl_->DueForCompaction(out)) {
+    impl_->Compact(group, pack);
   }
   return results;
 }

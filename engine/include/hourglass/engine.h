@@ -121,8 +121,9 @@ class Engine {
  public:
   static Result<Engine> Create(Store& store, const Clock& clock, EngineOptions options);
 
-  // Records `hits` (1 to kMaxHitsPerCall) at `at` (default now). One round trip: it reads back the
-  // current buckets, which confirms the increments landed. Recording more than settle_margin in the
+  // Records `hits` (1 to kMaxHitsPerCall) at `at` (default now). One round trip that reads
+  // nothing: it waits for the store's answer, which confirms the increments landed (a write the
+  // store refuses is an error). Recording more than settle_margin in the
   // past writes into buckets caches treat as immutable: it also bumps the feature's generation
   // (one more key written), so every process drops its cached buckets of the feature at its next
   // read, as after a reset.
