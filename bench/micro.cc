@@ -7,9 +7,9 @@
 #include "hourglass/engine.h"
 #include "hourglass/key_codec.h"
 #include "hourglass/memory_store.h"
+#include "hourglass/packed_layout.h"
 #include "hourglass/planner.h"
 #include "hourglass/recent_top.h"
-#include "packed_layout.h"
 
 namespace hourglass {
 namespace {
@@ -103,14 +103,14 @@ BENCHMARK(BM_RecentTopRecord);
 // A pack of the packed layout holding `records` hits, one per second from the hour's start (the
 // open hour of a feature hit every second), folded as a read of it is: once per read.
 void BM_PackFoldParse(benchmark::State& state) {
-  std::string pack = memcached::PackHeader(FromUnix(kNow), Seconds{7200});
+  std::string pack = packed::PackHeader(FromUnix(kNow), Seconds{7200});
   for (int64_t s = 0; s < state.range(0); ++s) {
     pack.push_back(static_cast<char>(s & 0xff));  // a hit: offset s, kind 0, little-endian
     pack.push_back(static_cast<char>(s >> 8));
   }
-  const memcached::PackedSlot hour{"", memcached::PackedLevel::kHour, 0};
+  const packed::PackedSlot hour{"", packed::PackedLevel::kHour, 0};
   for (auto _ : state) {
-    benchmark::DoNotOptimize(memcached::PackFold::Parse("g:p:1", pack)->Value(hour));
+    benchmark::DoNotOptimize(packed::PackFold::Parse("g:p:1", pack)->Value(hour));
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(pack.size()));
 }

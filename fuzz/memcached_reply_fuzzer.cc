@@ -13,8 +13,9 @@
 #include <cstdint>
 #include <string>
 
-#include "connection.h"
 #include "fuzz_check.h"
+#include "hourglass/net/connection.h"
+#include "hourglass/packed_layout.h"
 #include "protocol.h"
 
 namespace {
@@ -23,7 +24,7 @@ using namespace hourglass;
 
 // A connection whose server has sent `bytes` and closed its end. Null if the bytes do not fit the
 // socket buffer at once (the fuzzer's inputs are far smaller).
-std::unique_ptr<MemcachedConnection> Answering(const uint8_t* data, size_t size) {
+std::unique_ptr<net::Connection> Answering(const uint8_t* data, size_t size) {
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return nullptr;
   const ssize_t sent = size == 0 ? 0 : send(fds[1], data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -32,8 +33,8 @@ std::unique_ptr<MemcachedConnection> Answering(const uint8_t* data, size_t size)
     close(fds[0]);
     return nullptr;
   }
-  Result<std::unique_ptr<MemcachedConnection>> c =
-      MemcachedConnection::Adopt(fds[0], std::chrono::milliseconds{1000});
+  Result<std::unique_ptr<net::Connection>> c =
+      net::Connection::Adopt(fds[0], std::chrono::milliseconds{1000});
   return c.ok() ? std::move(*c) : nullptr;
 }
 
@@ -49,20 +50,19 @@ Batch CheckBatch() {
 
 // Folds `value` as a pack; if it is one, its compaction must fold to the same values.
 void FoldPack(std::string_view value) {
-  Result<memcached::PackFold> fold = memcached::PackFold::Parse("fuzz", value);
+  Result<packed::PackFold> fold = packed::PackFold::Parse("fuzz", value);
   if (!fold.ok()) {
     FUZZ_CHECK(!fold.error().message().empty());
     return;
   }
   const std::string compacted = fold->Compacted();
   FUZZ_CHECK(fold->CompactedBytesAtLeast() <= compacted.size());
-  Result<memcached::PackFold> again = memcached::PackFold::Parse("fuzz", compacted);
+  Result<packed::PackFold> again = packed::PackFold::Parse("fuzz", compacted);
   FUZZ_CHECK(again.ok());
-  for (uint16_t offset = 0; offset < memcached::kPackSeconds; ++offset) {
-    for (memcached::PackedLevel level :
-         {memcached::PackedLevel::kSecond, memcached::PackedLevel::kMinute,
-          memcached::PackedLevel::kHour}) {
-      const memcached::PackedSlot slot{"", level, offset};
+  for (uint16_t offset = 0; offset < packed::kPackSeconds; ++offset) {
+    for (packed::PackedLevel level :
+         {packed::PackedLevel::kSecond, packed::PackedLevel::kMinute, packed::PackedLevel::kHour}) {
+      const packed::PackedSlot slot{"", level, offset};
       FUZZ_CHECK(again->Value(slot) == fold->Value(slot));
     }
   }
@@ -72,7 +72,7 @@ void FoldPack(std::string_view value) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Batch batch = CheckBatch();
-  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+  if (std::unique_ptr<net::Connection> c = Answering(data, size)) {
     c->BeginExchange();
     Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer("fuzz", *c, batch);
     if (answer.ok()) {
@@ -81,8 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(!answer.error().message().empty());
     }
   }
-  static const memcached::WireBatch packed = memcached::PlanPacked(CheckBatch());
-  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+  static const packed::WireBatch packed = packed::PlanPacked(CheckBatch());
+  if (std::unique_ptr<net::Connection> c = Answering(data, size)) {
     c->BeginExchange();
     Result<memcached::GetAnswer> answer =
         memcached::ReadGetAnswer("fuzz", *c, packed.counters, packed.get_is_pack);
@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   FoldPack(std::string_view(reinterpret_cast<const char*>(data), size));
-  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+  if (std::unique_ptr<net::Connection> c = Answering(data, size)) {
     c->BeginExchange();
     memcached::NoopAnswers answers;
     Status s = memcached::ReadNoops("fuzz", *c, 3, /*own_last=*/true, answers);
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s.ok()) FUZZ_CHECK(answers.read == 3);
     if (!s.ok()) FUZZ_CHECK(!s.error().message().empty());
   }
-  if (std::unique_ptr<MemcachedConnection> c = Answering(data, size)) {
+  if (std::unique_ptr<net::Connection> c = Answering(data, size)) {
     c->BeginExchange();
     ServerStats stats;
     Status s = memcached::ReadStats("fuzz", *c, stats);

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "hourglass/memcached_store.h"
-#include "servers.h"
+#include "hourglass/net/servers.h"
 
 namespace hourglass {
 namespace {
@@ -30,16 +30,16 @@ TEST(ParseServers, BadEntriesNameThemselvesAndTheExpectedForm) {
 }
 
 TEST(ParseServer, SplitsHostAndPortWithoutBrackets) {
-  Result<memcached::ServerAddress> v4 = memcached::ParseServer("127.0.0.1:11211");
+  Result<net::ServerAddress> v4 = net::ParseServer("127.0.0.1:11211");
   ASSERT_TRUE(v4.ok());
   EXPECT_EQ(v4->host, "127.0.0.1");
   EXPECT_EQ(v4->port, "11211");
-  Result<memcached::ServerAddress> v6 = memcached::ParseServer("[::1]:11212");
+  Result<net::ServerAddress> v6 = net::ParseServer("[::1]:11212");
   ASSERT_TRUE(v6.ok());
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->port, "11212");
-  EXPECT_EQ(memcached::HostPort(*v6), "[::1]:11212");
-  EXPECT_EQ(memcached::HostPort(*v4), "127.0.0.1:11211");
+  EXPECT_EQ(net::HostPort(*v6), "[::1]:11212");
+  EXPECT_EQ(net::HostPort(*v4), "127.0.0.1:11211");
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "hourglass/net/pool.h"
+#include "hourglass/packed_layout.h"
 #include "hourglass/saturating.h"
-#include "pool.h"
 #include "protocol.h"
 #include "ring.h"
 
@@ -44,20 +45,20 @@ Error MaybeApplied(const Error& error, const Batch& batch) {
                                  "applied, now or when the server resumes)");
 }
 
-memcached::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
-  return memcached::PoolOptions{o.connect_timeout, o.io_timeout,       o.retry_timeout, o.pool_size,
-                                o.pool_wait,       o.idle_check_after, o.on_transition};
+net::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
+  return net::PoolOptions{o.connect_timeout, o.io_timeout,       o.retry_timeout, o.pool_size,
+                          o.pool_wait,       o.idle_check_after, o.on_transition};
 }
 
 using BatchResults = std::vector<Result<std::vector<uint64_t>>>;
 
 // A batch as it goes on the wire: the caller's own (counters layout) or its packed plan's.
 struct Outgoing {
-  const Batch* wire = nullptr;                   // sent: its increments as counters, reads as gets
-  const memcached::WireBatch* packed = nullptr;  // the packed plan, if any
-  std::span<const memcached::PackAppend> appends() const {
-    return packed ? std::span<const memcached::PackAppend>(packed->appends)
-                  : std::span<const memcached::PackAppend>{};
+  const Batch* wire = nullptr;                // sent: its increments as counters, reads as gets
+  const packed::WireBatch* packed = nullptr;  // the packed plan, if any
+  std::span<const packed::PackAppend> appends() const {
+    return packed ? std::span<const packed::PackAppend>(packed->appends)
+                  : std::span<const packed::PackAppend>{};
   }
   std::span<const uint8_t> is_pack() const {
     return packed ? std::span<const uint8_t>(packed->get_is_pack) : std::span<const uint8_t>{};
@@ -81,7 +82,7 @@ constexpr size_t kMaxTrackedPacks = 4096;
 
 // The compaction of `pack` (read with `cas`) into `out`, when it is worth it.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
-                  const memcached::PackFold& fold, std::vector<memcached::PackCompaction>& out) {
+                  const packed::PackFold& fold, std::vector<memcached::PackCompaction>& out) {
   if (cas == 0 || fold.records() < kCompactAfterRecords) return;
   if (fold.CompactedBytesAtLeast() * 2 > pack.size()) return;  // no gain: build nothing
   std::string compact = fold.Compacted();
@@ -91,9 +92,9 @@ void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
 
 // What `batches` send: themselves (plain counters: no `plan`), or plans[i] holds batches[i]'s
 // plan (valid[i] only).
-std::vector<Outgoing> Prepare(const std::optional<memcached::PlanOptions>& plan,
+std::vector<Outgoing> Prepare(const std::optional<packed::PlanOptions>& plan,
                               std::span<const Batch> batches, const std::vector<bool>& valid,
-                              std::vector<memcached::WireBatch>& plans) {
+                              std::vector<packed::WireBatch>& plans) {
   std::vector<Outgoing> out(batches.size());
   if (plan) plans.resize(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -101,7 +102,7 @@ std::vector<Outgoing> Prepare(const std::optional<memcached::PlanOptions>& plan,
       out[i].wire = &batches[i];
       continue;
     }
-    plans[i] = memcached::PlanPacked(batches[i], *plan);
+    plans[i] = packed::PlanPacked(batches[i], *plan);
     out[i] = Outgoing{&plans[i].counters, &plans[i]};
   }
   return out;
@@ -114,18 +115,18 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
                                       std::vector<memcached::PackCompaction>& compactions) {
   if (answer.error) return *answer.error;
   if (o.packed == nullptr) return std::move(answer.values);
-  const memcached::WireBatch& plan = *o.packed;
-  std::vector<std::optional<memcached::PackFold>> folds(plan.counters.reads.size());
+  const packed::WireBatch& plan = *o.packed;
+  std::vector<std::optional<packed::PackFold>> folds(plan.counters.reads.size());
   std::vector<uint64_t> values;
   values.reserve(plan.sources.size());
-  for (const memcached::ReadSource& source : plan.sources) {
+  for (const packed::ReadSource& source : plan.sources) {
     uint64_t value = source.counter ? answer.values[*source.counter] : 0;
     const std::optional<std::string>* pack = source.pack ? &answer.packs[*source.pack] : nullptr;
     if (pack != nullptr && pack->has_value()) {
-      std::optional<memcached::PackFold>& fold = folds[*source.pack];
+      std::optional<packed::PackFold>& fold = folds[*source.pack];
       if (!fold) {
-        Result<memcached::PackFold> parsed =
-            memcached::PackFold::Parse(plan.counters.reads[*source.pack], **pack);
+        Result<packed::PackFold> parsed =
+            packed::PackFold::Parse(plan.counters.reads[*source.pack], **pack);
         if (!parsed.ok() && !plan.counters.non_counters_read_as_max) {
           return Error(parsed.error().code(),
                        fmt::format("{}: {}", server, parsed.error().message()));
@@ -146,21 +147,21 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
 
 // Reads the answers `c` still owes: earlier callers' failures go to `unconfirmed`; with `own`,
 // the failures before the last MN are the caller's own request's (the first in *own).
-Status ReadUnread(std::string_view server, memcached::PooledConnection& c,
+Status ReadUnread(std::string_view server, net::PooledConnection& c,
                   std::atomic<uint64_t>& unconfirmed, std::optional<Error>* own = nullptr) {
   memcached::NoopAnswers answers;
-  Status s = memcached::ReadNoops(server, *c.socket, c.unread_noops, own != nullptr, answers);
-  c.unread_noops -= answers.read;
+  Status s = memcached::ReadNoops(server, *c.socket, c.unread, own != nullptr, answers);
+  c.unread -= answers.read;
   unconfirmed.fetch_add(answers.failures, std::memory_order_relaxed);
   if (own != nullptr && answers.own) *own = std::move(answers.own);
   return s;
 }
 
 // Takes a connection of `pool` ready for a request: no more unread answers than allowed.
-Status Ready(memcached::ServerPool& pool, memcached::Lease& c, std::atomic<uint64_t>& unconfirmed) {
+Status Ready(net::ServerPool& pool, net::Lease& c, std::atomic<uint64_t>& unconfirmed) {
   if (Status s = c.Acquire(); !s.ok()) return s;
   c->socket->BeginExchange();  // io_timeout bounds the whole exchange, not each read
-  if (c->unread_noops >= kMaxUnreadNoops) {
+  if (c->unread >= kMaxUnreadNoops) {
     if (Status s = ReadUnread(pool.name(), *c, unconfirmed); !s.ok()) {
       return c.Fail(s.error());
     }
@@ -169,7 +170,7 @@ Status Ready(memcached::ServerPool& pool, memcached::Lease& c, std::atomic<uint6
 }
 
 // Sends `batches[indices]` on `c` as one request.
-Status SendBatches(memcached::Lease& c, std::span<const Outgoing> batches,
+Status SendBatches(net::Lease& c, std::span<const Outgoing> batches,
                    const std::vector<size_t>& indices, Instant now) {
   thread_local std::string request, one;
   request.clear();
@@ -184,7 +185,7 @@ Status SendBatches(memcached::Lease& c, std::span<const Outgoing> batches,
 
 // Sends `request` (ending in a get of `batch.reads`) on the ready connection `c` and reads its
 // answer, after what earlier requests left unread. On an error `c` is failed (out of step).
-Result<memcached::GetAnswer> SendAndRead(memcached::ServerPool& pool, memcached::Lease& c,
+Result<memcached::GetAnswer> SendAndRead(net::ServerPool& pool, net::Lease& c,
                                          const std::string& request, const Batch& batch,
                                          std::span<const uint8_t> is_pack,
                                          std::atomic<uint64_t>& unconfirmed) {
@@ -198,7 +199,7 @@ Result<memcached::GetAnswer> SendAndRead(memcached::ServerPool& pool, memcached:
 
 // Sends `compactions` on `c`, their answers left to its next user. A failure to send drops the
 // connection; the packs simply stay as they are.
-void SendCompactions(memcached::Lease& c, std::span<const memcached::PackCompaction> compactions) {
+void SendCompactions(net::Lease& c, std::span<const memcached::PackCompaction> compactions) {
   if (compactions.empty()) return;
   thread_local std::string request;
   memcached::BuildCompactions(compactions, request);
@@ -206,13 +207,13 @@ void SendCompactions(memcached::Lease& c, std::span<const memcached::PackCompact
     (void)c.Fail(s.error());
     return;
   }
-  ++c->unread_noops;
+  ++c->unread;
 }
 
 // Reads the answers of `batches[indices]`, sent on `c`, into `results`.
-void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c,
-                 std::span<const Outgoing> batches, const std::vector<size_t>& indices,
-                 std::atomic<uint64_t>& unconfirmed, BatchResults& results) {
+void ReadBatches(net::ServerPool& pool, net::Lease& c, std::span<const Outgoing> batches,
+                 const std::vector<size_t>& indices, std::atomic<uint64_t>& unconfirmed,
+                 BatchResults& results) {
   std::vector<memcached::PackCompaction> compactions;
   Status s = ReadUnread(pool.name(), *c, unconfirmed);  // earlier requests'
   for (size_t k = 0; k < indices.size(); ++k) {
@@ -220,7 +221,7 @@ void ReadBatches(memcached::ServerPool& pool, memcached::Lease& c,
     Result<std::vector<uint64_t>>& result = results[indices[k]];
     if (s.ok() && batch.reads.empty()) {
       std::optional<Error> own;
-      c->unread_noops = 1;  // this batch's "mn"
+      c->unread = 1;  // this batch's "mn"
       s = ReadUnread(pool.name(), *c, unconfirmed, &own);
       if (s.ok()) result = own ? Result<std::vector<uint64_t>>(*own) : std::vector<uint64_t>{};
     } else if (s.ok()) {
@@ -257,17 +258,17 @@ struct MemcachedStore::Impl {
   explicit Impl(const Clock& c) : clock(c) {}
 
   const Clock& clock;
-  std::optional<memcached::PlanOptions> plan;  // none: plain counters
+  std::optional<packed::PlanOptions> plan;  // none: plain counters
   std::string description;
   std::unique_ptr<memcached::HashRing> ring;
-  std::vector<std::unique_ptr<memcached::ServerPool>> pools;  // in ring order
+  std::vector<std::unique_ptr<net::ServerPool>> pools;  // in ring order
   std::atomic<uint64_t> unconfirmed_failures{0};
   // Record bytes writes that read nothing (fire-and-forget, or applied without reads) sent to each
   // pack since it was last compacted here.
   std::mutex sent_mu;
   std::unordered_map<std::string, size_t> sent_bytes;
 
-  memcached::ServerPool& PoolOf(const std::string& group) const {
+  net::ServerPool& PoolOf(const std::string& group) const {
     return *pools[ring->PositionOf(group)];
   }
 
@@ -278,7 +279,7 @@ struct MemcachedStore::Impl {
     std::lock_guard<std::mutex> lock(sent_mu);
     for (const Outgoing& o : out) {
       if (!o.wire->reads.empty()) continue;
-      for (const memcached::PackAppend& append : o.appends()) {
+      for (const packed::PackAppend& append : o.appends()) {
         if (sent_bytes.size() >= kMaxTrackedPacks && !sent_bytes.contains(append.key)) {
           sent_bytes.clear();
         }
@@ -295,8 +296,8 @@ struct MemcachedStore::Impl {
   // Reads `pack` of `group` and rewrites it in fewer records if that pays (one round trip; a
   // failure leaves the pack as it is).
   void Compact(const std::string& group, const std::string& pack) {
-    memcached::ServerPool& pool = PoolOf(group);
-    memcached::Lease c(pool);
+    net::ServerPool& pool = PoolOf(group);
+    net::Lease c(pool);
     if (!Ready(pool, c, unconfirmed_failures).ok()) return;
     const Batch read{group, {}, {pack}};
     const uint8_t is_pack[] = {1};
@@ -305,7 +306,7 @@ struct MemcachedStore::Impl {
     Result<memcached::GetAnswer> answer =
         SendAndRead(pool, c, request, read, is_pack, unconfirmed_failures);
     if (!answer.ok() || !answer->packs[0]) return;
-    Result<memcached::PackFold> fold = memcached::PackFold::Parse(pack, *answer->packs[0]);
+    Result<packed::PackFold> fold = packed::PackFold::Parse(pack, *answer->packs[0]);
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
     MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, compactions);
@@ -316,9 +317,9 @@ struct MemcachedStore::Impl {
   // cannot answer counts as one unconfirmed failure and is dropped.
   void Flush() {
     for (const auto& pool : pools) {
-      pool->SweepIdle([&](memcached::PooledConnection& c) {
-        if (c.unread_noops > 0) c.socket->BeginExchange();
-        if (c.unread_noops == 0 || ReadUnread(pool->name(), c, unconfirmed_failures).ok()) {
+      pool->SweepIdle([&](net::PooledConnection& c) {
+        if (c.unread > 0) c.socket->BeginExchange();
+        if (c.unread == 0 || ReadUnread(pool->name(), c, unconfirmed_failures).ok()) {
           return true;
         }
         unconfirmed_failures.fetch_add(1, std::memory_order_relaxed);
@@ -340,12 +341,12 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
   auto impl = std::make_unique<Impl>(clock);
   impl->description = fmt::format("memcached {}", fmt::join(options.servers, ","));
   if (options.layout == MemcachedLayout::kPacked || options.read_both_layouts) {
-    impl->plan = memcached::PlanOptions{options.layout == MemcachedLayout::kPacked,
-                                        options.read_both_layouts};
+    impl->plan =
+        packed::PlanOptions{options.layout == MemcachedLayout::kPacked, options.read_both_layouts};
   }
-  for (const memcached::ServerAddress& address : (*ring)->servers()) {
+  for (const net::ServerAddress& address : (*ring)->servers()) {
     impl->pools.push_back(
-        std::make_unique<memcached::ServerPool>(address, PoolOptionsOf(options), clock));
+        std::make_unique<net::ServerPool>(address, PoolOptionsOf(options), clock));
   }
   impl->ring = std::move(*ring);
   return std::unique_ptr<MemcachedStore>(new MemcachedStore(std::move(impl)));
@@ -365,10 +366,10 @@ uint64_t MemcachedStore::unconfirmed_failures() const {
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (batch.reads.empty()) return std::move(ApplyMany({&batch, 1}).front());  // waits for it
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
-  std::vector<memcached::WireBatch> plans;
+  std::vector<packed::WireBatch> plans;
   const std::vector<Outgoing> out = Prepare(impl_->plan, {&batch, 1}, {true}, plans);
-  memcached::ServerPool& pool = impl_->PoolOf(batch.group);
-  memcached::Lease c(pool);
+  net::ServerPool& pool = impl_->PoolOf(batch.group);
+  net::Lease c(pool);
   if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
   thread_local std::string request;
   memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends(),
@@ -395,14 +396,14 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
                              : Result<std::vector<uint64_t>>(s.error()));
     if (s.ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
-  std::vector<memcached::WireBatch> plans;
+  std::vector<packed::WireBatch> plans;
   const std::vector<Outgoing> out = Prepare(impl_->plan, batches, valid, plans);
   // Every server's request leaves before any answer is read: the servers work at once.
   const Instant now = impl_->clock.Now();
-  std::vector<std::unique_ptr<memcached::Lease>> leases(impl_->pools.size());
+  std::vector<std::unique_ptr<net::Lease>> leases(impl_->pools.size());
   for (size_t p = 0; p < by_pool.size(); ++p) {
     if (by_pool[p].empty()) continue;
-    leases[p] = std::make_unique<memcached::Lease>(*impl_->pools[p]);
+    leases[p] = std::make_unique<net::Lease>(*impl_->pools[p]);
     Status s = Ready(*impl_->pools[p], *leases[p], impl_->unconfirmed_failures);
     const bool ready = s.ok();
     if (ready) s = SendBatches(*leases[p], out, by_pool[p], now);
@@ -435,18 +436,18 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
     valid[i] = results[i].ok();
     if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
-  std::vector<memcached::WireBatch> plans;
+  std::vector<packed::WireBatch> plans;
   const std::vector<Outgoing> out = Prepare(impl_->plan, batches, valid, plans);
   const Instant now = impl_->clock.Now();
   for (size_t p = 0; p < by_pool.size(); ++p) {
     if (by_pool[p].empty()) continue;
-    memcached::Lease c(*impl_->pools[p]);
+    net::Lease c(*impl_->pools[p]);
     Status s = Ready(*impl_->pools[p], c, impl_->unconfirmed_failures);
     const bool ready = s.ok();
     if (ready) s = SendBatches(c, out, by_pool[p], now);
     if (s.ok()) {
       // Each batch's answer is read by the connection's next user.
-      c->unread_noops += static_cast<int>(by_pool[p].size());
+      c->unread += static_cast<int>(by_pool[p].size());
       continue;
     }
     for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;
@@ -459,22 +460,22 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
 
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
-  memcached::ServerPool& pool = impl_->PoolOf(group);
-  memcached::Lease c(pool);
+  net::ServerPool& pool = impl_->PoolOf(group);
+  net::Lease c(pool);
   if (Status s = c.Acquire(); !s.ok()) return s.error();
   c->socket->BeginExchange();
   std::vector<std::string> deletes;
-  std::vector<memcached::PackAppend> appends;
+  std::vector<packed::PackAppend> appends;
   // A bucket is deleted where this client's layouts may have written it.
   if (impl_->plan) {
-    appends = memcached::PlanPackedDelete(group, keys, *impl_->plan, deletes);
+    appends = packed::PlanPackedDelete(group, keys, *impl_->plan, deletes);
     keys = deletes;
   }
   if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys, appends, impl_->clock.Now()));
       !s.ok()) {
     return c.Fail(s.error());
   }
-  ++c->unread_noops;
+  ++c->unread;
   // The deletes' own failures come before the last MN; anything else is an earlier request's.
   std::optional<Error> error;
   if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures, &error); !s.ok()) {
@@ -488,13 +489,13 @@ std::vector<Result<ServerStats>> MemcachedStore::Stats() {
   std::vector<Result<ServerStats>> out;
   for (const auto& pool : impl_->pools) {
     ServerStats stats;
-    stats.server = memcached::HostPort(pool->address());
-    memcached::Lease c(*pool);
+    stats.server = net::HostPort(pool->address());
+    net::Lease c(*pool);
     Status s = c.Acquire();
     if (s.ok()) {
       c->socket->BeginExchange();
       // Answers of earlier fire-and-forget requests come first.
-      if (c->unread_noops > 0) s = ReadUnread(pool->name(), *c, impl_->unconfirmed_failures);
+      if (c->unread > 0) s = ReadUnread(pool->name(), *c, impl_->unconfirmed_failures);
       if (s.ok()) s = c->socket->Send("stats\r\n");
       if (s.ok()) s = memcached::ReadStats(pool->name(), *c->socket, stats);
       if (!s.ok()) s = c.Fail(s.error());
@@ -509,7 +510,7 @@ std::vector<Result<ServerStats>> MemcachedStore::Stats() {
 }
 
 Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
-  return memcached::HostPort(impl_->PoolOf(group).address());
+  return net::HostPort(impl_->PoolOf(group).address());
 }
 
 }  // namespace hourglass

@@ -150,7 +150,7 @@ std::string BuildDeleteRequest(std::span<const std::string> keys,
   return request;
 }
 
-Status ReadStats(std::string_view server, MemcachedConnection& c, ServerStats& out) {
+Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out) {
   const std::pair<std::string_view, uint64_t*> wanted[] = {{"evictions", &out.evictions},
                                                            {"bytes", &out.bytes},
                                                            {"limit_maxbytes", &out.limit_maxbytes},
@@ -205,7 +205,7 @@ Error IncrementError(std::string_view server, std::string_view line,
                            server, line, keys));
 }
 
-Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, bool own_last,
+Status ReadNoops(std::string_view server, net::Connection& c, int noops, bool own_last,
                  NoopAnswers& out) {
   while (out.read < noops) {
     Result<std::string_view> line = c.ReadLine();
@@ -225,7 +225,7 @@ Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, boo
   return {};
 }
 
-Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c, const Batch& batch,
+Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, const Batch& batch,
                                 std::span<const uint8_t> is_pack) {
   GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), {}, {}, std::nullopt};
   if (!is_pack.empty()) answer.packs.resize(batch.reads.size());

@@ -17,13 +17,17 @@
 #include <string_view>
 #include <vector>
 
-#include "connection.h"
 #include "hourglass/clock.h"
+#include "hourglass/net/connection.h"
+#include "hourglass/packed_layout.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
-#include "packed_layout.h"
 
 namespace hourglass::memcached {
+
+using packed::kPackHeaderBytes;
+using packed::PackAppend;
+using packed::PackHeader;
 
 // The request for `batch` into `out`: its increments, then the get. `appends` (packed layout:
 // `ms <pack> 4 ME T<ttl> q` creating a pack that may be missing, `ms <pack> <n> MA q` appending
@@ -52,7 +56,7 @@ std::string BuildDeleteRequest(std::span<const std::string> keys,
 
 // The answer to `stats`, "STAT <name> <value>" lines up to "END", into `out` (out.server is the
 // caller's). An error return leaves the connection out of step: the caller drops it.
-Status ReadStats(std::string_view server, MemcachedConnection& c, ServerStats& out);
+Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out);
 
 // What an answer line other than the expected ones means, naming `server`.
 Error LineError(std::string_view server, std::string_view line);
@@ -72,7 +76,7 @@ struct NoopAnswers {
 // there belong to requests whose callers did not wait; with `own_last`, those before the last MN
 // belong to the caller's own request instead. An error return leaves the connection out of
 // step: the caller drops it.
-Status ReadNoops(std::string_view server, MemcachedConnection& c, int noops, bool own_last,
+Status ReadNoops(std::string_view server, net::Connection& c, int noops, bool own_last,
                  NoopAnswers& out);
 
 // The answer to a get of `reads` (missing keys read 0).
@@ -87,7 +91,7 @@ struct GetAnswer {
 // `batch` is the request answered (its reads, its increments for messages); `is_pack[i]` says
 // reads[i] is a pack (kept as bytes; empty: none is). An error return leaves the connection out
 // of step: the caller drops it.
-Result<GetAnswer> ReadGetAnswer(std::string_view server, MemcachedConnection& c, const Batch& batch,
+Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, const Batch& batch,
                                 std::span<const uint8_t> is_pack = {});
 
 }  // namespace hourglass::memcached

@@ -12,10 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "hourglass/net/servers.h"
 #include "hourglass/status.h"
-#include "servers.h"
 
 namespace hourglass::memcached {
+
+using net::HostPort;
+using net::ParseServer;
+using net::ServerAddress;
 
 class HashRing {
  public:

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "hourglass/clock.h"
+#include "hourglass/server_transition.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
 
@@ -45,15 +46,6 @@ enum class MemcachedLayout {
 
 // "counters" or "packed".
 Result<MemcachedLayout> ParseLayout(std::string_view name);
-
-// A server of the store that stopped answering, or answers again.
-struct ServerTransition {
-  std::string server;  // "host:port" as listed
-  bool reachable = false;
-  std::string error = "";  // what failed, when !reachable
-};
-// Thread-safety: called from any thread using the store; must not call into the store.
-using ServerTransitionHandler = std::function<void(const ServerTransition&)>;
 
 struct MemcachedOptions {
   // "host:port" (or "[v6]:port"). Every client must list the servers the same way: the ring

@@ -1,4 +1,4 @@
-// Internal to the memcached store: server addresses as the user writes them.
+// Shared by the network stores: server addresses as the user writes them.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include "hourglass/status.h"
 
-namespace hourglass::memcached {
+namespace hourglass::net {
 
 struct ServerAddress {
   std::string host;  // without brackets: "::1" for "[::1]"
@@ -20,4 +20,4 @@ Result<ServerAddress> ParseServer(std::string_view text);
 // "host:port", or "[v6]:port" for a host with a colon.
 std::string HostPort(const ServerAddress& address);
 
-}  // namespace hourglass::memcached
+}  // namespace hourglass::net

@@ -1,11 +1,12 @@
-// Internal to the memcached store: one TCP connection to one memcached server, written to in
-// whole requests and read line by line, each send and receive bounded by a timeout.
+// Shared by the network stores (memcached, Redis): one TCP connection to one server, written to in
+// whole requests and read line by line, in data blocks or as it comes, every wait bounded by a
+// timeout.
 //
-// The store builds one request per batch (every command of a check in one buffer) and sends it
+// A store builds one request per batch (every command of a check in one buffer) and sends it
 // with one send(), so a check costs one write and one read system call.
 //
-//   Result<std::unique_ptr<MemcachedConnection>> c =
-//       MemcachedConnection::Open("127.0.0.1", "11211", 100ms, 100ms);
+//   Result<std::unique_ptr<Connection>> c =
+//       Connection::Open("127.0.0.1", "11211", 100ms, 100ms);
 //   (*c)->Send("mn\r\n");
 //   Result<std::string_view> line = (*c)->ReadLine();  // "MN"
 //
@@ -26,21 +27,20 @@
 
 #include "hourglass/status.h"
 
-namespace hourglass {
+namespace hourglass::net {
 
-class MemcachedConnection {
+class Connection {
  public:
   // `host` without brackets ("::1" for "[::1]").
-  static Result<std::unique_ptr<MemcachedConnection>> Open(
-      const std::string& host, const std::string& port, std::chrono::milliseconds connect_timeout,
-      std::chrono::milliseconds io_timeout);
+  static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port,
+                                                  std::chrono::milliseconds connect_timeout,
+                                                  std::chrono::milliseconds io_timeout);
   // Takes over `fd`, a connected stream socket (a socketpair's end in tests and fuzzers), and
   // closes it when destroyed or on error.
-  static Result<std::unique_ptr<MemcachedConnection>> Adopt(int fd,
-                                                            std::chrono::milliseconds io_timeout);
-  ~MemcachedConnection();
-  MemcachedConnection(const MemcachedConnection&) = delete;
-  MemcachedConnection& operator=(const MemcachedConnection&) = delete;
+  static Result<std::unique_ptr<Connection>> Adopt(int fd, std::chrono::milliseconds io_timeout);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   // Starts an exchange (a request and its answers): every read until the next BeginExchange ends
   // within io_timeout from now, however the server spreads its bytes. Without it each read alone
@@ -61,7 +61,7 @@ class MemcachedConnection {
   bool PeerClosed() const;
 
  private:
-  MemcachedConnection(int fd, std::chrono::milliseconds io_timeout);
+  Connection(int fd, std::chrono::milliseconds io_timeout);
   Error TimedOut(std::string_view what) const;
   // Reads more bytes into the buffer, by the exchange's deadline.
   Status Fill();
@@ -77,4 +77,4 @@ class MemcachedConnection {
   size_t end_ = 0;
 };
 
-}  // namespace hourglass
+}  // namespace hourglass::net

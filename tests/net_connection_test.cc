@@ -1,5 +1,6 @@
-// MemcachedConnection against a real memcached: whole requests in, lines and data blocks out, and
-// every failure (refused, unknown host, frozen, killed) a clear error within the timeout.
+// net::Connection against a real memcached (its first user): whole requests in, lines and data
+// blocks out, and every failure (refused, unknown host, frozen, killed) a clear error within the
+// timeout.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "connection.h"
+#include "hourglass/net/connection.h"
 #include "memcached_server.h"
 
 namespace hourglass {
@@ -18,17 +19,17 @@ using std::chrono::steady_clock;
 
 constexpr milliseconds kTimeout{100};
 
-std::unique_ptr<MemcachedConnection> Connect(const testing::MemcachedServer& server) {
-  Result<std::unique_ptr<MemcachedConnection>> c =
-      MemcachedConnection::Open("127.0.0.1", std::to_string(server.port()), kTimeout, kTimeout);
+std::unique_ptr<net::Connection> Connect(const testing::MemcachedServer& server) {
+  Result<std::unique_ptr<net::Connection>> c =
+      net::Connection::Open("127.0.0.1", std::to_string(server.port()), kTimeout, kTimeout);
   EXPECT_TRUE(c.ok()) << c.error().ToString();
   return c.ok() ? std::move(*c) : nullptr;
 }
 
-TEST(MemcachedConnection, PipelinedRequestAnswersLineByLine) {
+TEST(NetConnection, PipelinedRequestAnswersLineByLine) {
   testing::MemcachedServer server;
   ASSERT_TRUE(server.running()) << server.error();
-  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  std::unique_ptr<net::Connection> c = Connect(server);
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(c->Send("ma k N60 J4 D4 q\r\nma k N60 J4 D4 q\r\nget k missing\r\nmn\r\n").ok());
   EXPECT_EQ(*c->ReadLine(), "HD");  // created; the second increment answers nothing (q)
@@ -38,10 +39,10 @@ TEST(MemcachedConnection, PipelinedRequestAnswersLineByLine) {
   EXPECT_EQ(*c->ReadLine(), "MN");
 }
 
-TEST(MemcachedConnection, ValuesLargerThanTheReadBufferArriveWhole) {
+TEST(NetConnection, ValuesLargerThanTheReadBufferArriveWhole) {
   testing::MemcachedServer server;
   ASSERT_TRUE(server.running()) << server.error();
-  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  std::unique_ptr<net::Connection> c = Connect(server);
   ASSERT_NE(c, nullptr);
   std::string value(200'000, 'x');
   for (size_t i = 0; i < value.size(); i += 997) value[i] = 'y';
@@ -60,13 +61,13 @@ TEST(MemcachedConnection, ValuesLargerThanTheReadBufferArriveWhole) {
 
 // A server (or whatever answers on its port) that announces a data block of 2^64 - 1 bytes, or
 // of more than an item holds, gets an error: no read past the buffer, no unbounded allocation.
-TEST(MemcachedConnection, AnnouncedBlockLongerThanAnItemIsAnError) {
-  for (const size_t n : {~size_t{0}, ~size_t{0} - 1, MemcachedConnection::kMaxBlock + 1}) {
+TEST(NetConnection, AnnouncedBlockLongerThanAnItemIsAnError) {
+  for (const size_t n : {~size_t{0}, ~size_t{0} - 1, net::Connection::kMaxBlock + 1}) {
     int fds[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
     const std::string answer = "VALUE k 0 " + std::to_string(n) + "\r\n1\r\nEND\r\n";
     ASSERT_EQ(write(fds[1], answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
-    Result<std::unique_ptr<MemcachedConnection>> c = MemcachedConnection::Adopt(fds[0], kTimeout);
+    Result<std::unique_ptr<net::Connection>> c = net::Connection::Adopt(fds[0], kTimeout);
     ASSERT_TRUE(c.ok());
     ASSERT_TRUE((*c)->ReadLine().ok());
     Result<std::string_view> block = (*c)->ReadBlock(n);
@@ -77,26 +78,26 @@ TEST(MemcachedConnection, AnnouncedBlockLongerThanAnItemIsAnError) {
   }
 }
 
-TEST(MemcachedConnection, RefusedConnectionIsUnavailable) {
-  Result<std::unique_ptr<MemcachedConnection>> c = MemcachedConnection::Open(
+TEST(NetConnection, RefusedConnectionIsUnavailable) {
+  Result<std::unique_ptr<net::Connection>> c = net::Connection::Open(
       "127.0.0.1", std::to_string(testing::FreeLoopbackPort()), kTimeout, kTimeout);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code(), ErrorCode::kUnavailable);
   EXPECT_NE(c.error().message().find("connect"), std::string::npos) << c.error().message();
 }
 
-TEST(MemcachedConnection, UnknownHostIsUnavailable) {
-  Result<std::unique_ptr<MemcachedConnection>> c =
-      MemcachedConnection::Open("no-such-host.invalid", "11211", kTimeout, kTimeout);
+TEST(NetConnection, UnknownHostIsUnavailable) {
+  Result<std::unique_ptr<net::Connection>> c =
+      net::Connection::Open("no-such-host.invalid", "11211", kTimeout, kTimeout);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code(), ErrorCode::kUnavailable);
   EXPECT_NE(c.error().message().find("name lookup"), std::string::npos) << c.error().message();
 }
 
-TEST(MemcachedConnection, FrozenServerTimesOut) {
+TEST(NetConnection, FrozenServerTimesOut) {
   testing::MemcachedServer server;
   ASSERT_TRUE(server.running()) << server.error();
-  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  std::unique_ptr<net::Connection> c = Connect(server);
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(server.Freeze());
   const auto start = steady_clock::now();
@@ -110,10 +111,10 @@ TEST(MemcachedConnection, FrozenServerTimesOut) {
   EXPECT_LT(elapsed, 10 * kTimeout);
 }
 
-TEST(MemcachedConnection, KilledServerIsUnavailableAndNoSignalKillsTheProcess) {
+TEST(NetConnection, KilledServerIsUnavailableAndNoSignalKillsTheProcess) {
   testing::MemcachedServer server;
   ASSERT_TRUE(server.running()) << server.error();
-  std::unique_ptr<MemcachedConnection> c = Connect(server);
+  std::unique_ptr<net::Connection> c = Connect(server);
   ASSERT_NE(c, nullptr);
   server.Kill();
   // Writing to a reset connection raises SIGPIPE unless suppressed: this test would die.

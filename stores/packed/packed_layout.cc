@@ -1,4 +1,4 @@
-#include "packed_layout.h"
+#include "hourglass/packed_layout.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <unordered_map>
 
-namespace hourglass::memcached {
+namespace hourglass::packed {
 namespace {
 
 constexpr int64_t kMinutesPerPack = kPackSeconds / 60;
@@ -361,4 +361,4 @@ std::string PackFold::Compacted() const {
   return out;
 }
 
-}  // namespace hourglass::memcached
+}  // namespace hourglass::packed

@@ -1,4 +1,4 @@
-#include "connection.h"
+#include "hourglass/net/connection.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <optional>
 
-namespace hourglass {
+namespace hourglass::net {
 namespace {
 
 constexpr size_t kReadChunk = 16 * 1024;
@@ -74,9 +74,10 @@ Result<int> ConnectOne(const addrinfo& ai, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Open(
-    const std::string& host, const std::string& port, std::chrono::milliseconds connect_timeout,
-    std::chrono::milliseconds io_timeout) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host,
+                                                     const std::string& port,
+                                                     std::chrono::milliseconds connect_timeout,
+                                                     std::chrono::milliseconds io_timeout) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -100,8 +101,8 @@ Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Open(
   return Adopt(fd, io_timeout);
 }
 
-Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Adopt(
-    int fd, std::chrono::milliseconds io_timeout) {
+Result<std::unique_ptr<Connection>> Connection::Adopt(int fd,
+                                                      std::chrono::milliseconds io_timeout) {
   // Blocking from here on, each send and recv bounded by io_timeout: one system call per read
   // instead of recv, poll, recv.
   const timeval tv{static_cast<time_t>(io_timeout.count() / 1000),
@@ -113,17 +114,15 @@ Result<std::unique_ptr<MemcachedConnection>> MemcachedConnection::Adopt(
     close(fd);
     return ErrnoError("socket options", err);
   }
-  return std::unique_ptr<MemcachedConnection>(new MemcachedConnection(fd, io_timeout));
+  return std::unique_ptr<Connection>(new Connection(fd, io_timeout));
 }
 
-MemcachedConnection::MemcachedConnection(int fd, std::chrono::milliseconds io_timeout)
+Connection::Connection(int fd, std::chrono::milliseconds io_timeout)
     : fd_(fd), io_timeout_(io_timeout), receive_timeout_(io_timeout), buffer_(kReadChunk) {}
 
-void MemcachedConnection::BeginExchange() {
-  deadline_ = std::chrono::steady_clock::now() + io_timeout_;
-}
+void Connection::BeginExchange() { deadline_ = std::chrono::steady_clock::now() + io_timeout_; }
 
-Status MemcachedConnection::WaitAtMost(std::chrono::microseconds left) {
+Status Connection::WaitAtMost(std::chrono::microseconds left) {
   // The first read of an exchange waits the whole io_timeout as set: no system call. Later reads
   // (an answer in pieces) get what is left; the next exchange's first read restores the rest.
   constexpr std::chrono::microseconds kSlack{2000};
@@ -138,7 +137,7 @@ Status MemcachedConnection::WaitAtMost(std::chrono::microseconds left) {
   return {};
 }
 
-bool MemcachedConnection::PeerClosed() const {
+bool Connection::PeerClosed() const {
   pollfd p{fd_, POLLRDHUP, 0};
   int ready;
   do {
@@ -147,14 +146,14 @@ bool MemcachedConnection::PeerClosed() const {
   return ready != 0 && (ready < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
 }
 
-Error MemcachedConnection::TimedOut(std::string_view what) const {
+Error Connection::TimedOut(std::string_view what) const {
   return Error(ErrorCode::kDeadlineExceeded,
                fmt::format("{}: no answer within {} ms", what, io_timeout_.count()));
 }
 
-MemcachedConnection::~MemcachedConnection() { close(fd_); }
+Connection::~Connection() { close(fd_); }
 
-Status MemcachedConnection::Send(std::string_view bytes) {
+Status Connection::Send(std::string_view bytes) {
   while (!bytes.empty()) {
     // MSG_NOSIGNAL: a server that went away is an error here, not a SIGPIPE for the process.
     const ssize_t sent = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -169,7 +168,7 @@ Status MemcachedConnection::Send(std::string_view bytes) {
   return {};
 }
 
-Status MemcachedConnection::Fill() {
+Status Connection::Fill() {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   } else if (end_ == buffer_.size()) {
@@ -202,7 +201,7 @@ Status MemcachedConnection::Fill() {
   }
 }
 
-Result<std::string_view> MemcachedConnection::ReadLine() {
+Result<std::string_view> Connection::ReadLine() {
   size_t scanned = begin_;
   while (true) {
     const char* start = buffer_.data() + begin_;
@@ -222,7 +221,7 @@ Result<std::string_view> MemcachedConnection::ReadLine() {
   }
 }
 
-Result<std::string_view> MemcachedConnection::ReadBlock(size_t n) {
+Result<std::string_view> Connection::ReadBlock(size_t n) {
   if (n > kMaxBlock) {
     return Error(ErrorCode::kInternal,
                  fmt::format("a data block of {} bytes announced, more than the {} bytes read at "
@@ -240,4 +239,4 @@ Result<std::string_view> MemcachedConnection::ReadBlock(size_t n) {
   return std::string_view(start, n);
 }
 
-}  // namespace hourglass
+}  // namespace hourglass::net

@@ -1,14 +1,15 @@
-#include "pool.h"
+#include "hourglass/net/pool.h"
 
 #include <fmt/format.h>
 
 #include <utility>
 
-namespace hourglass::memcached {
+namespace hourglass::net {
 
-ServerPool::ServerPool(ServerAddress address, PoolOptions options, const Clock& clock)
+ServerPool::ServerPool(ServerAddress address, PoolOptions options, const Clock& clock,
+                       std::string_view kind)
     : address_(std::move(address)),
-      name_("memcached " + HostPort(address_)),
+      name_(fmt::format("{} {}", kind, HostPort(address_))),
       options_(options),
       clock_(clock) {}
 
@@ -78,8 +79,8 @@ Status Lease::Acquire() {
 
 Status Lease::Open() {
   const PoolOptions& o = pool_.options_;
-  Result<std::unique_ptr<MemcachedConnection>> opened = MemcachedConnection::Open(
-      pool_.address_.host, pool_.address_.port, o.connect_timeout, o.io_timeout);
+  Result<std::unique_ptr<Connection>> opened =
+      Connection::Open(pool_.address_.host, pool_.address_.port, o.connect_timeout, o.io_timeout);
   if (!opened.ok()) {
     {
       std::lock_guard lock(pool_.mu_);
@@ -90,6 +91,10 @@ Status Lease::Open() {
   }
   connection_ = std::make_unique<PooledConnection>();
   connection_->socket = std::move(*opened);
+  if (o.on_open) {
+    connection_->socket->BeginExchange();
+    if (Status s = o.on_open(*connection_->socket); !s.ok()) return Fail(s.error());
+  }
   return {};
 }
 
@@ -120,4 +125,4 @@ Error Lease::Fail(const Error& error) {
   return named;
 }
 
-}  // namespace hourglass::memcached
+}  // namespace hourglass::net

@@ -1,4 +1,4 @@
-// Internal to the memcached store: the connections of one server, shared by every thread.
+// Shared by the network stores: the connections of one server, shared by every thread.
 //
 // A Lease borrows one connection and hands it back when it ends. After a transport failure
 // (refused, reset, timed out) the server fails fast for `retry_timeout`, then is tried again; a
@@ -20,15 +20,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "connection.h"
 #include "hourglass/clock.h"
-#include "hourglass/memcached_store.h"
+#include "hourglass/net/connection.h"
+#include "hourglass/net/servers.h"
+#include "hourglass/server_transition.h"
 #include "hourglass/status.h"
-#include "servers.h"
 
-namespace hourglass::memcached {
+namespace hourglass::net {
 
 struct PoolOptions {
   std::chrono::milliseconds connect_timeout{100};  // to open a connection
@@ -41,22 +42,28 @@ struct PoolOptions {
   // Called when the server fails after having answered (or at its first failure) and when it
   // answers again after a failure; on the thread that saw it, outside the pool's lock.
   ServerTransitionHandler on_transition = nullptr;
+  // Run on every new connection before its first use (a password, a database): an error fails
+  // the connection as a transport error does. Empty: nothing to run.
+  std::function<Status(Connection&)> on_open = nullptr;
 };
 
 // A connection and what the protocol still owes on it.
 struct PooledConnection {
-  std::unique_ptr<MemcachedConnection> socket;
-  // "mn" no-ops sent whose "MN" has not been read yet (requests sent without waiting).
-  int unread_noops = 0;
+  std::unique_ptr<Connection> socket;
+  // Answers owed by requests sent without waiting (memcached: their "MN"; Redis: their replies),
+  // read by the connection's next user before its own.
+  int unread = 0;
   MonoTime idle_since{};  // when it was last handed back
 };
 
 class ServerPool {
  public:
-  ServerPool(ServerAddress address, PoolOptions options, const Clock& clock);
+  // `kind` names the server in messages ("memcached", "redis").
+  ServerPool(ServerAddress address, PoolOptions options, const Clock& clock,
+             std::string_view kind = "memcached");
 
   const ServerAddress& address() const { return address_; }
-  // "memcached host:port", the prefix of every message about this server.
+  // "<kind> host:port" ("memcached 10.0.0.1:11211"), the prefix of every message about it.
   const std::string& name() const { return name_; }
   // Calls `keep` on every idle connection (under the pool's lock); a connection for which it
   // returns false is closed.
@@ -107,4 +114,4 @@ class Lease {
   std::unique_ptr<PooledConnection> connection_;
 };
 
-}  // namespace hourglass::memcached
+}  // namespace hourglass::net

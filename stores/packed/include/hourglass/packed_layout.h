@@ -1,6 +1,7 @@
-// Internal to the memcached store: the packed layout, where one feature's second, minute and hour
-// buckets of one hour live in one memcached item, a log of 2-byte records, instead of one counter
-// item each (an item costs ~100 bytes of header and key whatever its value).
+// The packed layout, shared by the stores that keep values as bytes (memcached, Redis, LMDB): one
+// feature's second, minute and hour buckets of one hour live in one value, a log of 2-byte
+// records, instead of one counter each (a memcached item or a Redis key costs ~50-100 bytes of
+// header and key whatever its value).
 //
 //   pack key   <group>:p:<hour index>            (hour index = floor(t / 3600))
 //   value      u32 LE expiry (Unix seconds, as created), then records, appended atomically
@@ -33,7 +34,7 @@
 #include "hourglass/status.h"
 #include "hourglass/store.h"
 
-namespace hourglass::memcached {
+namespace hourglass::packed {
 
 constexpr int64_t kPackSeconds = 3600;
 constexpr size_t kPackHeaderBytes = 4;
@@ -130,4 +131,4 @@ class PackFold {
   std::vector<uint64_t> minutes_;  // 60
 };
 
-}  // namespace hourglass::memcached
+}  // namespace hourglass::packed

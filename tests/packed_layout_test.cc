@@ -1,12 +1,12 @@
 // The packed layout's pure parts: which keys pack where, the records a batch becomes, and how a
 // pack's bytes fold back into counter values (and refuse bytes that are not a pack).
+#include "hourglass/packed_layout.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "packed_layout.h"
-
-namespace hourglass::memcached {
+namespace hourglass::packed {
 namespace {
 
 const std::string kGroup = "hg:signup:ann";
@@ -200,4 +200,4 @@ TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace hourglass::memcached
+}  // namespace hourglass::packed
