@@ -59,6 +59,34 @@ TEST(NetConnection, ValuesLargerThanTheReadBufferArriveWhole) {
   EXPECT_EQ(*c->ReadLine(), "END");
 }
 
+// ReadSome hands over whatever arrived, line or not, after what ReadLine left buffered: every
+// byte of the answer exactly once, in order.
+TEST(NetConnection, ReadSomeHandsOverEveryByteOnce) {
+  testing::MemcachedServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  std::unique_ptr<net::Connection> c = Connect(server);
+  ASSERT_NE(c, nullptr);
+  const std::string value(100'000, 'v');
+  ASSERT_TRUE(
+      c->Send("set k 0 60 " + std::to_string(value.size()) + "\r\n" + value + "\r\nget k\r\n")
+          .ok());
+  EXPECT_EQ(*c->ReadLine(), "STORED");
+  const std::string expected =
+      "VALUE k 0 " + std::to_string(value.size()) + "\r\n" + value + "\r\nEND\r\n";
+  std::string got;
+  c->BeginExchange();
+  while (got.size() < expected.size()) {
+    Result<std::string_view> some = c->ReadSome();
+    ASSERT_TRUE(some.ok()) << some.error().ToString();
+    ASSERT_FALSE(some->empty());
+    got += *some;
+  }
+  EXPECT_EQ(got, expected);
+  Result<std::string_view> more = c->ReadSome();  // nothing else comes: the exchange times out
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.error().code(), ErrorCode::kDeadlineExceeded);
+}
+
 // A server (or whatever answers on its port) that announces a data block of 2^64 - 1 bytes, or
 // of more than an item holds, gets an error: no read past the buffer, no unbounded allocation.
 TEST(NetConnection, AnnouncedBlockLongerThanAnItemIsAnError) {

@@ -116,33 +116,11 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
   if (answer.error) return *answer.error;
   if (o.packed == nullptr) return std::move(answer.values);
   const packed::WireBatch& plan = *o.packed;
-  std::vector<std::optional<packed::PackFold>> folds(plan.counters.reads.size());
-  std::vector<uint64_t> values;
-  values.reserve(plan.sources.size());
-  for (const packed::ReadSource& source : plan.sources) {
-    uint64_t value = source.counter ? answer.values[*source.counter] : 0;
-    const std::optional<std::string>* pack = source.pack ? &answer.packs[*source.pack] : nullptr;
-    if (pack != nullptr && pack->has_value()) {
-      std::optional<packed::PackFold>& fold = folds[*source.pack];
-      if (!fold) {
-        Result<packed::PackFold> parsed =
-            packed::PackFold::Parse(plan.counters.reads[*source.pack], **pack);
-        if (!parsed.ok() && !plan.counters.non_counters_read_as_max) {
-          return Error(parsed.error().code(),
-                       fmt::format("{}: {}", server, parsed.error().message()));
-        }
-        if (parsed.ok()) {
-          fold = std::move(*parsed);
-          MaybeCompact(plan.counters.reads[*source.pack], **pack, answer.pack_cas[*source.pack],
-                       *fold, compactions);
-        }
-      }
-      value = SaturatingAdd(value,
-                            fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max());
-    }
-    values.push_back(value);
-  }
-  return values;
+  return packed::ResolveReads(
+      server, plan, answer.values, answer.packs,
+      [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
+        MaybeCompact(plan.counters.reads[get], pack, answer.pack_cas[get], fold, compactions);
+      });
 }
 
 // Reads the answers `c` still owes: earlier callers' failures go to `unconfirmed`; with `own`,

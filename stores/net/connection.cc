@@ -239,4 +239,13 @@ Result<std::string_view> Connection::ReadBlock(size_t n) {
   return std::string_view(start, n);
 }
 
+Result<std::string_view> Connection::ReadSome() {
+  if (begin_ == end_) {
+    if (Status s = Fill(); !s.ok()) return s.error();
+  }
+  const std::string_view some(buffer_.data() + begin_, end_ - begin_);
+  begin_ = end_;
+  return some;
+}
+
 }  // namespace hourglass::net

@@ -361,4 +361,35 @@ std::string PackFold::Compacted() const {
   return out;
 }
 
+Result<std::vector<uint64_t>> ResolveReads(
+    std::string_view server, const WireBatch& plan, std::span<const uint64_t> counters,
+    std::span<const std::optional<std::string>> packs,
+    const std::function<void(size_t, const std::string&, const PackFold&)>& folded) {
+  std::vector<std::optional<PackFold>> folds(plan.counters.reads.size());
+  std::vector<uint64_t> values;
+  values.reserve(plan.sources.size());
+  for (const ReadSource& source : plan.sources) {
+    uint64_t value = source.counter ? counters[*source.counter] : 0;
+    const std::optional<std::string>* pack = source.pack ? &packs[*source.pack] : nullptr;
+    if (pack != nullptr && pack->has_value()) {
+      std::optional<PackFold>& fold = folds[*source.pack];
+      if (!fold) {
+        Result<PackFold> parsed = PackFold::Parse(plan.counters.reads[*source.pack], **pack);
+        if (!parsed.ok() && !plan.counters.non_counters_read_as_max) {
+          return Error(parsed.error().code(),
+                       fmt::format("{}: {}", server, parsed.error().message()));
+        }
+        if (parsed.ok()) {
+          fold = std::move(*parsed);
+          if (folded) folded(*source.pack, **pack, *fold);
+        }
+      }
+      value = SaturatingAdd(value,
+                            fold ? fold->Value(source.slot) : std::numeric_limits<uint64_t>::max());
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
 }  // namespace hourglass::packed

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -130,5 +131,14 @@ class PackFold {
   std::vector<uint64_t> seconds_;  // kPackSeconds
   std::vector<uint64_t> minutes_;  // 60
 };
+
+// The values of `plan`'s logical reads from what its gets answered: `counters[i]` for a counter
+// get, `packs[i]` for a pack get (nullopt: missing), i indexing plan.counters.reads. Bytes that are
+// not a pack fail the batch (naming `server` and the key), or read as the largest value when the
+// batch reads non-counters so. `folded(i, bytes, fold)` hears of every pack folded (to compact it).
+Result<std::vector<uint64_t>> ResolveReads(
+    std::string_view server, const WireBatch& plan, std::span<const uint64_t> counters,
+    std::span<const std::optional<std::string>> packs,
+    const std::function<void(size_t, const std::string&, const PackFold&)>& folded);
 
 }  // namespace hourglass::packed

@@ -55,6 +55,9 @@ class Connection {
   static constexpr size_t kMaxBlock = 1024 * 1024;
   // The next `n` bytes and the "\r\n" after them (a VALUE's data block); valid until the next read.
   Result<std::string_view> ReadBlock(size_t n);
+  // Every byte received and not read yet, waiting (by the exchange's deadline) for some when there
+  // are none; valid until the next read. For protocols parsed elsewhere (Redis replies).
+  Result<std::string_view> ReadSome();
 
   // True when the server has closed or reset the connection (e.g. it restarted while the
   // connection sat idle in a pool). Does not wait.
