@@ -315,7 +315,8 @@ int Main(Options o) {
         MemcachedOptions options;
         options.io_timeout = std::chrono::milliseconds{2000};
         // memcached lives in real time; the engine replays the trace's time.
-        memcached = std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), options));
+        memcached = std::move(
+            *OpenStore("memcached://" + o.servers, SystemClock::Get(), {.network = options}));
         testing::MemcachedServer* s = server.get();
         limiters.push_back(MakeHourglass(
             "hourglass (memcached)", *memcached, clock, limits,

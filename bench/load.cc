@@ -115,7 +115,7 @@ std::unique_ptr<Store> OpenLoadStore(const Options& o, int threads, const std::s
   mo.pool_size = static_cast<uint32_t>(threads);
   mo.io_timeout = std::chrono::milliseconds{1000};
   mo.layout = *ParseLayout(layout);
-  return std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), mo));
+  return std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), {.network = mo}));
 }
 
 // The event the engine checks on `layout` (or the raw baseline increments, `layout` "raw"): one

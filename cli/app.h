@@ -28,11 +28,11 @@ constexpr int kUnavailable = 3;
 constexpr int kCannotListen = 4;  // serve: the address is in use, or not ours to listen on
 
 struct Globals {
-  std::string servers = "127.0.0.1:11211";
-  std::string previous_servers;     // in transition from this list (TransitionStore); empty: none
-  std::string layout = "packed";  // how memcached keeps buckets (MemcachedLayout)
-  bool read_both_layouts = false;   // while clients switch layout
-  std::string store = "memcached";
+  std::string servers;             // empty: the store's own default (memcached :11211, Redis :6379)
+  std::string previous_servers;    // in transition from this list (TransitionStore); empty: none
+  std::string layout = "packed";   // how memcached keeps buckets (MemcachedLayout)
+  bool read_both_layouts = false;  // while clients switch layout
+  std::string store = "memcached";  // a kind (memcached, redis, ...) or a store URL
   std::string name_space = "hg";
   bool json = false;
   int timeout_ms = 500;

@@ -24,8 +24,9 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
     g.servers = env;
   }
   app.add_option("--servers", g.servers,
-                 "memcached servers host:port[,host:port...] (env HOURGLASS_SERVERS)")
-      ->capture_default_str();
+                 "the store's servers host:port[,host:port...]: memcached (default "
+                 "127.0.0.1:11211), Redis (127.0.0.1:6379) or a Redis Cluster's nodes (env "
+                 "HOURGLASS_SERVERS)");
   if (const char* env = std::getenv("HOURGLASS_PREVIOUS_SERVERS"); env != nullptr && *env != '\0') {
     g.previous_servers = env;
   }
@@ -34,8 +35,14 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
                  "features whose server changed are read on both, written to --servers only; keep "
                  "it for --retention after the last client switched (env "
                  "HOURGLASS_PREVIOUS_SERVERS)");
-  app.add_option("--store", g.store, "memcached, or memory (in-process; for replay)")
-      ->check(CLI::IsMember({"memcached", "memory"}))
+  if (const char* env = std::getenv("HOURGLASS_STORE"); env != nullptr && *env != '\0') {
+    g.store = env;
+  }
+  app.add_option("--store", g.store,
+                 "memcached, redis, redis-cluster (with --servers), memory (in-process; for "
+                 "replay), or a store URL: memcached://H:P[,...], redis://[[USER]:PASSWORD@]H:P[,"
+                 "...][/DB], redis+cluster://H:P[,...] (env HOURGLASS_STORE; a Redis password "
+                 "also from env HOURGLASS_REDIS_PASSWORD)")
       ->capture_default_str();
   if (const char* env = std::getenv("HOURGLASS_LAYOUT"); env != nullptr && *env != '\0') {
     g.layout = env;

@@ -14,28 +14,31 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   if (g.timeout_ms < 1 || g.timeout_ms > 600000) {
     Fail(kUsage, fmt::format("--timeout-ms {}: must be 1 to 600000", g.timeout_ms));
   }
-  MemcachedOptions options;
-  options.connect_timeout = std::chrono::milliseconds{g.timeout_ms};
-  options.io_timeout = std::chrono::milliseconds{g.timeout_ms};
-  options.layout = Unwrap(ParseLayout(g.layout));
-  options.read_both_layouts = g.read_both_layouts;
-  options.on_transition = std::move(on_transition);
-  // The memory store expires keys on the engine's clock (a replay's time); memcached lives in
-  // real time, so its absolute TTLs and failure windows come from the real clock.
-  if (g.store == "memory" && !g.previous_servers.empty()) {
-    Fail(kUsage, "--previous-servers belongs to --store memcached");
+  const std::string url = StoreUrl(g);
+  StoreOptions options;
+  options.network.connect_timeout = std::chrono::milliseconds{g.timeout_ms};
+  options.network.io_timeout = std::chrono::milliseconds{g.timeout_ms};
+  options.network.layout = Unwrap(ParseLayout(g.layout));
+  options.network.read_both_layouts = g.read_both_layouts;
+  options.network.on_transition = std::move(on_transition);
+  options.previous_servers = g.previous_servers;
+  if (const char* password = std::getenv("HOURGLASS_REDIS_PASSWORD"); password != nullptr) {
+    options.redis_password = password;
   }
-  if (g.store == "memory") return Unwrap(OpenStore("memory://", clock));
-  const std::vector<std::string> servers = Unwrap(ParseServers(g.servers));
-  for (const std::string& warning : SameServerWarnings(servers)) {
-    std::fprintf(stderr, "hourglass: warning: %s\n", warning.c_str());
+  // The memory store expires keys on the engine's clock (a replay's time); the network stores
+  // live in real time, so their TTLs and failure windows come from the real clock.
+  if (url == "memory://") return Unwrap(OpenStore(url, clock));
+  if (url.starts_with("memcached://")) {
+    const std::vector<std::string> servers = Unwrap(ParseServers(url.substr(12)));
+    for (const std::string& warning : SameServerWarnings(servers)) {
+      std::fprintf(stderr, "hourglass: warning: %s\n", warning.c_str());
+    }
+    if (!g.previous_servers.empty()) {
+      const Result<std::vector<std::string>> previous = ParseServers(g.previous_servers);
+      if (!previous.ok()) Fail(kUsage, "--previous-servers: " + previous.error().message());
+    }
   }
-  if (!g.previous_servers.empty()) {
-    const Result<std::vector<std::string>> previous = ParseServers(g.previous_servers);
-    if (!previous.ok()) Fail(kUsage, "--previous-servers: " + previous.error().message());
-  }
-  return Unwrap(
-      OpenStore("memcached://" + g.servers, SystemClock::Get(), options, g.previous_servers));
+  return Unwrap(OpenStore(url, SystemClock::Get(), options));
 }
 
 EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
@@ -53,9 +56,47 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
 
 }  // namespace
 
+std::string StoreUrl(const Globals& g) {
+  if (IsStoreUrl(g.store)) {
+    if (!g.servers.empty()) {
+      Fail(kUsage, fmt::format("--servers {} and --store {}: the URL names the servers already; "
+                               "give one of them",
+                               g.servers, g.store));
+    }
+    if (!g.previous_servers.empty() && !g.store.starts_with("memcached://")) {
+      Fail(kUsage, "--previous-servers belongs to a memcached store");
+    }
+    return g.store;
+  }
+  if (g.store != "memcached" && !g.previous_servers.empty()) {
+    Fail(kUsage, "--previous-servers belongs to --store memcached");
+  }
+  if (g.store == "memory") return "memory://";
+  if (g.store == "memcached") {
+    return "memcached://" + (g.servers.empty() ? std::string("127.0.0.1:11211") : g.servers);
+  }
+  if (g.store == "redis") {
+    return "redis://" + (g.servers.empty() ? std::string("127.0.0.1:6379") : g.servers);
+  }
+  if (g.store == "redis-cluster") {
+    if (g.servers.empty()) {
+      Fail(kUsage, "--store redis-cluster needs --servers: some of the cluster's nodes");
+    }
+    return "redis+cluster://" + g.servers;
+  }
+  Fail(kUsage, fmt::format("--store {}: expected memcached, redis, redis-cluster, memory or a "
+                           "store URL (memcached://H:P, redis://H:P, redis+cluster://H:P)",
+                           g.store));
+}
+
 size_t StoreConnections(const Globals& g) {
-  if (g.store == "memory") return 0;
-  const Result<std::vector<std::string>> servers = ParseServers(g.servers);
+  const std::string url = StoreUrl(g);
+  if (url == "memory://") return 0;
+  const size_t scheme = url.find("://") + 3;
+  const size_t at = url.rfind('@');
+  std::string list = url.substr(at == std::string::npos ? scheme : at + 1);
+  list = list.substr(0, list.find('/'));
+  const Result<std::vector<std::string>> servers = ParseServers(list);
   const Result<std::vector<std::string>> previous =
       g.previous_servers.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
                                  : ParseServers(g.previous_servers);

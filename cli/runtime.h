@@ -20,7 +20,11 @@ enum class EngineUse {
   kLongRunningExact,  // the same, with retry_after exact to the second (serve --exact-retry-after)
 };
 
-// How many connections the store of `g` may open at once (0 for the memory store).
+// The store URL the global options name: --store as a URL, or its kind with --servers (each
+// kind's default server when none). Leaves with exit 2 for a bad combination.
+std::string StoreUrl(const Globals& g);
+// How many connections the store of `g` may open at once (0 for the memory store; a Redis
+// Cluster counts the nodes named, not those it will find).
 size_t StoreConnections(const Globals& g);
 
 class Runtime {

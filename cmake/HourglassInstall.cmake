@@ -5,7 +5,7 @@
 #   find_package(hourglass REQUIRED COMPONENTS service)      # the HTTP decision service
 #   find_package(hourglass REQUIRED COMPONENTS rls)          # Envoy's rate limit configurations
 #   find_package(hourglass REQUIRED COMPONENTS rls_service)  # Envoy's rate limit service (gRPC)
-# The engine and stores need fmt, OpenSSL and libmemcached; only the components need yaml-cpp,
+# The engine and stores need fmt, OpenSSL, libmemcached and hiredis; only the components need yaml-cpp,
 # nlohmann-json, for the service Boost (headers) and prometheus-cpp, for rls_service protobuf
 # and gRPC; nothing installed needs CLI11.
 include(GNUInstallDirs)
@@ -23,7 +23,7 @@ function(hourglass_install_set set_name)
 endfunction()
 
 hourglass_install_set(Core hourglass_engine hourglass_memory_store hourglass_net
-                      hourglass_packed_layout hourglass_memcached_store
+                      hourglass_packed_layout hourglass_memcached_store hourglass_redis_store
                       hourglass_transition_store hourglass_stores)
 install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/engine/include/
@@ -31,6 +31,7 @@ install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/stores/net/include/
   ${PROJECT_SOURCE_DIR}/stores/packed/include/
   ${PROJECT_SOURCE_DIR}/stores/memcached/include/
+  ${PROJECT_SOURCE_DIR}/stores/redis/include/
   ${PROJECT_SOURCE_DIR}/stores/transition/include/
   ${PROJECT_SOURCE_DIR}/stores/factory/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)

@@ -309,7 +309,8 @@ TEST_P(StoreContract, ConcurrentHitsOnBucketShapedKeysLoseNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
-                         ::testing::Values("memory", "memcached", "memcached_packed"),
+                         ::testing::Values("memory", "memcached", "memcached_packed", "redis",
+                                           "redis_cluster"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

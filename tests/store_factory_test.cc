@@ -31,14 +31,17 @@ TEST(StoreFactory, MemcachedUrlReachesARealServer) {
 
 TEST(StoreFactory, BadUrlsAreInvalidArguments) {
   const SystemClock& clock = SystemClock::Get();
-  for (const char* url : {"", "memory", "redis://127.0.0.1:6379", "memcached://",
-                          "memcached://host-without-port", "memcached://h:99999"}) {
+  for (const char* url : {"", "memory", "memcached://", "memcached://host-without-port",
+                          "memcached://h:99999", "redis://", "redis://h", "redis://h:1/x",
+                          "redis+cluster://h:1/2", "redis://:%zz@h:1", "rediss://h:1"}) {
     Result<std::unique_ptr<Store>> store = OpenStore(url, clock);
     ASSERT_FALSE(store.ok()) << url;
     EXPECT_EQ(store.error().code(), ErrorCode::kInvalidArgument) << url;
   }
-  EXPECT_NE(OpenStore("redis://x:1", clock).error().message().find("redis://x:1"),
-            std::string::npos);
+  EXPECT_NE(OpenStore("redis://x", clock).error().message().find("redis://x"), std::string::npos);
+  EXPECT_NE(OpenStore("mysql://x:1", clock).error().message().find("redis://HOST:PORT"),
+            std::string::npos)
+      << "the refusal lists the schemes there are";
 }
 
 }  // namespace

@@ -304,7 +304,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
       }));
   log->info("hourglass {} listening on {}:{} with {} threads (at most {} connections); store {}",
             HOURGLASS_VERSION, http.host, server->port(), a.threads, http.max_connections,
-            g.store == "memory" ? std::string("memory") : "memcached " + g.servers);
+            rt.store().Describe());
   if (!g.previous_servers.empty()) {
     log->info(
         "in transition from memcached {}: features whose server changed are read on both and "

@@ -14,7 +14,19 @@ Status ValidateBatch(const Batch& batch) {
   for (const std::string& key : batch.reads) {
     if (Status s = KeyCodec::CheckKey(key); !s.ok()) return s;
   }
+  for (const Guard& guard : batch.guards) {
+    for (const GuardTerm& term : guard.terms) {
+      if (term.read >= batch.reads.size() || (term.sign != 1 && term.sign != -1)) {
+        return InvalidArgument("a guard's term names no read of its batch, or its sign is not +-1");
+      }
+    }
+  }
   return {};
+}
+
+Status ValidateGuards(const Store& store, const Batch& batch) {
+  if (batch.guards.empty() || store.conditional_batches()) return {};
+  return InvalidArgument(store.Describe() + " cannot apply a batch with guards atomically");
 }
 
 Status ValidateSend(const Batch& batch) {

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include "hourglass/memory_store.h"
+#include "hourglass/redis_store.h"
 
 namespace hourglass {
 namespace {
 
 constexpr std::string_view kMemory = "memory://";
 constexpr std::string_view kMemcached = "memcached://";
+constexpr std::string_view kRedis = "redis://";
+constexpr std::string_view kRedisCluster = "redis+cluster://";
 
 Result<std::unique_ptr<MemcachedStore>> OpenMemcached(std::string_view list, const Clock& clock,
                                                       MemcachedOptions options) {
@@ -18,30 +21,63 @@ Result<std::unique_ptr<MemcachedStore>> OpenMemcached(std::string_view list, con
   return MemcachedStore::Create(options, clock);
 }
 
+Result<std::unique_ptr<Store>> OpenMemcachedUrl(std::string_view url, const Clock& clock,
+                                                const StoreOptions& options) {
+  Result<std::unique_ptr<MemcachedStore>> store =
+      OpenMemcached(url.substr(kMemcached.size()), clock, options.network);
+  if (!store.ok()) return store.error();
+  if (options.previous_servers.empty()) return std::unique_ptr<Store>(std::move(*store));
+  Result<std::unique_ptr<MemcachedStore>> previous =
+      OpenMemcached(options.previous_servers, clock, options.network);
+  if (!previous.ok()) {
+    return InvalidArgument("previous servers: " + previous.error().message());
+  }
+  return std::unique_ptr<Store>(
+      std::make_unique<TransitionStore>(std::move(*store), std::move(*previous)));
+}
+
+Result<std::unique_ptr<Store>> OpenRedisUrl(std::string_view url, const Clock& clock,
+                                            const StoreOptions& options) {
+  Result<RedisOptions> redis = ParseRedisUrl(url);
+  if (!redis.ok()) return redis.error();
+  const MemcachedOptions& n = options.network;
+  redis->connect_timeout = n.connect_timeout;
+  redis->io_timeout = n.io_timeout;
+  redis->retry_timeout = n.retry_timeout;
+  redis->pool_size = n.pool_size;
+  redis->pool_wait = n.pool_wait;
+  redis->idle_check_after = n.idle_check_after;
+  redis->on_transition = n.on_transition;
+  if (redis->password.empty()) redis->password = options.redis_password;
+  Result<std::unique_ptr<RedisStore>> store = RedisStore::Create(*redis, clock);
+  if (!store.ok()) return store.error();
+  return std::unique_ptr<Store>(std::move(*store));
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const Clock& clock,
-                                         MemcachedOptions memcached,
-                                         std::string_view previous_servers) {
-  if (url == kMemory && previous_servers.empty()) {
-    return std::unique_ptr<Store>(std::make_unique<MemoryStore>(clock));
+bool IsStoreUrl(std::string_view url) {
+  for (std::string_view scheme : {kMemory, kMemcached, kRedis, kRedisCluster}) {
+    if (url.starts_with(scheme)) return true;
   }
-  if (url == kMemory) return InvalidArgument("previous servers belong to a memcached store");
-  if (url.starts_with(kMemcached)) {
-    Result<std::unique_ptr<MemcachedStore>> store =
-        OpenMemcached(url.substr(kMemcached.size()), clock, memcached);
-    if (!store.ok()) return store.error();
-    if (previous_servers.empty()) return std::unique_ptr<Store>(std::move(*store));
-    Result<std::unique_ptr<MemcachedStore>> previous =
-        OpenMemcached(previous_servers, clock, memcached);
-    if (!previous.ok()) {
-      return InvalidArgument("previous servers: " + previous.error().message());
-    }
-    return std::unique_ptr<Store>(
-        std::make_unique<TransitionStore>(std::move(*store), std::move(*previous)));
+  return false;
+}
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const Clock& clock,
+                                         const StoreOptions& options) {
+  const bool memcached = url.starts_with(kMemcached);
+  if (!options.previous_servers.empty() && !memcached) {
+    return InvalidArgument("previous servers belong to a memcached store");
+  }
+  if (url == kMemory) return std::unique_ptr<Store>(std::make_unique<MemoryStore>(clock));
+  if (memcached) return OpenMemcachedUrl(url, clock, options);
+  if (url.starts_with(kRedis) || url.starts_with(kRedisCluster)) {
+    return OpenRedisUrl(url, clock, options);
   }
   return InvalidArgument(
-      fmt::format("store \"{}\": expected memory:// or memcached://HOST:PORT[,HOST:PORT...]", url));
+      fmt::format("store \"{}\": expected memory://, memcached://HOST:PORT[,HOST:PORT...], "
+                  "redis://HOST:PORT[,HOST:PORT...][/DB] or redis+cluster://HOST:PORT[,...]",
+                  url));
 }
 
 }  // namespace hourglass

@@ -72,22 +72,13 @@ struct Outgoing {
   }
 };
 
-// A pack read with at least this many records is rewritten when that halves it or better.
-constexpr size_t kCompactAfterRecords = 32;
-// Fire-and-forget writes read nothing, so nothing compacts what they append: after this many
-// record bytes sent to one pack by this process, the store reads and compacts it itself.
-constexpr size_t kCompactAfterSentBytes = 2048;
-// The packs whose sent bytes are tracked, at most (the table starts again when full).
-constexpr size_t kMaxTrackedPacks = 4096;
-
 // The compaction of `pack` (read with `cas`) into `out`, when it is worth it.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
                   const packed::PackFold& fold, std::vector<memcached::PackCompaction>& out) {
-  if (cas == 0 || fold.records() < kCompactAfterRecords) return;
-  if (fold.CompactedBytesAtLeast() * 2 > pack.size()) return;  // no gain: build nothing
-  std::string compact = fold.Compacted();
-  if (compact.size() * 2 > pack.size()) return;
-  out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(compact)});
+  if (cas == 0) return;
+  std::optional<std::string> compact = packed::CompactionOf(pack, fold);
+  if (compact)
+    out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(*compact)});
 }
 
 // What `batches` send: themselves (plain counters: no `plan`), or plans[i] holds batches[i]'s
@@ -241,10 +232,7 @@ struct MemcachedStore::Impl {
   std::unique_ptr<memcached::HashRing> ring;
   std::vector<std::unique_ptr<net::ServerPool>> pools;  // in ring order
   std::atomic<uint64_t> unconfirmed_failures{0};
-  // Record bytes writes that read nothing (fire-and-forget, or applied without reads) sent to each
-  // pack since it was last compacted here.
-  std::mutex sent_mu;
-  std::unordered_map<std::string, size_t> sent_bytes;
+  packed::SentBytesTally sent;  // what writes that read nothing appended to each pack
 
   net::ServerPool& PoolOf(const std::string& group) const {
     return *pools[ring->PositionOf(group)];
@@ -254,19 +242,8 @@ struct MemcachedStore::Impl {
   // their groups. Batches that read are not counted: their reads compact what they find.
   std::vector<std::pair<std::string, std::string>> DueForCompaction(std::span<const Outgoing> out) {
     std::vector<std::pair<std::string, std::string>> due;  // group, pack
-    std::lock_guard<std::mutex> lock(sent_mu);
     for (const Outgoing& o : out) {
-      if (!o.wire->reads.empty()) continue;
-      for (const packed::PackAppend& append : o.appends()) {
-        if (sent_bytes.size() >= kMaxTrackedPacks && !sent_bytes.contains(append.key)) {
-          sent_bytes.clear();
-        }
-        size_t& bytes = sent_bytes[append.key];
-        bytes += append.records.size();
-        if (bytes < kCompactAfterSentBytes) continue;
-        bytes = 0;
-        due.emplace_back(o.wire->group, append.key);
-      }
+      if (o.wire->reads.empty()) sent.Add(o.wire->group, o.appends(), due);
     }
     return due;
   }
@@ -344,6 +321,7 @@ uint64_t MemcachedStore::unconfirmed_failures() const {
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
   if (batch.reads.empty()) return std::move(ApplyMany({&batch, 1}).front());  // waits for it
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
+  if (Status s = ValidateGuards(*this, batch); !s.ok()) return s.error();
   std::vector<packed::WireBatch> plans;
   const std::vector<Outgoing> out = Prepare(impl_->plan, {&batch, 1}, {true}, plans);
   net::ServerPool& pool = impl_->PoolOf(batch.group);
@@ -369,6 +347,7 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
   std::vector<bool> valid(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
     Status s = ValidateBatch(batches[i]);
+    if (s.ok()) s = ValidateGuards(*this, batches[i]);
     valid[i] = s.ok();
     results.push_back(s.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
                              : Result<std::vector<uint64_t>>(s.error()));
@@ -411,6 +390,7 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
   for (size_t i = 0; i < batches.size(); ++i) {
     results[i] = ValidateSend(batches[i]);
     if (results[i].ok()) results[i] = ValidateBatch(batches[i]);
+    if (results[i].ok()) results[i] = ValidateGuards(*this, batches[i]);
     valid[i] = results[i].ok();
     if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }

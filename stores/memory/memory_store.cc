@@ -8,6 +8,7 @@ namespace hourglass {
 
 Result<std::vector<uint64_t>> MemoryStore::Apply(const Batch& batch) {
   if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
+  if (Status s = ValidateGuards(*this, batch); !s.ok()) return s.error();
   const Instant now = clock_.Now();
   std::vector<uint64_t> values;
   values.reserve(batch.reads.size());

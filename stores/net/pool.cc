@@ -93,7 +93,7 @@ Status Lease::Open() {
   connection_->socket = std::move(*opened);
   if (o.on_open) {
     connection_->socket->BeginExchange();
-    if (Status s = o.on_open(*connection_->socket); !s.ok()) return Fail(s.error());
+    if (Status s = o.on_open(*connection_); !s.ok()) return Fail(s.error());
   }
   return {};
 }

@@ -85,7 +85,8 @@ constexpr uint8_t ZeroKind(PackedLevel level) {
   return level == PackedLevel::kSecond ? kZeroSecond
                                        : (level == PackedLevel::kMinute ? kZeroMinute : kZeroHour);
 }
-// The slot's index among a pack's 3,661: seconds, minutes, the hour.
+}  // namespace
+
 size_t SlotIndex(const PackedSlot& slot) {
   switch (slot.level) {
     case PackedLevel::kSecond:
@@ -98,6 +99,9 @@ size_t SlotIndex(const PackedSlot& slot) {
   }
   return size_t(kPackSeconds + kMinutesPerPack);
 }
+
+namespace {
+
 constexpr size_t kSlots = size_t(kPackSeconds + kMinutesPerPack + 1);
 
 PackAppend& AppendFor(std::vector<PackAppend>& appends,
@@ -390,6 +394,28 @@ Result<std::vector<uint64_t>> ResolveReads(
     values.push_back(value);
   }
   return values;
+}
+
+std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold) {
+  if (fold.records() < kCompactAfterRecords) return std::nullopt;
+  if (fold.CompactedBytesAtLeast() * 2 > pack.size())
+    return std::nullopt;  // no gain: build nothing
+  std::string compact = fold.Compacted();
+  if (compact.size() * 2 > pack.size()) return std::nullopt;
+  return compact;
+}
+
+void SentBytesTally::Add(const std::string& group, std::span<const PackAppend> appends,
+                         std::vector<std::pair<std::string, std::string>>& due) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PackAppend& append : appends) {
+    if (sent_.size() >= kMaxTrackedPacks && !sent_.contains(append.key)) sent_.clear();
+    size_t& bytes = sent_[append.key];
+    bytes += append.records.size();
+    if (bytes < kCompactAfterSentBytes) continue;
+    bytes = 0;
+    due.emplace_back(group, append.key);
+  }
 }
 
 }  // namespace hourglass::packed

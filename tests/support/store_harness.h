@@ -1,6 +1,7 @@
 // Harnesses that give tests a real Store of each kind plus a way to let time pass for it:
-// the in-memory store on a ManualClock (time advances instantly), and a MemcachedStore on a real
-// memcached started on a free loopback port (time really passes).
+// the in-memory store on a ManualClock (time advances instantly), and a MemcachedStore or a
+// RedisStore on a real memcached, Redis or Redis Cluster started on free loopback ports (time
+// really passes).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,7 +13,9 @@
 
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
+#include "hourglass/redis_store.h"
 #include "memcached_server.h"
+#include "redis_server.h"
 
 namespace hourglass::testing {
 
@@ -85,8 +88,54 @@ class MemcachedHarness final : public StoreHarness {
   std::unique_ptr<MemcachedStore> store_;
 };
 
-// "memory", "memcached" (the counters layout) or "memcached_packed" (the packed layout, the
-// default); any other name fails the test and gives nullptr.
+// Real Redis (one server, or a cluster of three masters), real time.
+class RedisHarness final : public StoreHarness {
+ public:
+  explicit RedisHarness(bool cluster) : cluster_(cluster) {
+    RedisOptions options;
+    options.io_timeout = std::chrono::milliseconds{2000};  // a loaded 2-core box must not fail
+    options.connect_timeout = std::chrono::milliseconds{2000};
+    if (cluster) {
+      cluster_servers_ = std::make_unique<RedisCluster>();
+      if (!cluster_servers_->ready()) {
+        ADD_FAILURE() << "cannot start a Redis Cluster: " << cluster_servers_->error();
+        return;
+      }
+      options.cluster = true;
+      options.servers = {cluster_servers_->node(0).address(), cluster_servers_->node(1).address()};
+    } else {
+      server_ = std::make_unique<RedisServer>();
+      if (!server_->running()) {
+        ADD_FAILURE() << "cannot start redis-server: " << server_->error();
+        return;
+      }
+      options.servers = {server_->address()};
+    }
+    Result<std::unique_ptr<RedisStore>> store = RedisStore::Create(options);
+    if (!store.ok()) {
+      ADD_FAILURE() << store.error().ToString();
+      return;
+    }
+    store_ = std::move(*store);
+  }
+  Store& store() override { return *store_; }
+  Clock& clock() override { return clock_; }
+  void Advance(Seconds d) override { std::this_thread::sleep_for(d); }
+  std::string name() const override { return cluster_ ? "redis_cluster" : "redis"; }
+  RedisServer& server() { return *server_; }
+  RedisCluster& cluster() { return *cluster_servers_; }
+  RedisStore& redis() { return *store_; }
+
+ private:
+  bool cluster_;
+  std::unique_ptr<RedisServer> server_;
+  std::unique_ptr<RedisCluster> cluster_servers_;
+  SystemClock clock_;
+  std::unique_ptr<RedisStore> store_;
+};
+
+// "memory", "memcached" (the counters layout), "memcached_packed" (the packed layout, the
+// default), "redis" or "redis_cluster"; any other name fails the test and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
   if (kind == "memcached") {
@@ -96,8 +145,10 @@ inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memcached_packed") {
     return std::make_unique<MemcachedHarness>(MemcachedOptions{.layout = MemcachedLayout::kPacked});
   }
+  if (kind == "redis") return std::make_unique<RedisHarness>(false);
+  if (kind == "redis_cluster") return std::make_unique<RedisHarness>(true);
   ADD_FAILURE() << "unknown store harness \"" << kind
-                << "\": use memory, memcached or memcached_packed";
+                << "\": use memory, memcached, memcached_packed, redis or redis_cluster";
   return nullptr;
 }
 

@@ -32,6 +32,19 @@ struct Increment {
   Seconds ttl{0};
 };
 
+// A condition on a batch's increments, for stores that evaluate a batch atomically
+// (Store::conditional_batches): the increments are applied only when `base` plus every term's read
+// value (as it was before the increments) times its sign is at most `max`.
+struct GuardTerm {
+  size_t read = 0;  // an index into the batch's reads
+  int sign = 1;     // +1 or -1
+};
+struct Guard {
+  int64_t base = 0;  // what the terms leave out (a process's cached buckets)
+  int64_t max = 0;   // the sum allowed; below 0 holds the increments back whatever is read
+  std::vector<GuardTerm> terms = {};
+};
+
 struct Batch {
   std::string group;  // every key of the batch lives where this group key hashes to
   // Applied in order before the reads: another client reading these keys meanwhile sees them
@@ -42,11 +55,19 @@ struct Batch {
   // naming the key; with this set it reads as the largest value instead (Reset, which deletes
   // whatever is there).
   bool non_counters_read_as_max = false;
+  // Only for stores with conditional_batches(): the increments are applied only if every guard
+  // holds, all at once with the reads (nothing else runs in between). The answer then has one
+  // value after the reads' values: 1 when the increments were applied, 0 when a guard held them
+  // back (and nothing was written).
+  std::vector<Guard> guards = {};
 };
 
 // Checks every key of a batch (KeyCodec::CheckKey) and every creating increment's TTL (>= 1s).
 // Each Store calls it before anything is applied, so a malformed batch changes nothing.
 Status ValidateBatch(const Batch& batch);
+// Guards only for a store with conditional_batches().
+class Store;
+Status ValidateGuards(const Store& store, const Batch& batch);
 // What Store::Send asks beyond ValidateBatch: the batch reads nothing.
 Status ValidateSend(const Batch& batch);
 // The same for a delete.
@@ -102,6 +123,10 @@ class Store {
   // Each server's figures, in a fixed order; a server that cannot answer gives its error. Stores
   // without servers of their own (the memory store) give none.
   virtual std::vector<Result<ServerStats>> Stats() { return {}; }
+
+  // Whether batches may carry guards: the store evaluates a batch (guards, increments, reads) as
+  // one atomic step. Stores that cannot refuse guarded batches as kInvalidArgument.
+  virtual bool conditional_batches() const { return false; }
 
   // "memory" or "memcached 127.0.0.1:11211", for messages.
   virtual std::string Describe() const = 0;

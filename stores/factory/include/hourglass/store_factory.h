@@ -5,6 +5,8 @@
 //                                                  every client (the hash ring hashes the text)
 //   the same with `previous_servers` "10.0.0.1:11211": in transition from that list
 //   (TransitionStore: writes go to the URL's servers, moved features are read on both)
+//   "redis://[[USER]:PASSWORD@]10.0.0.5:6379[,...][/DB]"   standalone Redis servers
+//   "redis+cluster://10.0.0.5:7000,10.0.0.6:7000"          a Redis Cluster, by any of its nodes
 //
 //   Result<std::unique_ptr<Store>> store = OpenStore("memcached://127.0.0.1:11211", clock);
 //
@@ -12,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "hourglass/clock.h"
@@ -22,12 +25,23 @@
 
 namespace hourglass {
 
-// `clock` must outlive the store. `memcached` gives the timeouts and pool of a memcached store;
-// its `servers` are replaced by the URL's. `previous_servers` (memcached only), when not empty,
-// is the list the servers were in transition from. kInvalidArgument naming the URL for an unknown
-// scheme or a bad server list.
+// What a store takes beyond its URL.
+struct StoreOptions {
+  // A network store's timeouts, pool and transition handler (memcached and Redis alike), and
+  // memcached's layout; its `servers` are replaced by the URL's.
+  MemcachedOptions network;
+  // memcached only, when not empty: the list the servers are in transition from.
+  std::string previous_servers = "";
+  // Redis: the password when the URL names none (e.g. from HOURGLASS_REDIS_PASSWORD).
+  std::string redis_password = "";
+};
+
+// `clock` must outlive the store. kInvalidArgument naming the URL for an unknown scheme or a bad
+// server list.
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const Clock& clock,
-                                         MemcachedOptions memcached = {},
-                                         std::string_view previous_servers = "");
+                                         const StoreOptions& options = {});
+
+// Whether `url` names one of the stores above (by its scheme), for messages that list them.
+bool IsStoreUrl(std::string_view url);
 
 }  // namespace hourglass

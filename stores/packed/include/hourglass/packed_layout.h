@@ -24,10 +24,13 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hourglass/clock.h"
@@ -60,6 +63,9 @@ struct PackAppend {
   Seconds create_ttl{0};
   std::string records;
 };
+
+// The slot's index among a pack's 3,661: its 3,600 seconds, then its 60 minutes, then the hour.
+size_t SlotIndex(const PackedSlot& slot);
 
 // How one logical read is answered: the sum of a counter (gets[*counter]) and a pack's slot
 // (gets[*pack] folded at `slot`), either of them absent.
@@ -140,5 +146,30 @@ Result<std::vector<uint64_t>> ResolveReads(
     std::string_view server, const WireBatch& plan, std::span<const uint64_t> counters,
     std::span<const std::optional<std::string>> packs,
     const std::function<void(size_t, const std::string&, const PackFold&)>& folded);
+
+// The compaction of `pack` (as read, folded into `fold`) when it is worth writing: it has at least
+// kCompactAfterRecords records and the compacted value is at most half its size.
+constexpr size_t kCompactAfterRecords = 32;
+std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold);
+
+// Writes that read nothing (fire-and-forget, or applied without reads) leave nothing to compact
+// what they append: a store tallies the record bytes it sent to each pack and, after
+// kCompactAfterSentBytes, reads and compacts that pack itself. At most kMaxTrackedPacks packs are
+// tallied (the tally starts again when full).
+//
+// Thread-safety: Due may be called from many threads at once.
+class SentBytesTally {
+ public:
+  static constexpr size_t kCompactAfterSentBytes = 2048;
+  static constexpr size_t kMaxTrackedPacks = 4096;
+  // Adds `appends` (written to `group` by a batch that read nothing) and returns the packs due for
+  // a compaction, with their groups (their tallies start again).
+  void Add(const std::string& group, std::span<const PackAppend> appends,
+           std::vector<std::pair<std::string, std::string>>& due);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, size_t> sent_;  // guarded by mu_
+};
 
 }  // namespace hourglass::packed

@@ -31,6 +31,8 @@
 
 namespace hourglass::net {
 
+struct PooledConnection;
+
 struct PoolOptions {
   std::chrono::milliseconds connect_timeout{100};  // to open a connection
   std::chrono::milliseconds io_timeout{100};       // each wait for the server to answer
@@ -42,9 +44,16 @@ struct PoolOptions {
   // Called when the server fails after having answered (or at its first failure) and when it
   // answers again after a failure; on the thread that saw it, outside the pool's lock.
   ServerTransitionHandler on_transition = nullptr;
-  // Run on every new connection before its first use (a password, a database): an error fails
-  // the connection as a transport error does. Empty: nothing to run.
-  std::function<Status(Connection&)> on_open = nullptr;
+  // Run on every new connection before its first use (a password, scripts to load, the state a
+  // protocol keeps per connection), within one exchange: an error fails the connection. Empty:
+  // nothing to run.
+  std::function<Status(PooledConnection&)> on_open = nullptr;
+};
+
+// What a protocol keeps per connection beyond the socket (a reply parser's buffered bytes), made
+// by PoolOptions::on_open.
+struct ProtocolState {
+  virtual ~ProtocolState() = default;
 };
 
 // A connection and what the protocol still owes on it.
@@ -53,7 +62,8 @@ struct PooledConnection {
   // Answers owed by requests sent without waiting (memcached: their "MN"; Redis: their replies),
   // read by the connection's next user before its own.
   int unread = 0;
-  MonoTime idle_since{};  // when it was last handed back
+  std::unique_ptr<ProtocolState> protocol;  // null unless on_open made one
+  MonoTime idle_since{};                    // when it was last handed back
 };
 
 class ServerPool {

@@ -1,0 +1,955 @@
+#include "hourglass/redis_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <deque>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "hourglass/net/pool.h"
+#include "hourglass/packed_layout.h"
+#include "placement.h"
+#include "resp.h"
+#include "scripts.h"
+
+namespace hourglass {
+namespace {
+
+using redis::Reply;
+
+// More unread replies than this on one connection and a request reads them first.
+constexpr int kMaxUnread = 32;
+// A batch redirected (MOVED, ASK) or told to try again (TRYAGAIN) is sent again at most this often.
+constexpr int kMaxAttempts = 5;
+// The wait before sending again a batch whose slot is being migrated (TRYAGAIN).
+constexpr std::chrono::milliseconds kTryAgainWait{20};
+
+// What a connection keeps beyond its socket: the reply parser (it buffers what it read ahead),
+// and the commands whose replies are owed (fire-and-forget), to send again if redirected.
+struct RedisConnection final : net::ProtocolState {
+  redis::ReplyReader reader;
+  std::deque<std::string> unanswered;  // "" for a command not worth sending again
+};
+
+RedisConnection& StateOf(net::PooledConnection& c) {
+  return static_cast<RedisConnection&>(*c.protocol);
+}
+
+Error Named(std::string_view server, ErrorCode code, std::string_view message) {
+  return Error(code, fmt::format("{}: {}", server, message));
+}
+
+// A reply that is an error, as an Error: transient refusals (out of memory, loading, a cluster
+// that is down or failing over) are kUnavailable, anything else kInternal.
+Error ReplyError(std::string_view server, const Reply& reply) {
+  const std::string_view kind = reply.error_kind();
+  if (kind == "NOTCOUNTER") {
+    const std::string_view key = std::string_view(reply.text).substr(kind.size() + 1);
+    return Named(server, ErrorCode::kInternal,
+                 fmt::format("the value under \"{}\" is not one hourglass wrote (another client "
+                             "wrote it); reset the feature to delete it",
+                             key));
+  }
+  static constexpr std::string_view kTransient[] = {"OOM",        "LOADING",     "BUSY",
+                                                    "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
+                                                    "READONLY",   "MOVED",       "ASK"};
+  const bool transient =
+      std::find(std::begin(kTransient), std::end(kTransient), kind) != std::end(kTransient);
+  return Named(server, transient ? ErrorCode::kUnavailable : ErrorCode::kInternal,
+               fmt::format("Redis answered \"{}\"", reply.text.substr(0, 300)));
+}
+
+// A batch whose command left but whose reply did not come: its writes may have been applied.
+Error MaybeApplied(const Error& error, const Batch& batch) {
+  if (batch.increments.empty()) return error;
+  return Error(error.code(), error.message() +
+                                 " (the writes were sent: they may have been applied, now or "
+                                 "when the server resumes)");
+}
+
+std::optional<uint64_t> ParseCounter(std::string_view text) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+// A batch as one EVALSHA: its plan and the command.
+struct Encoded {
+  packed::WireBatch plan;
+  std::string command;
+  size_t gets = 0;  // plan.counters.reads.size()
+};
+
+// The index (1-based, as Lua's KEYS) of each tagged key of one command.
+class KeyIndex {
+ public:
+  explicit KeyIndex(const std::string& group) : group_(group) {}
+  std::string Of(const std::string& key) {
+    auto [it, inserted] = index_.try_emplace(key, keys_.size() + 1);
+    if (inserted) keys_.push_back(redis::TaggedKey(group_, key));
+    return std::to_string(it->second);
+  }
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  const std::string& group_;
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<std::string> keys_;
+};
+
+void AddCounterOp(const Increment& inc, KeyIndex& keys, std::vector<std::string>& argv) {
+  if (inc.delta > 0) {
+    argv.insert(argv.end(), {"c", keys.Of(inc.key), std::to_string(inc.delta),
+                             std::to_string(std::max<int64_t>(inc.ttl.count(), 1))});
+  } else if (inc.delta < 0) {
+    const uint64_t amount = static_cast<uint64_t>(-(inc.delta + 1)) + 1;
+    argv.insert(argv.end(), {"s", keys.Of(inc.key), std::to_string(amount)});
+  }
+}
+
+// The guards' arguments: each term names the physical key its read comes from and, for a pack,
+// the slot. Reads of the packed layout come from one source (never a counter and a pack both).
+void AddGuards(const Batch& batch, const packed::WireBatch& plan, KeyIndex& keys,
+               std::vector<std::string>& argv) {
+  argv.push_back(std::to_string(batch.guards.size()));
+  for (const Guard& guard : batch.guards) {
+    argv.insert(argv.end(), {std::to_string(guard.max), std::to_string(guard.base),
+                             std::to_string(guard.terms.size())});
+    for (const GuardTerm& term : guard.terms) {
+      const packed::ReadSource& source = plan.sources[term.read];
+      if (source.pack) {
+        argv.insert(argv.end(),
+                    {keys.Of(plan.counters.reads[*source.pack]),
+                     std::to_string(packed::SlotIndex(source.slot)), std::to_string(term.sign)});
+      } else {
+        argv.insert(argv.end(), {keys.Of(plan.counters.reads[source.counter.value_or(0)]), "-1",
+                                 std::to_string(term.sign)});
+      }
+    }
+  }
+}
+
+void AppendEvalSha(const redis::Script& script, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& argv, std::string& out) {
+  std::vector<std::string_view> args = {"EVALSHA", script.sha1};
+  const std::string numkeys = std::to_string(keys.size());
+  args.push_back(numkeys);
+  args.insert(args.end(), keys.begin(), keys.end());
+  args.insert(args.end(), argv.begin(), argv.end());
+  redis::AppendCommand(args, out);
+}
+
+Encoded Encode(const Batch& batch, Instant now) {
+  Encoded e{packed::PlanPacked(batch), {}, 0};
+  const packed::WireBatch& plan = e.plan;
+  KeyIndex keys(batch.group);
+  std::vector<std::string> argv;
+  AddGuards(batch, plan, keys, argv);
+  const std::vector<Increment>& counters = plan.counters.increments;
+  const size_t split = std::min(plan.appends_at, counters.size());
+  size_t ops = 0;
+  std::vector<std::string> op_args;
+  const auto counter_ops = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const size_t before = op_args.size();
+      AddCounterOp(counters[i], keys, op_args);
+      ops += op_args.size() > before;
+    }
+  };
+  counter_ops(0, split);
+  for (const packed::PackAppend& append : plan.appends) {
+    op_args.insert(op_args.end(),
+                   {"p", keys.Of(append.key), std::to_string(append.create_ttl.count()),
+                    packed::PackHeader(now, append.create_ttl), append.records});
+    ++ops;
+  }
+  counter_ops(split, counters.size());
+  argv.push_back(std::to_string(ops));
+  argv.insert(argv.end(), op_args.begin(), op_args.end());
+  for (const std::string& key : plan.counters.reads) argv.push_back(keys.Of(key));
+  e.gets = plan.counters.reads.size();
+  AppendEvalSha(redis::ApplyScript(), keys.keys(), argv, e.command);
+  return e;
+}
+
+// The EVALSHA that deletes `keys` of `group` (counters and whole packs) and zeroes the slots of
+// packs deleted in part.
+std::string EncodeDelete(const std::string& group, std::span<const std::string> keys) {
+  std::vector<std::string> deletes;
+  const std::vector<packed::PackAppend> zeroes =
+      packed::PlanPackedDelete(group, keys, packed::PlanOptions{}, deletes);
+  KeyIndex index(group);
+  std::vector<std::string> argv = {"0", std::to_string(deletes.size() + zeroes.size())};
+  for (const std::string& key : deletes) argv.insert(argv.end(), {"x", index.Of(key)});
+  for (const packed::PackAppend& z : zeroes) {
+    argv.insert(argv.end(), {"p", index.Of(z.key), "0", "", z.records});
+  }
+  std::string command;
+  AppendEvalSha(redis::ApplyScript(), index.keys(), argv, command);
+  return command;
+}
+
+// Where a redirection sends a command: "MOVED 3999 127.0.0.1:6381" -> slot, "127.0.0.1:6381".
+struct Redirect {
+  bool ask = false;
+  uint16_t slot = 0;
+  std::string node;
+};
+std::optional<Redirect> RedirectOf(const Reply& reply) {
+  const std::string_view kind = reply.error_kind();
+  if (kind != "MOVED" && kind != "ASK") return std::nullopt;
+  const std::string_view rest = std::string_view(reply.text).substr(kind.size() + 1);
+  const size_t space = rest.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  uint16_t slot = 0;
+  if (std::from_chars(rest.data(), rest.data() + space, slot).ec != std::errc{}) {
+    return std::nullopt;
+  }
+  return Redirect{kind == "ASK", slot, std::string(rest.substr(space + 1))};
+}
+
+// Loads the scripts on a new connection (and gives it its state), after AUTH and SELECT.
+Status OpenConnection(const RedisOptions& o, net::PooledConnection& c) {
+  auto state = std::make_unique<RedisConnection>();
+  std::string request;
+  size_t replies = 0;
+  if (!o.password.empty()) {
+    if (o.username.empty()) {
+      redis::AppendCommand({"AUTH", o.password}, request);
+    } else {
+      redis::AppendCommand({"AUTH", o.username, o.password}, request);
+    }
+    ++replies;
+  }
+  if (o.database != 0 && !o.cluster) {
+    const std::string db = std::to_string(o.database);
+    redis::AppendCommand({"SELECT", db}, request);
+    ++replies;
+  }
+  for (const redis::Script* script : {&redis::ApplyScript(), &redis::CompactScript()}) {
+    redis::AppendCommand({"SCRIPT", "LOAD", script->source}, request);
+    ++replies;
+  }
+  if (Status s = c.socket->Send(request); !s.ok()) return s;
+  for (size_t i = 0; i < replies; ++i) {
+    Result<Reply> reply = state->reader.Read(*c.socket);
+    if (!reply.ok()) return reply.error();
+    if (reply->error()) {
+      const bool auth = reply->error_kind() == "WRONGPASS" || reply->error_kind() == "NOAUTH" ||
+                        reply->text.find("AUTH") != std::string::npos;
+      return Error(ErrorCode::kUnavailable,
+                   fmt::format("setting up a connection: Redis answered \"{}\"{}",
+                               reply->text.substr(0, 300),
+                               auth ? " (check the user and password of the store URL, or "
+                                      "HOURGLASS_REDIS_PASSWORD)"
+                                    : ""));
+    }
+  }
+  c.protocol = std::move(state);
+  return {};
+}
+
+struct Node {
+  std::string address;  // "host:port"
+  std::unique_ptr<net::ServerPool> pool;
+};
+
+}  // namespace
+
+Result<RedisOptions> ParseRedisUrl(std::string_view url) {
+  RedisOptions options;
+  const auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format(
+        "store \"{}\": {}; expected redis://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...][/DB] or "
+        "redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]",
+        url, why));
+  };
+  std::string_view rest;
+  if (url.starts_with("redis://")) {
+    rest = url.substr(8);
+  } else if (url.starts_with("redis+cluster://")) {
+    rest = url.substr(16);
+    options.cluster = true;
+  } else {
+    return bad("not a Redis URL");
+  }
+  const size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos) return bad("a user without a password");
+    options.username = std::string(userinfo.substr(0, colon));
+    std::string password;
+    const std::string_view encoded = userinfo.substr(colon + 1);
+    for (size_t i = 0; i < encoded.size(); ++i) {
+      if (encoded[i] != '%') {
+        password += encoded[i];
+        continue;
+      }
+      unsigned value = 0;
+      if (i + 2 >= encoded.size() ||
+          std::from_chars(encoded.data() + i + 1, encoded.data() + i + 3, value, 16).ptr !=
+              encoded.data() + i + 3) {
+        return bad("a password with a bad %XX escape");
+      }
+      password += static_cast<char>(value);
+      i += 2;
+    }
+    options.password = std::move(password);
+  }
+  const size_t slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty()) {
+      if (options.cluster) return bad("a cluster has database 0 alone");
+      const auto [end, ec] = std::from_chars(db.data(), db.data() + db.size(), options.database);
+      if (ec != std::errc{} || end != db.data() + db.size())
+        return bad("a database that is not a number");
+    }
+  }
+  options.servers.clear();
+  size_t pos = 0;
+  while (pos <= rest.size()) {
+    size_t comma = rest.find(',', pos);
+    if (comma == std::string_view::npos) comma = rest.size();
+    const std::string_view server = rest.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (server.empty()) continue;
+    if (Result<net::ServerAddress> parsed = net::ParseServer(server); !parsed.ok()) {
+      return bad(fmt::format("server \"{}\" is not HOST:PORT (e.g. 127.0.0.1:6379)", server));
+    }
+    options.servers.emplace_back(server);
+  }
+  if (options.servers.empty()) return bad("no server");
+  return options;
+}
+
+struct RedisStore::Impl {
+  Impl(const RedisOptions& o, const Clock& c) : options(o), clock(c) {}
+
+  const RedisOptions options;
+  const Clock& clock;
+  std::string description;
+  std::atomic<uint64_t> unconfirmed{0};
+  packed::SentBytesTally sent;
+
+  // Standalone: the servers, fixed. Cluster: every node met so far, and the slot map.
+  mutable std::mutex nodes_mu;
+  std::vector<std::unique_ptr<Node>> nodes;  // guarded by nodes_mu (grows only)
+  mutable std::shared_mutex map_mu;
+  std::optional<redis::SlotMap> slots;  // guarded by map_mu
+  std::vector<Node*> slot_nodes;        // per slots->nodes entry; guarded by map_mu
+  std::atomic<int64_t> refreshed_at_ms{std::numeric_limits<int64_t>::min()};
+
+  net::PoolOptions PoolOptionsFor() const {
+    net::PoolOptions p{
+        options.connect_timeout, options.io_timeout,       options.retry_timeout, options.pool_size,
+        options.pool_wait,       options.idle_check_after, options.on_transition, nullptr};
+    p.on_open = [this](net::PooledConnection& c) { return OpenConnection(options, c); };
+    return p;
+  }
+
+  // The node at `address`, made on first use.
+  Result<Node*> NodeAt(const std::string& address) {
+    std::lock_guard lock(nodes_mu);
+    for (const auto& n : nodes) {
+      if (n->address == address) return n.get();
+    }
+    Result<net::ServerAddress> parsed = net::ParseServer(address);
+    if (!parsed.ok()) return parsed.error();
+    auto node = std::make_unique<Node>();
+    node->address = address;
+    node->pool = std::make_unique<net::ServerPool>(*parsed, PoolOptionsFor(), clock, "redis");
+    nodes.push_back(std::move(node));
+    return nodes.back().get();
+  }
+
+  // Asks the seeds, then the nodes met, for the slot map, in turn.
+  Status RefreshSlots() {
+    refreshed_at_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock.Monotonic().time_since_epoch())
+            .count();
+    std::vector<std::string> candidates = options.servers;
+    {
+      std::lock_guard lock(nodes_mu);
+      for (const auto& n : nodes) candidates.push_back(n->address);
+    }
+    std::optional<Error> last;
+    for (const std::string& address : candidates) {
+      Result<Node*> node = NodeAt(address);
+      if (!node.ok()) return node.error();
+      Result<Reply> reply = Command(**node, {"CLUSTER", "SLOTS"});
+      if (!reply.ok()) {
+        last = reply.error();
+        continue;
+      }
+      Result<redis::SlotMap> map = redis::ParseClusterSlots(*reply, address);
+      if (!map.ok()) return map.error();
+      std::vector<Node*> owners;
+      for (const std::string& n : map->nodes) {
+        Result<Node*> owner = NodeAt(n);
+        if (!owner.ok()) return owner.error();
+        owners.push_back(*owner);
+      }
+      std::unique_lock lock(map_mu);
+      slots = std::move(*map);
+      slot_nodes = std::move(owners);
+      return {};
+    }
+    return last ? *last : Error(ErrorCode::kUnavailable, "no Redis Cluster node answered");
+  }
+
+  // The node that holds `group`'s keys.
+  Result<Node*> NodeFor(const std::string& group) {
+    if (!options.cluster) {
+      const size_t shard = redis::RendezvousShard(group, options.servers);
+      return NodeAt(options.servers[shard]);
+    }
+    const uint16_t slot = redis::HashSlot(redis::TaggedKey(group, group));
+    {
+      std::shared_lock lock(map_mu);
+      if (slots && slots->owner[slot] >= 0)
+        return slot_nodes[static_cast<size_t>(slots->owner[slot])];
+    }
+    if (Status s = RefreshSlots(); !s.ok()) return s.error();
+    std::shared_lock lock(map_mu);
+    if (slots->owner[slot] < 0) {
+      return Error(
+          ErrorCode::kUnavailable,
+          fmt::format("redis cluster: no node serves slot {} (the cluster is not ready)", slot));
+    }
+    return slot_nodes[static_cast<size_t>(slots->owner[slot])];
+  }
+
+  // A MOVED: the slot lives on `node` now; the whole map is asked again at most every 100 ms.
+  void Moved(const Redirect& r) {
+    Result<Node*> node = NodeAt(r.node);
+    {
+      std::unique_lock lock(map_mu);
+      if (slots && node.ok()) {
+        size_t index = 0;
+        while (index < slot_nodes.size() && slot_nodes[index] != *node) ++index;
+        if (index == slot_nodes.size()) {
+          slot_nodes.push_back(*node);
+          slots->nodes.push_back(r.node);
+        }
+        slots->owner[r.slot] = static_cast<int16_t>(index);
+      }
+    }
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock.Monotonic().time_since_epoch())
+            .count();
+    if (now_ms - refreshed_at_ms.load() >= 100) (void)RefreshSlots();
+  }
+
+  // Reads the replies `c` owes for fire-and-forget commands: errors count as unconfirmed
+  // failures, redirected commands are sent once more where they belong.
+  Status ReadUnread(net::PooledConnection& c) {
+    RedisConnection& state = StateOf(c);
+    while (c.unread > 0) {
+      Result<Reply> reply = state.reader.Read(*c.socket);
+      if (!reply.ok()) return reply.error();
+      --c.unread;
+      std::string command = std::move(state.unanswered.front());
+      state.unanswered.pop_front();
+      if (!reply->error()) continue;
+      std::optional<Redirect> redirect = RedirectOf(*reply);
+      if (redirect && !command.empty()) {
+        if (!redirect->ask) Moved(*redirect);
+        if (ResendBlind(*redirect, std::move(command))) continue;
+      }
+      unconfirmed.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {};
+  }
+
+  // Sends a redirected fire-and-forget command where it belongs; its reply is owed there (and
+  // not sent again).
+  bool ResendBlind(const Redirect& r, std::string command) {
+    Result<Node*> node = NodeAt(r.node);
+    if (!node.ok()) return false;
+    net::Lease c(*(*node)->pool);
+    if (!Ready(c).ok()) return false;
+    std::string request;
+    if (r.ask) redis::AppendCommand({"ASKING"}, request);
+    request += command;
+    if (Status s = c->socket->Send(request); !s.ok()) {
+      (void)c.Fail(s.error());
+      return false;
+    }
+    RedisConnection& state = StateOf(*c);
+    if (r.ask) {
+      state.unanswered.emplace_back();
+      ++c->unread;
+    }
+    state.unanswered.emplace_back();
+    ++c->unread;
+    return true;
+  }
+
+  // Takes a connection of the lease's pool ready for a request: no more unread replies than
+  // allowed.
+  Status Ready(net::Lease& c) {
+    if (Status s = c.Acquire(); !s.ok()) return s;
+    c->socket->BeginExchange();
+    if (c->unread >= kMaxUnread) {
+      if (Status s = ReadUnread(*c); !s.ok()) return c.Fail(s.error());
+    }
+    return {};
+  }
+
+  // One command to `node`, waiting for its reply (after what the connection owed).
+  Result<Reply> Command(Node& node, std::initializer_list<std::string_view> args) {
+    net::Lease c(*node.pool);
+    if (Status s = Ready(c); !s.ok()) return s.error();
+    std::string request;
+    redis::AppendCommand(args, request);
+    if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
+    if (Status s = ReadUnread(*c); !s.ok()) return c.Fail(s.error());
+    Result<Reply> reply = StateOf(*c).reader.Read(*c->socket);
+    if (!reply.ok()) return c.Fail(reply.error());
+    return reply;
+  }
+
+  // The values of `batch`'s reads from its script's reply; packs worth compacting go to
+  // `compactions` (commands).
+  Result<std::vector<uint64_t>> Resolve(std::string_view server, const Batch& batch,
+                                        const Encoded& e, const Reply& reply,
+                                        std::vector<std::string>& compactions) {
+    if (reply.error()) return ReplyError(server, reply);
+    if (reply.type != Reply::Type::kArray || reply.elements.size() != e.gets + 1 ||
+        reply.elements[0].type != Reply::Type::kInteger) {
+      return Named(server, ErrorCode::kInternal,
+                   "the batch script answered something else than its reads (another script "
+                   "under the same SHA-1?)");
+    }
+    const packed::WireBatch& plan = e.plan;
+    std::vector<uint64_t> counters(e.gets, 0);
+    std::vector<std::optional<std::string>> packs(e.gets);
+    for (size_t i = 0; i < e.gets; ++i) {
+      const Reply& value = reply.elements[i + 1];
+      if (value.type == Reply::Type::kNil) continue;
+      if (plan.get_is_pack[i]) {
+        packs[i] = value.text;
+        continue;
+      }
+      std::optional<uint64_t> counter = ParseCounter(value.text);
+      if (!counter && !batch.non_counters_read_as_max) {
+        return Named(server, ErrorCode::kInternal,
+                     fmt::format("the value under \"{}\" is not a counter (another client wrote "
+                                 "it); reset the feature to delete it",
+                                 redis::TaggedKey(batch.group, plan.counters.reads[i])));
+      }
+      counters[i] = counter.value_or(std::numeric_limits<uint64_t>::max());
+    }
+    Result<std::vector<uint64_t>> values = packed::ResolveReads(
+        server, plan, counters, packs,
+        [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
+          std::optional<std::string> compact = packed::CompactionOf(pack, fold);
+          if (!compact) return;
+          const std::string key = redis::TaggedKey(batch.group, plan.counters.reads[get]);
+          std::string command;
+          AppendEvalSha(redis::CompactScript(), {key},
+                        {std::to_string(pack.size()), redis::Sha1Hex(pack), *compact}, command);
+          compactions.push_back(std::move(command));
+        });
+    if (values.ok() && !batch.guards.empty()) {
+      values->push_back(reply.elements[0].integer == 1 ? 1 : 0);
+    }
+    return values;
+  }
+
+  // Sends `compactions` on `c`; their replies are left to the connection's next user.
+  void SendCompactions(net::Lease& c, std::vector<std::string>& compactions) {
+    if (compactions.empty()) return;
+    std::string request;
+    for (const std::string& command : compactions) request += command;
+    if (Status s = c->socket->Send(request); !s.ok()) {
+      (void)c.Fail(s.error());
+      return;
+    }
+    RedisConnection& state = StateOf(*c);
+    for (size_t i = 0; i < compactions.size(); ++i) state.unanswered.emplace_back();
+    c->unread += static_cast<int>(compactions.size());
+    compactions.clear();
+  }
+
+  // Reads `pack` of `group` and compacts it if that pays (a write that read nothing made it due).
+  void Compact(const std::string& group, const std::string& pack) {
+    Result<Node*> node = NodeFor(group);
+    if (!node.ok()) return;
+    KeyIndex keys(group);
+    std::vector<std::string> argv = {"0", "0", keys.Of(pack)};
+    std::string command;
+    AppendEvalSha(redis::ApplyScript(), keys.keys(), argv, command);
+    net::Lease c(*(*node)->pool);
+    if (!Ready(c).ok()) return;
+    if (Status s = c->socket->Send(command); !s.ok()) return (void)c.Fail(s.error());
+    if (Status s = ReadUnread(*c); !s.ok()) return (void)c.Fail(s.error());
+    Result<Reply> reply = StateOf(*c).reader.Read(*c->socket);
+    if (!reply.ok()) return (void)c.Fail(reply.error());
+    if (reply->type != Reply::Type::kArray || reply->elements.size() != 2 ||
+        reply->elements[1].type != Reply::Type::kString) {
+      return;
+    }
+    const std::string& bytes = reply->elements[1].text;
+    Result<packed::PackFold> fold = packed::PackFold::Parse(pack, bytes);
+    if (!fold.ok()) return;
+    std::optional<std::string> compact = packed::CompactionOf(bytes, *fold);
+    if (!compact) return;
+    std::vector<std::string> compactions(1);
+    AppendEvalSha(redis::CompactScript(), {redis::TaggedKey(group, pack)},
+                  {std::to_string(bytes.size()), redis::Sha1Hex(bytes), *compact}, compactions[0]);
+    SendCompactions(c, compactions);
+  }
+
+  void CompactDue(std::span<const Batch> batches, std::span<const std::optional<Encoded>> encoded) {
+    std::vector<std::pair<std::string, std::string>> due;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (encoded[i] && batches[i].reads.empty()) {
+        sent.Add(batches[i].group, encoded[i]->plan.appends, due);
+      }
+    }
+    for (const auto& [group, pack] : due) Compact(group, pack);
+  }
+};
+
+RedisStore::RedisStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RedisStore::~RedisStore() { Flush(); }
+
+Result<std::unique_ptr<RedisStore>> RedisStore::Create(const RedisOptions& options,
+                                                       const Clock& clock) {
+  if (options.servers.empty()) return InvalidArgument("no Redis server given");
+  for (const std::string& server : options.servers) {
+    if (Result<net::ServerAddress> parsed = net::ParseServer(server); !parsed.ok()) {
+      return parsed.error();
+    }
+  }
+  if (options.pool_size < 1) return InvalidArgument("pool_size must be >= 1");
+  if (options.connect_timeout.count() < 1 || options.io_timeout.count() < 1) {
+    return InvalidArgument("connect_timeout and io_timeout must be >= 1ms");
+  }
+  if (options.cluster && options.database != 0) {
+    return InvalidArgument("a Redis Cluster has database 0 alone");
+  }
+  auto impl = std::make_unique<Impl>(options, clock);
+  impl->description =
+      fmt::format("redis{} {}", options.cluster ? " cluster" : "", fmt::join(options.servers, ","));
+  if (!options.cluster) {
+    for (const std::string& server : options.servers) {
+      if (Result<Node*> node = impl->NodeAt(server); !node.ok()) return node.error();
+    }
+  }
+  return std::unique_ptr<RedisStore>(new RedisStore(std::move(impl)));
+}
+
+std::string RedisStore::Describe() const { return impl_->description; }
+
+uint64_t RedisStore::unconfirmed_failures() const {
+  return impl_->unconfirmed.load(std::memory_order_relaxed);
+}
+
+uint64_t RedisStore::Flush() {
+  std::vector<Node*> nodes;
+  {
+    std::lock_guard lock(impl_->nodes_mu);
+    for (const auto& n : impl_->nodes) nodes.push_back(n.get());
+  }
+  for (Node* node : nodes) {
+    node->pool->SweepIdle([&](net::PooledConnection& c) {
+      if (c.unread == 0) return true;
+      c.socket->BeginExchange();
+      if (impl_->ReadUnread(c).ok()) return true;
+      impl_->unconfirmed.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    });
+  }
+  return unconfirmed_failures();
+}
+
+Result<std::vector<uint64_t>> RedisStore::Apply(const Batch& batch) {
+  return std::move(ApplyMany({&batch, 1}).front());
+}
+
+std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const Batch> batches) {
+  std::vector<Result<std::vector<uint64_t>>> results(
+      batches.size(), Result<std::vector<uint64_t>>(std::vector<uint64_t>{}));
+  std::vector<std::optional<Encoded>> encoded(batches.size());
+  const Instant now = impl_->clock.Now();
+  // Per attempt: the batches still to send, with their redirection (ASK) if any.
+  std::vector<std::pair<size_t, std::optional<Redirect>>> pending;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    Status s = ValidateBatch(batches[i]);
+    if (s.ok() && !batches[i].guards.empty() && batches[i].increments.empty()) {
+      s = InvalidArgument("a guarded batch without increments");
+    }
+    if (!s.ok()) {
+      results[i] = s.error();
+      continue;
+    }
+    encoded[i] = Encode(batches[i], now);
+    pending.emplace_back(i, std::nullopt);
+  }
+  for (int attempt = 0; attempt < kMaxAttempts && !pending.empty(); ++attempt) {
+    // Group by node, keeping each batch's order.
+    std::vector<std::pair<Node*, std::vector<std::pair<size_t, std::optional<Redirect>>>>> by_node;
+    for (auto& [i, redirect] : pending) {
+      Result<Node*> node =
+          redirect ? impl_->NodeAt(redirect->node) : impl_->NodeFor(batches[i].group);
+      if (!node.ok()) {
+        results[i] = node.error();
+        continue;
+      }
+      auto it = std::find_if(by_node.begin(), by_node.end(),
+                             [&](const auto& entry) { return entry.first == *node; });
+      if (it == by_node.end()) {
+        by_node.push_back({*node, {}});
+        it = by_node.end() - 1;
+      }
+      it->second.emplace_back(i, redirect);
+    }
+    pending.clear();
+    // Every node's request leaves before any reply is read.
+    std::vector<std::unique_ptr<net::Lease>> leases(by_node.size());
+    for (size_t n = 0; n < by_node.size(); ++n) {
+      net::ServerPool& pool = *by_node[n].first->pool;
+      leases[n] = std::make_unique<net::Lease>(pool);
+      Status s = impl_->Ready(*leases[n]);
+      const bool ready = s.ok();
+      if (ready) {
+        std::string request;
+        for (const auto& [i, redirect] : by_node[n].second) {
+          if (redirect && redirect->ask) redis::AppendCommand({"ASKING"}, request);
+          request += encoded[i]->command;
+        }
+        s = (*leases[n])->socket->Send(request);
+        if (!s.ok()) s = leases[n]->Fail(s.error());
+      }
+      if (s.ok()) continue;
+      for (const auto& [i, redirect] : by_node[n].second) {
+        results[i] =
+            ready ? MaybeApplied(s.error(), batches[i]) : Result<std::vector<uint64_t>>(s.error());
+      }
+      leases[n].reset();
+    }
+    bool try_again = false;
+    for (size_t n = 0; n < by_node.size(); ++n) {
+      if (leases[n] == nullptr) continue;
+      net::Lease& c = *leases[n];
+      net::ServerPool& pool = *by_node[n].first->pool;
+      const std::string& server = pool.name();
+      std::vector<std::string> compactions;
+      Status s = impl_->ReadUnread(*c);
+      bool dropped = false;  // the connection was let go (its replies no longer read)
+      const auto& sent = by_node[n].second;
+      for (size_t k = 0; k < sent.size() && !dropped; ++k) {
+        const size_t i = sent[k].first;
+        Result<Reply> reply = Reply{};
+        if (s.ok() && sent[k].second && sent[k].second->ask) {
+          reply = StateOf(*c).reader.Read(*c->socket);  // ASKING's +OK
+          if (!reply.ok()) s = reply.error();
+        }
+        if (s.ok()) {
+          reply = StateOf(*c).reader.Read(*c->socket);
+          if (!reply.ok()) s = reply.error();
+        }
+        if (!s.ok()) {
+          const Error failed = c.Fail(s.error());
+          for (size_t j = k; j < sent.size(); ++j) {
+            results[sent[j].first] = MaybeApplied(failed, batches[sent[j].first]);
+          }
+          dropped = true;
+          break;
+        }
+        if (std::optional<Redirect> redirect = RedirectOf(*reply)) {
+          if (!redirect->ask) impl_->Moved(*redirect);
+          pending.emplace_back(i, redirect->ask ? redirect : std::nullopt);
+          results[i] = ReplyError(server, *reply);
+          continue;
+        }
+        if (reply->error_kind() == "TRYAGAIN") {  // a slot's keys split by a migration
+          try_again = true;
+          pending.emplace_back(i, sent[k].second);
+          results[i] = ReplyError(server, *reply);
+          continue;
+        }
+        if (reply->error_kind() == "NOSCRIPT") {
+          // The server lost its scripts (SCRIPT FLUSH): every later command of this request was
+          // refused the same way. A new connection loads them again.
+          for (size_t j = k; j < sent.size(); ++j) pending.emplace_back(sent[j]);
+          results[i] = ReplyError(server, *reply);
+          (void)c.Fail(Error(ErrorCode::kInternal, "the server has lost hourglass's scripts"));
+          dropped = true;
+          break;
+        }
+        results[i] = impl_->Resolve(server, batches[i], *encoded[i], *reply, compactions);
+      }
+      if (!dropped) impl_->SendCompactions(c, compactions);
+    }
+    leases.clear();
+    if (try_again) std::this_thread::sleep_for(kTryAgainWait);
+  }
+  impl_->CompactDue(batches, encoded);
+  return results;
+}
+
+std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
+  std::vector<Status> results(batches.size());
+  std::vector<std::optional<Encoded>> encoded(batches.size());
+  const Instant now = impl_->clock.Now();
+  std::vector<std::pair<Node*, std::vector<size_t>>> by_node;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    results[i] = ValidateSend(batches[i]);
+    if (results[i].ok()) results[i] = ValidateBatch(batches[i]);
+    if (results[i].ok() && !batches[i].guards.empty()) {
+      results[i] = InvalidArgument("Store::Send takes batches without guards");
+    }
+    if (!results[i].ok()) continue;
+    Result<Node*> node = impl_->NodeFor(batches[i].group);
+    if (!node.ok()) {
+      results[i] = node.error();
+      continue;
+    }
+    encoded[i] = Encode(batches[i], now);
+    auto it = std::find_if(by_node.begin(), by_node.end(),
+                           [&](const auto& entry) { return entry.first == *node; });
+    if (it == by_node.end()) {
+      by_node.push_back({*node, {}});
+      it = by_node.end() - 1;
+    }
+    it->second.push_back(i);
+  }
+  for (auto& [node, indices] : by_node) {
+    net::Lease c(*node->pool);
+    Status s = impl_->Ready(c);
+    const bool ready = s.ok();
+    if (ready) {
+      std::string request;
+      for (size_t i : indices) request += encoded[i]->command;
+      s = c->socket->Send(request);
+      if (!s.ok()) s = c.Fail(s.error());
+    }
+    if (s.ok()) {
+      RedisConnection& state = StateOf(*c);
+      for (size_t i : indices)
+        state.unanswered.push_back(impl_->options.cluster ? encoded[i]->command : "");
+      c->unread += static_cast<int>(indices.size());
+      continue;
+    }
+    for (size_t i : indices) results[i] = ready ? Status(MaybeApplied(s.error(), batches[i])) : s;
+  }
+  impl_->CompactDue(batches, encoded);
+  return results;
+}
+
+Status RedisStore::Delete(const std::string& group, std::span<const std::string> keys) {
+  if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
+  const std::string command = EncodeDelete(group, keys);
+  std::optional<Redirect> redirect;
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    Result<Node*> node = redirect ? impl_->NodeAt(redirect->node) : impl_->NodeFor(group);
+    if (!node.ok()) return node.error();
+    net::Lease c(*(*node)->pool);
+    if (Status s = impl_->Ready(c); !s.ok()) return s;
+    std::string request;
+    if (redirect && redirect->ask) redis::AppendCommand({"ASKING"}, request);
+    request += command;
+    if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
+    if (Status s = impl_->ReadUnread(*c); !s.ok()) return c.Fail(s.error());
+    if (redirect && redirect->ask) {
+      if (Result<Reply> asking = StateOf(*c).reader.Read(*c->socket); !asking.ok()) {
+        return c.Fail(asking.error());
+      }
+    }
+    Result<Reply> reply = StateOf(*c).reader.Read(*c->socket);
+    if (!reply.ok()) return c.Fail(reply.error());
+    redirect = RedirectOf(*reply);
+    if (redirect) {
+      if (!redirect->ask) impl_->Moved(*redirect);
+      continue;
+    }
+    if (reply->error_kind() == "TRYAGAIN") {
+      std::this_thread::sleep_for(kTryAgainWait);
+      continue;
+    }
+    if (reply->error()) return ReplyError((*node)->pool->name(), *reply);
+    return {};
+  }
+  return Error(
+      ErrorCode::kUnavailable,
+      fmt::format("redis: deleting {}'s keys was redirected {} times", group, kMaxAttempts));
+}
+
+std::vector<Result<ServerStats>> RedisStore::Stats() {
+  std::vector<Node*> targets;
+  if (impl_->options.cluster) {
+    (void)impl_->RefreshSlots();
+    std::shared_lock lock(impl_->map_mu);
+    targets = impl_->slot_nodes;
+  } else {
+    for (const std::string& server : impl_->options.servers) {
+      if (Result<Node*> node = impl_->NodeAt(server); node.ok()) targets.push_back(*node);
+    }
+  }
+  std::vector<Result<ServerStats>> out;
+  for (Node* node : targets) {
+    Result<Reply> info = impl_->Command(*node, {"INFO"});
+    if (!info.ok()) {
+      out.emplace_back(info.error());
+      continue;
+    }
+    if (info->error() || info->type != Reply::Type::kString) {
+      out.emplace_back(info->error() ? ReplyError(node->pool->name(), *info)
+                                     : Named(node->pool->name(), ErrorCode::kInternal,
+                                             "INFO answered something else than text"));
+      continue;
+    }
+    ServerStats stats;
+    stats.server = node->address;
+    std::string_view text = info->text;
+    while (!text.empty()) {
+      const size_t eol = text.find('\n');
+      std::string_view line = text.substr(0, eol);
+      text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+      if (line.ends_with('\r')) line.remove_suffix(1);
+      const size_t colon = line.find(':');
+      if (colon == std::string_view::npos) continue;
+      const std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
+      uint64_t number = 0;
+      const bool numeric =
+          std::from_chars(value.data(), value.data() + value.size(), number).ec == std::errc{};
+      if (name == "evicted_keys" && numeric) stats.evictions = number;
+      if (name == "used_memory" && numeric) stats.bytes = number;
+      if (name == "maxmemory" && numeric) stats.limit_maxbytes = number;
+      if (name == "process_id" && numeric) stats.pid = number;
+      if (name == "server_time_usec" && numeric) stats.time = number / 1'000'000;
+      if (name.starts_with("db") && value.starts_with("keys=")) {
+        uint64_t keys = 0;
+        std::from_chars(value.data() + 5, value.data() + value.size(), keys);
+        stats.curr_items += keys;
+      }
+    }
+    out.emplace_back(std::move(stats));
+  }
+  return out;
+}
+
+Result<std::string> RedisStore::ServerFor(const std::string& group) {
+  Result<Node*> node = impl_->NodeFor(group);
+  if (!node.ok()) return node.error();
+  return (*node)->address;
+}
+
+}  // namespace hourglass

@@ -1,0 +1,66 @@
+// Internal to the Redis store: commands in RESP2 (hiredis's formatter) and the replies read back
+// from a net::Connection (hiredis's reader), as plain values, so no hiredis type leaves this unit.
+//
+//   std::string request;
+//   AppendCommand({"GET", "k"}, request);
+//   ReplyReader reader;
+//   Result<Reply> reply = reader.Read(connection);  // {kString, "5"} or {kNil}
+//
+// A reply larger than kMaxReplyBytes is refused before it is buffered whole (out of step, or not
+// a Redis server), as the memcached store refuses a data block longer than an item.
+//
+// Thread-safety: AppendCommand is a pure function; a ReplyReader belongs to one connection, used by
+// one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/net/connection.h"
+#include "hourglass/status.h"
+
+struct redisReader;
+
+namespace hourglass::redis {
+
+struct Reply {
+  enum class Type { kString, kArray, kInteger, kNil, kStatus, kError };
+  Type type = Type::kNil;
+  long long integer = 0;        // kInteger
+  std::string text;             // kString, kStatus, kError (the error's whole line: "MOVED 12 h:p")
+  std::vector<Reply> elements;  // kArray
+
+  bool error() const { return type == Type::kError; }
+  // The error's first word ("MOVED", "NOSCRIPT", "ERR"); empty for other replies.
+  std::string_view error_kind() const;
+};
+
+// Appends one command of `args` (binary-safe) to `out`.
+void AppendCommand(std::span<const std::string_view> args, std::string& out);
+void AppendCommand(std::initializer_list<std::string_view> args, std::string& out);
+
+// The largest reply read: far beyond a batch's reads (a pack holds at most an hour of records).
+constexpr size_t kMaxReplyBytes = 64 * 1024 * 1024;
+
+class ReplyReader {
+ public:
+  ReplyReader();
+  ~ReplyReader();
+  ReplyReader(const ReplyReader&) = delete;
+  ReplyReader& operator=(const ReplyReader&) = delete;
+
+  // The next reply, reading from `c` (within its exchange's deadline) as needed. Errors: the
+  // connection's (kUnavailable, kDeadlineExceeded), kInternal for bytes that are not RESP or a
+  // reply over kMaxReplyBytes; after any error the connection is out of step.
+  Result<Reply> Read(net::Connection& c);
+
+ private:
+  redisReader* reader_;
+};
+
+}  // namespace hourglass::redis
