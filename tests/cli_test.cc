@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "memcached_server.h"
+#include "redis_server.h"
 #include "run_process.h"
 #include "sliding_log.h"
 
@@ -837,7 +838,8 @@ TEST_F(CliTest, BadInputsExitTwoWithAClearMessage) {
            {{"--servers", "a[b]:1", "count", "e", "f"}, "host:port"},
            {{"--servers", "-bad:1", "count", "e", "f"}, "host:port"},
            {{"--namespace", "a b", "count", "e", "f"}, "namespace"},
-           {{"--store", "redis", "count", "e", "f"}, "redis"},
+           {{"--store", "mongodb", "count", "e", "f"}, "expected memcached, redis"},
+           {{"--store", "redis://h:1", "--servers", "h:2", "count", "e", "f"}, "give one"},
            {{"--retention", "forever", "count", "e", "f"}, "--retention"},
        }) {
     std::vector<std::string> args = c.args;
@@ -882,6 +884,77 @@ TEST_F(CliTest, ServersComeFromTheEnvironment) {
   EXPECT_EQ(r.code, 0) << r.err;
   r = Run({"count", "env", "f", "--window", "1h", "--json"});  // not 1s: a slow start may cross it
   EXPECT_EQ(Json(r)["windows"][0]["count"], 1);
+}
+
+// The same commands on Redis (--store redis, or a URL): a replayed trace counts exactly at any
+// instant, check decides and exits by it, reset clears; a password comes from the URL or
+// HOURGLASS_REDIS_PASSWORD, and a wrong one is named with its fix.
+TEST(CliRedisTest, ReplayCountCheckAndResetOnRedis) {
+  testing::RedisServer redis;
+  ASSERT_TRUE(redis.running()) << redis.error();
+  const auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {HOURGLASS_CLI, "--store", "redis", "--servers", redis.address()});
+    return testing::RunProcess(args);
+  };
+  std::mt19937_64 rng(11);
+  testing::SlidingLog log;
+  std::string trace;
+  int64_t t = kAt;
+  for (int i = 0; i < 1500; ++i) {
+    t += static_cast<int64_t>(rng() % 50);
+    trace += std::to_string(t) + "\tsignup\tann\t1\n";
+    log.Add(t, 1);
+  }
+  const std::string path = ::testing::TempDir() + "/hourglass_redis_trace.tsv";
+  std::ofstream(path) << trace;
+  ProcessResult r = run({"replay", path, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int q = 0; q < 10; ++q) {
+    const int64_t at = kAt + static_cast<int64_t>(rng() % static_cast<uint64_t>(t - kAt + 100));
+    r = run({"count", "signup", "ann", "--json", "--at", std::to_string(at)});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    for (const json& w : j["windows"]) {
+      ASSERT_EQ(w["count"].get<uint64_t>(), log.Window(at, w["window"].get<int64_t>()))
+          << "at " << at << " window " << w["window"];
+    }
+  }
+  ASSERT_EQ(run({"reset", "signup", "ann", "--at", std::to_string(t)}).code, 0);
+  r = run({"count", "signup", "ann", "--at", std::to_string(t), "--json"});
+  for (const json& w : json::parse(r.out)["windows"]) EXPECT_EQ(w["count"], 0);
+  // Live checks, by URL this time: two fit, the third is denied (exit 1).
+  const std::string url = "redis://" + redis.address();
+  for (int expected : {0, 0, 1}) {
+    r = testing::RunProcess(
+        {HOURGLASS_CLI, "--store", url, "check", "signup", "bob", "--limit", "2/h"});
+    EXPECT_EQ(r.code, expected) << r.err;
+  }
+  r = testing::RunProcess({HOURGLASS_CLI, "--store", "redis-cluster", "count", "e", "f"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--servers"), std::string::npos) << r.err;
+}
+
+TEST(CliRedisTest, APasswordComesFromTheUrlOrTheEnvironmentAndAWrongOneIsNamed) {
+  testing::RedisServer redis({.password = "s3cret:%"});
+  ASSERT_TRUE(redis.running()) << redis.error();
+  ProcessResult r = testing::RunProcess(
+      {HOURGLASS_CLI, "--store", "redis://:s3cret%3A%25@" + redis.address(), "hit", "e", "f"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = testing::RunProcess({HOURGLASS_CLI, "--store", "redis", "--servers", redis.address(), "count",
+                           "e", "f", "--window", "1m", "--json"},
+                          {"HOURGLASS_REDIS_PASSWORD=s3cret:%"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["windows"][0]["count"], 1);
+  r = testing::RunProcess(
+      {HOURGLASS_CLI, "--store", "redis", "--servers", redis.address(), "count", "e", "f"},
+      {"HOURGLASS_REDIS_PASSWORD=wrong"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("HOURGLASS_REDIS_PASSWORD"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("s3cret"), std::string::npos) << "a password is never echoed";
+  r = testing::RunProcess(
+      {HOURGLASS_CLI, "--store", "redis", "--servers", redis.address(), "count", "e", "f"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("password"), std::string::npos) << r.err;
 }
 
 }  // namespace

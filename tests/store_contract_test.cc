@@ -308,9 +308,82 @@ TEST_P(StoreContract, ConcurrentHitsOnBucketShapedKeysLoseNothing) {
   }
 }
 
+// Conditional batches: a store either takes guards (evaluated with the increments and reads as one
+// step) or refuses them, changing nothing.
+TEST_P(StoreContract, GuardedBatchesApplyOnlyWhenEveryGuardHoldsOrAreRefused) {
+  const Seconds ttl{600};
+  const std::string s = group_ + ":1:" + std::to_string(1'431'856'000);  // a packed slot, if packed
+  const std::string m = group_ + ":60:" + std::to_string(1'431'856'000 / 60);
+  const std::string c = Key("c");  // a counter
+  ASSERT_TRUE(store().Apply(Batch{group_, {{s, 3, ttl}, {m, 3, ttl}, {c, 2, ttl}}, {}}).ok());
+  // s + c <= 6 holds (5): applied; the reads see the increments.
+  Batch batch{group_, {{s, 1, ttl}, {m, 1, ttl}, {c, 1, ttl}}, {s, c, m}};
+  batch.guards = {Guard{1, 6, {{0, 1}, {1, 1}}}, Guard{0, 10, {{2, 1}}}};
+  Result<std::vector<uint64_t>> r = store().Apply(batch);
+  if (!store().conditional_batches()) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(Read({s, m, c}), (std::vector<uint64_t>{3, 3, 2})) << "refused: nothing written";
+    return;
+  }
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(*r, (std::vector<uint64_t>{4, 3, 4, 1})) << "reads, then applied";
+  // 1 + s + c = 8 > 6: held back, the reads show the values as they are.
+  r = store().Apply(batch);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(*r, (std::vector<uint64_t>{4, 3, 4, 0}));
+  // A negative term and a negative base: s - m = 0, -1 + 0 <= 0 holds.
+  batch.guards = {Guard{-1, 0, {{0, 1}, {2, -1}}}};
+  r = store().Apply(batch);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->back(), 1u);
+  // A max below 0 always holds the increments back.
+  batch.guards = {Guard{0, -1, {}}};
+  r = store().Apply(batch);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (std::vector<uint64_t>{5, 4, 5, 0}));
+  // A term naming no read is the caller's error.
+  batch.guards = {Guard{0, 5, {{9, 1}}}};
+  EXPECT_EQ(store().Apply(batch).error().code(), ErrorCode::kInvalidArgument);
+}
+
+// Threads race for the last units under a guard: exactly the units there are are taken, and
+// nothing is written by a held back batch (the property atomic checks rest on).
+class ConditionalStoreContract : public StoreContract {};
+
+TEST_P(ConditionalStoreContract, RacingGuardedIncrementsTakeExactlyTheRoomThereIs) {
+  ASSERT_TRUE(store().conditional_batches());
+  constexpr int kThreads = 8, kTries = 40, kRoom = 100;
+  const std::string s = group_ + ":1:" + std::to_string(1'431'856'123);
+  const std::string h = group_ + ":3600:" + std::to_string(1'431'856'123 / 3600);
+  std::atomic<int> applied{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kTries; ++i) {
+        Batch batch{group_, {{s, 1, Seconds{600}}, {h, 1, Seconds{600}}}, {h}};
+        batch.guards = {Guard{0, kRoom - 1, {{0, 1}}}};
+        Result<std::vector<uint64_t>> r = store().Apply(batch);
+        if (!r.ok()) {
+          ++errors;
+        } else if (r->back() == 1) {
+          ++applied;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(applied.load(), kRoom);
+  EXPECT_EQ(Read({s, h}), (std::vector<uint64_t>{kRoom, kRoom}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
-                         ::testing::Values("memory", "memcached", "memcached_packed", "redis",
-                                           "redis_cluster"),
+                         ::testing::Values("memory", "memory_conditional", "memcached",
+                                           "memcached_packed", "redis", "redis_cluster"),
+                         [](const auto& param_info) { return param_info.param; });
+INSTANTIATE_TEST_SUITE_P(Stores, ConditionalStoreContract,
+                         ::testing::Values("memory_conditional", "redis", "redis_cluster"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

@@ -34,7 +34,8 @@ Result<BucketRead> BucketReader::Read(const std::string& group, std::span<const 
 PendingRead BucketReader::Prepare(const std::string& group, std::span<const Bucket> buckets,
                                   std::vector<Increment> increments, Instant now,
                                   std::optional<KeySpace::LedgerKeys> ledger,
-                                  std::vector<std::string> extras) const {
+                                  std::vector<std::string> extras,
+                                  std::span<const WindowGuard> guards) const {
   PendingRead p;
   p.read.values.assign(buckets.size(), 0);
   p.flags = LookUp(group, buckets, now, p.read);
@@ -44,10 +45,27 @@ PendingRead BucketReader::Prepare(const std::string& group, std::span<const Buck
   if (cache_ != nullptr) p.batch.reads.push_back(KeySpace::GenerationKey(group));  // first
   p.reads_ledger = ledger.has_value();
   if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->added));
+  std::vector<size_t> read_of(buckets.size(), 0);  // a bucket's position in batch.reads
   for (size_t i = 0; i < buckets.size(); ++i) {
-    if (!FromCache(p.flags[i])) p.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
+    if (FromCache(p.flags[i])) continue;
+    read_of[i] = p.batch.reads.size();
+    p.batch.reads.push_back(keys_.BucketKey(group, buckets[i]));
   }
   if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->events));
+  for (const WindowGuard& window : guards) {
+    Guard guard{0, window.max, {}};
+    for (const WindowGuard::Term& term : window.terms) {
+      if (FromCache(p.flags[term.bucket])) {
+        const int64_t cached =
+            static_cast<int64_t>(std::min<uint64_t>(p.read.values[term.bucket], uint64_t{1} << 62));
+        guard.base += term.sign * cached;
+      } else {
+        guard.terms.push_back(GuardTerm{read_of[term.bucket], term.sign});
+      }
+    }
+    p.batch.guards.push_back(std::move(guard));
+  }
+  p.guarded = !p.batch.guards.empty();
   p.extras = extras.size();
   for (std::string& key : extras) p.batch.reads.push_back(std::move(key));
   p.keys_read = p.batch.reads.size();
@@ -63,6 +81,10 @@ std::optional<Result<BucketRead>> BucketReader::Advance(
   if (pending.rereading) return CompleteReread(group, buckets, pending, std::move(answer));
   if (!answer.ok()) return answer.error();
   const std::vector<uint64_t>& values = *answer;
+  if (pending.guarded) {
+    read.applied = !values.empty() && values.back() == 1;
+    if (!*read.applied) read.cost.keys_written = 0;  // held back: nothing was written
+  }
   read.cost.keys_read += pending.keys_read;
   read.cost.round_trips += pending.keys_read == 0 ? 0 : 1;
   size_t k = cache_ != nullptr ? 1 : 0;

@@ -22,8 +22,21 @@
 
 namespace hourglass::internal {
 
+// A window's limit on a conditional batch (Store::conditional_batches): the increments are applied
+// only if the window's count, a signed sum of the requested buckets, is at most `max`.
+struct WindowGuard {
+  struct Term {
+    size_t bucket = 0;  // an index into the requested buckets
+    int sign = 1;
+  };
+  std::vector<Term> terms;
+  int64_t max = 0;  // below 0: never
+};
+
 struct BucketRead {
   std::vector<uint64_t> values;  // per requested bucket
+  // With guards: whether the increments were applied (every guard held).
+  std::optional<bool> applied;
   // When asked for and whole: today's net hits as the ledger has them, floored at 0.
   std::optional<uint64_t> ledger;
   std::vector<uint64_t> extras;  // per extra key asked for (missing ones read 0)
@@ -41,6 +54,7 @@ struct PendingRead {
   bool rereading = false;      // batch re-reads the stale cached buckets
   bool reads_ledger = false;   // batch reads the ledger: first (after the generation) and last
   size_t extras = 0;           // keys read after everything else, raw
+  bool guarded = false;        // batch carries guards: its answer ends with "applied"
   uint64_t generation = 0;     // when rereading: the generation the first answer read
 };
 
@@ -60,11 +74,14 @@ class BucketReader {
   // answer. Advance gives the read, or nullopt when buckets served from the cache turned out
   // stale (a reset elsewhere): pending.batch then holds their re-read, to send and Advance again.
   // `ledger`, when given, is read too (BucketRead::ledger), and so are `extras`, keys of the
-  // group read as they are, never cached (BucketRead::extras).
+  // group read as they are, never cached (BucketRead::extras). `guards` (for a store with
+  // conditional batches) hold the increments back unless every window fits: a cached bucket
+  // enters its guard as a constant, the others as the batch's reads.
   PendingRead Prepare(const std::string& group, std::span<const Bucket> buckets,
                       std::vector<Increment> increments, Instant now,
                       std::optional<KeySpace::LedgerKeys> ledger = std::nullopt,
-                      std::vector<std::string> extras = {}) const;
+                      std::vector<std::string> extras = {},
+                      std::span<const WindowGuard> guards = {}) const;
   std::optional<Result<BucketRead>> Advance(const std::string& group,
                                             std::span<const Bucket> buckets, PendingRead& pending,
                                             Result<std::vector<uint64_t>> answer) const;

@@ -62,7 +62,9 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
       step_(!record                                    ? Step::kExact
             : core.options.hot_path.bounds && t == now ? Step::kBounds
                                                        : Step::kExactWithHit),
-      tally_(policy.limits.size()) {
+      tally_(policy.limits.size()),
+      atomic_(record && t == now && policy.mode == CountingMode::kAdmitted &&
+              core.options.atomic_checks && core.store->conditional_batches()) {
   spans_.reserve(policy.limits.size());
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
   decision_.limits.reserve(policy.limits.size());
@@ -102,7 +104,8 @@ bool CheckRun::AnswerBlocked() {
   if (!blocked_) {
     // Denied at its last check, perhaps still: in admitted mode, read first and write only once
     // it fits, so that denied attempts leave nothing in the store.
-    probing_ = policy_.mode == CountingMode::kAdmitted && core_.blocked->Known(blocked_key_);
+    probing_ =
+        !atomic_ && policy_.mode == CountingMode::kAdmitted && core_.blocked->Known(blocked_key_);
     if (probing_ && step_ == Step::kExactWithHit) step_ = Step::kExact;
     return false;
   }
@@ -195,9 +198,40 @@ bool CheckRun::Prepare() {
   }
   std::vector<std::string> extras;
   if (penalty_ && !penalty_read_) extras = {penalty_->previous, penalty_->current};
-  pending_ =
-      Reader().Prepare(group_, reads_, std::move(increments), now_, Ledger(), std::move(extras));
+  const std::vector<WindowGuard> guards =
+      atomic_ && !increments.empty() ? Guards() : std::vector<WindowGuard>{};
+  pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_, Ledger(),
+                              std::move(extras), guards);
   return true;
+}
+
+std::vector<WindowGuard> CheckRun::Guards() const {
+  std::vector<WindowGuard> guards(spans_.size());
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    const uint64_t max = policy_.limits[i].max_hits;
+    guards[i].max =
+        max < hits_ ? -1 : static_cast<int64_t>(std::min<uint64_t>(max - hits_, 1ull << 62));
+    if (step_ == Step::kBounds) {  // the upper bound: every bucket overlapping the window
+      for (const Bucket& b : bounds_[i].buckets) guards[i].terms.push_back({IndexOf(reads_, b), 1});
+      continue;
+    }
+    for (uint32_t p = plan_->window_begin[i]; p < plan_->window_begin[i + 1]; ++p) {
+      const ReadPlan::IndexedPiece& piece = plan_->pieces[p];
+      for (uint32_t t = piece.first_term; t < piece.first_term + piece.term_count; ++t) {
+        guards[i].terms.push_back({plan_->terms[t].read, plan_->terms[t].sign});
+      }
+    }
+  }
+  return guards;
+}
+
+void CheckRun::Unguard() {
+  atomic_ = false;
+  held_back_ = false;
+  hit_sent_ = false;
+  tally_ = WindowTally(policy_.limits.size());
+  missing_ = 0;
+  step_ = Step::kExactWithHit;
 }
 
 std::optional<KeySpace::LedgerKeys> CheckRun::Ledger() const {
@@ -232,6 +266,10 @@ void CheckRun::Absorb(Result<BucketRead> read) {
     return;
   }
   decision_.cost += read->cost;
+  if (read->applied && !*read->applied) {
+    held_back_ = true;
+    hit_sent_ = false;
+  }
   if (step_ == Step::kRefine) {
     refiner_->Split(read->values);
     return;
@@ -261,8 +299,11 @@ void CheckRun::Absorb(Result<BucketRead> read) {
     }
     // A probe the bounds do not deny writes its hit with the exact cover: two round trips.
     if (probing_ && !one_over) return Probed();
+    if (held_back_ && all_fit) return Unguard();
     if (!all_fit && !one_over) {  // the bounds do not settle it
-      step_ = Step::kExact;       // the exact cover; the hit was sent
+      // The exact cover; the hit was sent, or was held back and goes again, guarded by it.
+      step_ = held_back_ ? Step::kExactWithHit : Step::kExact;
+      held_back_ = false;
       return;
     }
   } else {
@@ -271,6 +312,7 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       all_fit = all_fit && SaturatingAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
     }
     if (probing_ && all_fit) return Probed();
+    if (held_back_ && all_fit) return Unguard();
   }
   Judged();
 }
@@ -305,7 +347,7 @@ void CheckRun::Judged() {
   if (decision_.allowed || !core_.options.exact_retry_after || missing_ > 0) return;
   // Reads go before the take-back, so they include this hit; it is discounted as pending.
   const uint64_t pending =
-      record_ && !probing_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
+      record_ && !probing_ && !held_back_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
   refiner_ = std::make_unique<RetryRefiner>(core_.keys.ladder(), policy_.limits, second_, hits_,
                                             pending, tally_.upper_pieces);
   step_ = Step::kRefine;
@@ -317,7 +359,8 @@ bool CheckRun::allowed() const {
 }
 
 bool CheckRun::UndoesHit(bool request_denied) const {
-  if (failed_ || blocked_ || probing_ || !record_ || policy_.mode != CountingMode::kAdmitted) {
+  if (failed_ || blocked_ || probing_ || held_back_ || !record_ ||
+      policy_.mode != CountingMode::kAdmitted) {
     return false;
   }
   return !decision_.allowed || request_denied;
@@ -348,7 +391,7 @@ std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
 Decision CheckRun::Finish() {
   if (failed_) return Degraded(*failed_, decision_.cost);
   if (blocked_) return FinishBlocked();
-  if (probing_) decision_.recorded = false;  // denied by its read: nothing was written
+  if (probing_ || held_back_) decision_.recorded = false;  // denied before anything was written
   if (missing_ > 0) {
     decision_.degraded = true;
     decision_.store_error = Error(

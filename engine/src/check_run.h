@@ -21,6 +21,16 @@
 // take-back of the hit (admitted mode) is left to the caller, who knows whether the request the
 // check belongs to stands: a denied check's hit, or an admitted one whose request was denied.
 //
+// Atomic checks: on a store that evaluates a batch atomically (Store::conditional_batches), a live
+// admitted-mode check sends its hit with a guard per window (EngineOptions::atomic_checks): with
+// the bounds, each window's upper bound plus the hit within its limit; with the exact cover, its
+// count. The store writes the hit only if every guard holds. A hit the bounds' guards hold back
+// and the lower bounds do not deny goes again with the exact cover's guards (a second round trip,
+// as the bounds' would take). A hit held back is a denial that wrote nothing: no take-back, no
+// read-first probe, and no client racing for the last unit is denied for another's hit that is
+// then taken back. Should the reads say it fits after all (a reset elsewhere made cached buckets
+// stale), the check goes the increment-first way.
+//
 // Penalties: a live check of a policy with block_for reads the feature's penalty keys with its
 // first read (KeySpace::Penalty); a blocked feature is denied without a further read. A check its
 // own limits deny strikes (KeySpace::Strike) with its take-back, or alone in attempts mode.
@@ -118,8 +128,12 @@ class CheckRun {
   // Whether TakeBack undoes the hit; whether it strikes a penalty.
   bool UndoesHit(bool request_denied) const;
   bool Strikes() const;
-  // The hits the reads leave out: a peek's or a probe's (nothing written yet).
-  uint64_t Unread() const { return record_ && !probing_ ? 0 : hits_; }
+  // The hits the reads leave out: a peek's, a probe's or a held back hit's (nothing written).
+  uint64_t Unread() const { return record_ && !probing_ && !held_back_ ? 0 : hits_; }
+  // The guards of an atomic check: per window, its count plus the hit within its limit.
+  std::vector<WindowGuard> Guards() const;
+  // The store held the hit back but the reads say it fits: check again the increment-first way.
+  void Unguard();
   // The blocked client's answer: the decision that blocked it, with the attempts since.
   Decision FinishBlocked();
   // Per limit and overall, retry_after; returns EarliestRetry over the limits (nullopt: never).
@@ -152,6 +166,9 @@ class CheckRun {
   // is written (kExactWithHit) only unless that read denies it.
   bool probing_ = false;
   bool hit_sent_ = false;  // the hit's increments went with an earlier batch
+  // Decided on the store (see Atomic checks above); held_back_: a guard kept the hit out.
+  bool atomic_ = false;
+  bool held_back_ = false;
   // A live check whose windows hold all of today: that day's first second (the ledger is read).
   std::optional<int64_t> today_;
   uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw (0: no ledger)

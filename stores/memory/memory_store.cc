@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "hourglass/key_codec.h"
+#include "hourglass/saturating.h"
 
 namespace hourglass {
 
@@ -14,7 +15,9 @@ Result<std::vector<uint64_t>> MemoryStore::Apply(const Batch& batch) {
   values.reserve(batch.reads.size());
   std::lock_guard lock(mu_);
   MaybeSweep(now);
+  const bool applied = GuardsHold(batch, now);
   for (const Increment& inc : batch.increments) {
+    if (!applied) break;
     auto it = entries_.find(inc.key);
     if (it != entries_.end() && it->second.expires <= now) {
       entries_.erase(it);
@@ -28,11 +31,31 @@ Result<std::vector<uint64_t>> MemoryStore::Apply(const Batch& batch) {
       it->second.value = it->second.value > down ? it->second.value - down : 0;
     }
   }
-  for (const std::string& key : batch.reads) {
-    auto it = entries_.find(key);
-    values.push_back(it != entries_.end() && it->second.expires > now ? it->second.value : 0);
-  }
+  for (const std::string& key : batch.reads) values.push_back(ValueOf(key, now));
+  if (!batch.guards.empty()) values.push_back(applied ? 1 : 0);
   return values;
+}
+
+uint64_t MemoryStore::ValueOf(const std::string& key, Instant now) const {
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.expires > now ? it->second.value : 0;
+}
+
+bool MemoryStore::GuardsHold(const Batch& batch, Instant now) const {
+  for (const Guard& guard : batch.guards) {
+    // base + sum(sign * value) <= max, as plus <= minus + max in saturating unsigned sums.
+    const auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(-(v + 1)) + 1 : uint64_t(v); };
+    uint64_t plus = guard.base > 0 ? magnitude(guard.base) : 0;
+    uint64_t minus = guard.base < 0 ? magnitude(guard.base) : 0;
+    for (const GuardTerm& term : guard.terms) {
+      uint64_t& side = term.sign > 0 ? plus : minus;
+      side = SaturatingAdd(side, ValueOf(batch.reads[term.read], now));
+    }
+    const bool holds = guard.max >= 0 ? plus <= SaturatingAdd(minus, magnitude(guard.max))
+                                      : SaturatingAdd(plus, magnitude(guard.max)) <= minus;
+    if (!holds) return false;
+  }
+  return true;
 }
 
 Status MemoryStore::Delete(const std::string& group, std::span<const std::string> keys) {

@@ -32,16 +32,19 @@ class StoreHarness {
 
 class MemoryHarness final : public StoreHarness {
  public:
-  MemoryHarness() : clock_(FromUnix(1'700'000'000)), store_(clock_) {}
+  // `conditional`: the store takes guarded batches (atomic checks), as Redis and LMDB do.
+  explicit MemoryHarness(bool conditional = false)
+      : clock_(FromUnix(1'700'000'000)), store_(clock_, conditional), conditional_(conditional) {}
   Store& store() override { return store_; }
   Clock& clock() override { return clock_; }
   void Advance(Seconds d) override { clock_.Advance(d); }
-  std::string name() const override { return "memory"; }
+  std::string name() const override { return conditional_ ? "memory_conditional" : "memory"; }
   ManualClock& manual_clock() { return clock_; }
 
  private:
   ManualClock clock_;
   MemoryStore store_;
+  bool conditional_;
 };
 
 // The manual clock an engine over `harness` runs on, set to `start`: the memory store's own (it
@@ -134,10 +137,12 @@ class RedisHarness final : public StoreHarness {
   std::unique_ptr<RedisStore> store_;
 };
 
-// "memory", "memcached" (the counters layout), "memcached_packed" (the packed layout, the
-// default), "redis" or "redis_cluster"; any other name fails the test and gives nullptr.
+// "memory", "memory_conditional" (taking guarded batches), "memcached" (the counters layout),
+// "memcached_packed" (the packed layout, the default), "redis" or "redis_cluster"; any other name
+// fails the test and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
+  if (kind == "memory_conditional") return std::make_unique<MemoryHarness>(true);
   if (kind == "memcached") {
     return std::make_unique<MemcachedHarness>(
         MemcachedOptions{.layout = MemcachedLayout::kCounters});
@@ -148,7 +153,8 @@ inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "redis") return std::make_unique<RedisHarness>(false);
   if (kind == "redis_cluster") return std::make_unique<RedisHarness>(true);
   ADD_FAILURE() << "unknown store harness \"" << kind
-                << "\": use memory, memcached, memcached_packed, redis or redis_cluster";
+                << "\": use memory, memory_conditional, memcached, memcached_packed, redis or "
+                   "redis_cluster";
   return nullptr;
 }
 

@@ -92,6 +92,12 @@ struct EngineOptions {
   // a bucket (an hour for a day limit on the default ladder). On, a denial reads more keys
   // (bench/results/replay.md measures how many).
   bool exact_retry_after = false;
+  // Where the store evaluates a batch atomically (Store::conditional_batches: Redis, LMDB), a live
+  // admitted-mode check is decided on the store in one step: its hit is written only if every
+  // window, as it stands at that moment, still has room for it. Nothing is taken back, so clients
+  // racing for a limit's last units are never denied spuriously; the exact cover is read in the
+  // same round trip (no bounds step). Off, or on other stores: increment, read, take back.
+  bool atomic_checks = true;
 };
 
 // The longest event or feature, in bytes. Longer ones are refused (kInvalidArgument) without
