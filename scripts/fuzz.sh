@@ -19,7 +19,7 @@ seconds="${FUZZ_SECONDS:-60}"
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(limit_fuzzer policy_fuzzer trace_fuzzer key_codec_fuzzer memcached_reply_fuzzer
-    envoy_config_fuzzer time_fuzzer top_query_fuzzer request_body_fuzzer)
+    redis_reply_fuzzer envoy_config_fuzzer time_fuzzer top_query_fuzzer request_body_fuzzer)
 fi
 sanitizers="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -27,8 +27,9 @@ using redis::Reply;
 
 // More unread replies than this on one connection and a request reads them first.
 constexpr int kMaxUnread = 32;
-// A batch redirected (MOVED, ASK) or told to try again (TRYAGAIN) is sent again at most this often.
-constexpr int kMaxAttempts = 5;
+// A batch redirected (MOVED, ASK) is sent again at most this often; one told to try again
+// (TRYAGAIN: a migration split its slot's keys) until io_timeout has passed.
+constexpr int kMaxRedirects = 5;
 // The wait before sending again a batch whose slot is being migrated (TRYAGAIN).
 constexpr std::chrono::milliseconds kTryAgainWait{20};
 
@@ -453,8 +454,19 @@ struct RedisStore::Impl {
     if (now_ms - refreshed_at_ms.load() >= 100) (void)RefreshSlots();
   }
 
+  // Fire-and-forget commands a cluster redirected, to send again once this thread holds no
+  // connection (and no pool's lock): following a redirection takes connections of its own.
+  struct Redirected {
+    Redirect redirect;
+    std::string command;
+  };
+  static std::vector<Redirected>& Deferred() {
+    thread_local std::vector<Redirected> deferred;
+    return deferred;
+  }
+
   // Reads the replies `c` owes for fire-and-forget commands: errors count as unconfirmed
-  // failures, redirected commands are sent once more where they belong.
+  // failures; redirected commands wait in Deferred() for SendDeferred.
   Status ReadUnread(net::PooledConnection& c) {
     RedisConnection& state = StateOf(c);
     while (c.unread > 0) {
@@ -466,13 +478,31 @@ struct RedisStore::Impl {
       if (!reply->error()) continue;
       std::optional<Redirect> redirect = RedirectOf(*reply);
       if (redirect && !command.empty()) {
-        if (!redirect->ask) Moved(*redirect);
-        if (ResendBlind(*redirect, std::move(command))) continue;
+        Deferred().push_back({std::move(*redirect), std::move(command)});
+        continue;
       }
       unconfirmed.fetch_add(1, std::memory_order_relaxed);
     }
     return {};
   }
+
+  // Sends the redirected fire-and-forget commands again where they belong (once: their replies
+  // are owed there, and a second redirection counts as a failure). Call holding no connection.
+  void SendDeferred() {
+    while (!Deferred().empty()) {
+      std::vector<Redirected> batch = std::move(Deferred());
+      Deferred().clear();
+      for (Redirected& r : batch) {
+        if (!r.redirect.ask) Moved(r.redirect);
+        if (!ResendBlind(r.redirect, std::move(r.command))) {
+          unconfirmed.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+  }
+
+  // Deletes `keys` of `group`, following redirections (RedisStore::Delete).
+  Status Delete(const std::string& group, std::span<const std::string> keys);
 
   // Sends a redirected fire-and-forget command where it belongs; its reply is owed there (and
   // not sent again).
@@ -622,6 +652,7 @@ struct RedisStore::Impl {
       }
     }
     for (const auto& [group, pack] : due) Compact(group, pack);
+    SendDeferred();
   }
 };
 
@@ -676,6 +707,20 @@ uint64_t RedisStore::Flush() {
       return false;
     });
   }
+  impl_->SendDeferred();
+  if (impl_->options.cluster) {  // what was sent again owes its reply too
+    for (Node* node : nodes) {
+      node->pool->SweepIdle([&](net::PooledConnection& c) {
+        if (c.unread == 0) return true;
+        c.socket->BeginExchange();
+        if (impl_->ReadUnread(c).ok()) return true;
+        impl_->unconfirmed.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      });
+    }
+    impl_->unconfirmed.fetch_add(impl_->Deferred().size(), std::memory_order_relaxed);
+    impl_->Deferred().clear();
+  }
   return unconfirmed_failures();
 }
 
@@ -702,7 +747,8 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
     encoded[i] = Encode(batches[i], now);
     pending.emplace_back(i, std::nullopt);
   }
-  for (int attempt = 0; attempt < kMaxAttempts && !pending.empty(); ++attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + impl_->options.io_timeout;
+  for (int redirects = 0; !pending.empty();) {
     // Group by node, keeping each batch's order.
     std::vector<std::pair<Node*, std::vector<std::pair<size_t, std::optional<Redirect>>>>> by_node;
     for (auto& [i, redirect] : pending) {
@@ -744,7 +790,7 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
       }
       leases[n].reset();
     }
-    bool try_again = false;
+    bool try_again = false, redirected = false;
     for (size_t n = 0; n < by_node.size(); ++n) {
       if (leases[n] == nullptr) continue;
       net::Lease& c = *leases[n];
@@ -774,6 +820,7 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
           break;
         }
         if (std::optional<Redirect> redirect = RedirectOf(*reply)) {
+          redirected = true;
           if (!redirect->ask) impl_->Moved(*redirect);
           pending.emplace_back(i, redirect->ask ? redirect : std::nullopt);
           results[i] = ReplyError(server, *reply);
@@ -799,8 +846,11 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
       if (!dropped) impl_->SendCompactions(c, compactions);
     }
     leases.clear();
+    if (redirected && ++redirects >= kMaxRedirects) break;
+    if (try_again && std::chrono::steady_clock::now() + kTryAgainWait >= deadline) break;
     if (try_again) std::this_thread::sleep_for(kTryAgainWait);
   }
+  impl_->SendDeferred();
   impl_->CompactDue(batches, encoded);
   return results;
 }
@@ -850,24 +900,32 @@ std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
     }
     for (size_t i : indices) results[i] = ready ? Status(MaybeApplied(s.error(), batches[i])) : s;
   }
+  impl_->SendDeferred();
   impl_->CompactDue(batches, encoded);
   return results;
 }
 
 Status RedisStore::Delete(const std::string& group, std::span<const std::string> keys) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
+  Status deleted = impl_->Delete(group, keys);
+  impl_->SendDeferred();
+  return deleted;
+}
+
+Status RedisStore::Impl::Delete(const std::string& group, std::span<const std::string> keys) {
   const std::string command = EncodeDelete(group, keys);
   std::optional<Redirect> redirect;
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    Result<Node*> node = redirect ? impl_->NodeAt(redirect->node) : impl_->NodeFor(group);
+  const auto deadline = std::chrono::steady_clock::now() + options.io_timeout;
+  for (int redirects = 0; redirects < kMaxRedirects;) {
+    Result<Node*> node = redirect ? NodeAt(redirect->node) : NodeFor(group);
     if (!node.ok()) return node.error();
     net::Lease c(*(*node)->pool);
-    if (Status s = impl_->Ready(c); !s.ok()) return s;
+    if (Status s = Ready(c); !s.ok()) return s;
     std::string request;
     if (redirect && redirect->ask) redis::AppendCommand({"ASKING"}, request);
     request += command;
     if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
-    if (Status s = impl_->ReadUnread(*c); !s.ok()) return c.Fail(s.error());
+    if (Status s = ReadUnread(*c); !s.ok()) return c.Fail(s.error());
     if (redirect && redirect->ask) {
       if (Result<Reply> asking = StateOf(*c).reader.Read(*c->socket); !asking.ok()) {
         return c.Fail(asking.error());
@@ -877,10 +935,12 @@ Status RedisStore::Delete(const std::string& group, std::span<const std::string>
     if (!reply.ok()) return c.Fail(reply.error());
     redirect = RedirectOf(*reply);
     if (redirect) {
-      if (!redirect->ask) impl_->Moved(*redirect);
+      ++redirects;
+      if (!redirect->ask) Moved(*redirect);
       continue;
     }
-    if (reply->error_kind() == "TRYAGAIN") {
+    if (reply->error_kind() == "TRYAGAIN" &&
+        std::chrono::steady_clock::now() + kTryAgainWait < deadline) {
       std::this_thread::sleep_for(kTryAgainWait);
       continue;
     }
@@ -889,7 +949,7 @@ Status RedisStore::Delete(const std::string& group, std::span<const std::string>
   }
   return Error(
       ErrorCode::kUnavailable,
-      fmt::format("redis: deleting {}'s keys was redirected {} times", group, kMaxAttempts));
+      fmt::format("redis: deleting {}'s keys was redirected {} times", group, kMaxRedirects));
 }
 
 std::vector<Result<ServerStats>> RedisStore::Stats() {
@@ -943,6 +1003,7 @@ std::vector<Result<ServerStats>> RedisStore::Stats() {
     }
     out.emplace_back(std::move(stats));
   }
+  impl_->SendDeferred();
   return out;
 }
 

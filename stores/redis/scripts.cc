@@ -44,6 +44,14 @@ local function fold(p, want)
   end
   return v
 end
+-- A write's refusal: a value that is not ours is named; anything else (out of memory) passes on.
+local function refused(k, err)
+  err = tostring(err)
+  if string.find(err, 'not an integer', 1, true) or string.find(err, 'WRONGTYPE', 1, true) then
+    return redis.error_reply('NOTCOUNTER ' .. k)
+  end
+  return redis.error_reply(err)
+end
 local a = 1
 local applied = 1
 local guards = tonumber(ARGV[a]); a = a + 1
@@ -91,7 +99,7 @@ for o = 1, ops do
         if string.find(tostring(err), 'overflow', 1, true) then
           redis.call('SET', k, '9223372036854775807', 'KEEPTTL')
         else
-          return redis.error_reply('NOTCOUNTER ' .. k)
+          return refused(k, err)
         end
       end
       if redis.call('TTL', k) == -1 then redis.call('EXPIRE', k, ARGV[a + 3]) end
@@ -100,17 +108,20 @@ for o = 1, ops do
   elseif op == 's' then
     if applied == 1 and redis.call('EXISTS', k) == 1 then
       local ok, v = pcall(redis.call, 'DECRBY', k, ARGV[a + 2])
-      if not ok then return redis.error_reply('NOTCOUNTER ' .. k) end
+      if not ok then return refused(k, v) end
       if v < 0 then redis.call('SET', k, '0', 'KEEPTTL') end
     end
     a = a + 3
   elseif op == 'p' then
     if applied == 1 then
       local ttl = tonumber(ARGV[a + 2])
-      if ttl > 0 then redis.call('SET', k, ARGV[a + 3], 'EX', ttl, 'NX') end
+      if ttl > 0 then
+        local ok, err = pcall(redis.call, 'SET', k, ARGV[a + 3], 'EX', ttl, 'NX')
+        if not ok then return refused(k, err) end
+      end
       if ttl > 0 or redis.call('EXISTS', k) == 1 then
-        local ok = pcall(redis.call, 'APPEND', k, ARGV[a + 4])
-        if not ok then return redis.error_reply('NOTCOUNTER ' .. k) end
+        local ok, err = pcall(redis.call, 'APPEND', k, ARGV[a + 4])
+        if not ok then return refused(k, err) end
       end
     end
     a = a + 5
