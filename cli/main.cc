@@ -41,8 +41,9 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--store", g.store,
                  "memcached, redis, redis-cluster (with --servers), memory (in-process; for "
                  "replay), or a store URL: memcached://H:P[,...], redis://[[USER]:PASSWORD@]H:P[,"
-                 "...][/DB], redis+cluster://H:P[,...] (env HOURGLASS_STORE; a Redis password "
-                 "also from env HOURGLASS_REDIS_PASSWORD)")
+                 "...][/DB], redis+cluster://H:P[,...], lmdb:///DIR[?map_size=4GiB] (one file "
+                 "the processes of a host share) (env HOURGLASS_STORE; a Redis password also "
+                 "from env HOURGLASS_REDIS_PASSWORD)")
       ->capture_default_str();
   if (const char* env = std::getenv("HOURGLASS_LAYOUT"); env != nullptr && *env != '\0') {
     g.layout = env;

@@ -28,6 +28,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   // The memory store expires keys on the engine's clock (a replay's time); the network stores
   // live in real time, so their TTLs and failure windows come from the real clock.
   if (url == "memory://") return Unwrap(OpenStore(url, clock));
+  // LMDB, shared with processes on the real clock, expires values on it too (as a server would).
   if (url.starts_with("memcached://")) {
     const std::vector<std::string> servers = Unwrap(ParseServers(url.substr(12)));
     for (const std::string& warning : SameServerWarnings(servers)) {
@@ -78,6 +79,9 @@ std::string StoreUrl(const Globals& g) {
   if (g.store == "redis") {
     return "redis://" + (g.servers.empty() ? std::string("127.0.0.1:6379") : g.servers);
   }
+  if (g.store == "lmdb") {
+    Fail(kUsage, "--store lmdb needs its directory: --store lmdb:///path/to/dir");
+  }
   if (g.store == "redis-cluster") {
     if (g.servers.empty()) {
       Fail(kUsage, "--store redis-cluster needs --servers: some of the cluster's nodes");
@@ -85,13 +89,14 @@ std::string StoreUrl(const Globals& g) {
     return "redis+cluster://" + g.servers;
   }
   Fail(kUsage, fmt::format("--store {}: expected memcached, redis, redis-cluster, memory or a "
-                           "store URL (memcached://H:P, redis://H:P, redis+cluster://H:P)",
+                           "store URL (memcached://H:P, redis://H:P, redis+cluster://H:P, "
+                           "lmdb:///DIR)",
                            g.store));
 }
 
 size_t StoreConnections(const Globals& g) {
   const std::string url = StoreUrl(g);
-  if (url == "memory://") return 0;
+  if (url == "memory://" || url.starts_with("lmdb://")) return 0;
   const size_t scheme = url.find("://") + 3;
   const size_t at = url.rfind('@');
   std::string list = url.substr(at == std::string::npos ? scheme : at + 1);

@@ -5,7 +5,7 @@
 #   find_package(hourglass REQUIRED COMPONENTS service)      # the HTTP decision service
 #   find_package(hourglass REQUIRED COMPONENTS rls)          # Envoy's rate limit configurations
 #   find_package(hourglass REQUIRED COMPONENTS rls_service)  # Envoy's rate limit service (gRPC)
-# The engine and stores need fmt, OpenSSL, libmemcached and hiredis; only the components need yaml-cpp,
+# The engine and stores need fmt, OpenSSL, libmemcached, hiredis and LMDB; only the components need yaml-cpp,
 # nlohmann-json, for the service Boost (headers) and prometheus-cpp, for rls_service protobuf
 # and gRPC; nothing installed needs CLI11.
 include(GNUInstallDirs)
@@ -24,6 +24,7 @@ endfunction()
 
 hourglass_install_set(Core hourglass_engine hourglass_memory_store hourglass_net
                       hourglass_packed_layout hourglass_memcached_store hourglass_redis_store
+                      hourglass_lmdb_store
                       hourglass_transition_store hourglass_stores)
 install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/engine/include/
@@ -32,6 +33,7 @@ install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/stores/packed/include/
   ${PROJECT_SOURCE_DIR}/stores/memcached/include/
   ${PROJECT_SOURCE_DIR}/stores/redis/include/
+  ${PROJECT_SOURCE_DIR}/stores/lmdb/include/
   ${PROJECT_SOURCE_DIR}/stores/transition/include/
   ${PROJECT_SOURCE_DIR}/stores/factory/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)

@@ -1,13 +1,15 @@
-// Concurrency against every store that processes share (a real memcached, a real Redis): threads
+// Concurrency against every store that processes share (a real memcached, a real Redis, an LMDB
+// file): threads
 // and separate processes checking one feature at the same instant never admit more than the limit
 // (admitted mode) and lose no increment (attempts mode). Where the store decides a check
-// atomically (Redis), racing clients take exactly the limit: no check is denied for another's hit
-// that is then taken back.
+// atomically (Redis, LMDB), racing clients take exactly the limit: no check is denied for another's
+// hit that is then taken back.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <barrier>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -95,11 +97,21 @@ class ConcurrencyTest : public ::testing::TestWithParam<std::string> {
       memcached_ = std::make_unique<testing::MemcachedServer>();
       ASSERT_TRUE(memcached_->running()) << memcached_->error();
       url_ = "memcached://" + memcached_->address();
+    } else if (GetParam() == "lmdb") {
+      char dir[] = "/tmp/hourglass-concurrency-XXXXXX";
+      ASSERT_NE(mkdtemp(dir), nullptr);
+      lmdb_dir_ = dir;
+      url_ = "lmdb://" + lmdb_dir_;
     } else {
       redis_ = std::make_unique<testing::RedisServer>();
       ASSERT_TRUE(redis_->running()) << redis_->error();
       url_ = "redis://" + redis_->address();
     }
+  }
+
+  void TearDown() override {
+    std::error_code ignored;
+    if (!lmdb_dir_.empty()) std::filesystem::remove_all(lmdb_dir_, ignored);
   }
 
   std::unique_ptr<Store> NewStore() const {
@@ -162,6 +174,7 @@ class ConcurrencyTest : public ::testing::TestWithParam<std::string> {
 
   std::unique_ptr<testing::MemcachedServer> memcached_;
   std::unique_ptr<testing::RedisServer> redis_;
+  std::string lmdb_dir_;
   std::string url_;
 };
 
@@ -287,9 +300,9 @@ TEST_P(AtomicConcurrencyTest, SmallChecksRacingLargeOnesAreDeniedOnlyWhenTheWind
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, ConcurrencyTest, ::testing::Values("memcached", "redis"),
+INSTANTIATE_TEST_SUITE_P(Stores, ConcurrencyTest, ::testing::Values("memcached", "redis", "lmdb"),
                          [](const auto& param_info) { return param_info.param; });
-INSTANTIATE_TEST_SUITE_P(Stores, AtomicConcurrencyTest, ::testing::Values("redis"),
+INSTANTIATE_TEST_SUITE_P(Stores, AtomicConcurrencyTest, ::testing::Values("redis", "lmdb"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

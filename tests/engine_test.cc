@@ -1,5 +1,5 @@
 // The engine against every store (in-memory, taking guarded batches or not, real memcached in both
-// layouts, real Redis), driven by a manual clock:
+// layouts, real Redis, LMDB), driven by a manual clock:
 // exact counts on a 2-day random trace, decisions identical to a perfect sliding-window limiter,
 // counting modes, costs, reset, hostile features and store failures.
 #include "hourglass/engine.h"
@@ -74,6 +74,9 @@ class EngineTest : public ::testing::TestWithParam<Config> {
     }
     if (auto* redis = dynamic_cast<testing::RedisHarness*>(harness_.get())) {
       return std::atoll(redis->server().Command({"DBSIZE"}).c_str());
+    }
+    if (auto* lmdb = dynamic_cast<testing::LmdbHarness*>(harness_.get())) {
+      return static_cast<long long>(lmdb->lmdb().Stats().front()->curr_items);
     }
     return static_cast<long long>(dynamic_cast<MemoryStore&>(harness_->store()).LiveKeys());
   }
@@ -870,7 +873,7 @@ TEST_P(HotPathTest, FarFromTheLimitOneRoundTripReadsAFewKeys) {
 INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
                          ::testing::Combine(::testing::Values("memory", "memory_conditional",
                                                               "memcached", "memcached_packed",
-                                                              "redis"),
+                                                              "redis", "lmdb"),
                                             ::testing::Values("plain", "hot")),
                          [](const auto& param_info) {
                            return std::get<0>(param_info.param) + "_" +
@@ -880,7 +883,7 @@ INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
 INSTANTIATE_TEST_SUITE_P(Stores, HotPathTest,
                          ::testing::Combine(::testing::Values("memory", "memory_conditional",
                                                               "memcached", "memcached_packed",
-                                                              "redis"),
+                                                              "redis", "lmdb"),
                                             ::testing::Values("hot")),
                          [](const auto& param_info) { return std::get<0>(param_info.param); });
 

@@ -380,10 +380,10 @@ TEST_P(ConditionalStoreContract, RacingGuardedIncrementsTakeExactlyTheRoomThereI
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
                          ::testing::Values("memory", "memory_conditional", "memcached",
-                                           "memcached_packed", "redis", "redis_cluster"),
+                                           "memcached_packed", "redis", "redis_cluster", "lmdb"),
                          [](const auto& param_info) { return param_info.param; });
 INSTANTIATE_TEST_SUITE_P(Stores, ConditionalStoreContract,
-                         ::testing::Values("memory_conditional", "redis", "redis_cluster"),
+                         ::testing::Values("memory_conditional", "redis", "redis_cluster", "lmdb"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

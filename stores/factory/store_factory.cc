@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "hourglass/lmdb_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/redis_store.h"
 
@@ -12,6 +13,7 @@ constexpr std::string_view kMemory = "memory://";
 constexpr std::string_view kMemcached = "memcached://";
 constexpr std::string_view kRedis = "redis://";
 constexpr std::string_view kRedisCluster = "redis+cluster://";
+constexpr std::string_view kLmdb = "lmdb://";
 
 Result<std::unique_ptr<MemcachedStore>> OpenMemcached(std::string_view list, const Clock& clock,
                                                       MemcachedOptions options) {
@@ -57,7 +59,7 @@ Result<std::unique_ptr<Store>> OpenRedisUrl(std::string_view url, const Clock& c
 }  // namespace
 
 bool IsStoreUrl(std::string_view url) {
-  for (std::string_view scheme : {kMemory, kMemcached, kRedis, kRedisCluster}) {
+  for (std::string_view scheme : {kMemory, kMemcached, kRedis, kRedisCluster, kLmdb}) {
     if (url.starts_with(scheme)) return true;
   }
   return false;
@@ -74,10 +76,17 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const Clock& cloc
   if (url.starts_with(kRedis) || url.starts_with(kRedisCluster)) {
     return OpenRedisUrl(url, clock, options);
   }
-  return InvalidArgument(
-      fmt::format("store \"{}\": expected memory://, memcached://HOST:PORT[,HOST:PORT...], "
-                  "redis://HOST:PORT[,HOST:PORT...][/DB] or redis+cluster://HOST:PORT[,...]",
-                  url));
+  if (url.starts_with(kLmdb)) {
+    Result<LmdbOptions> lmdb = ParseLmdbUrl(url);
+    if (!lmdb.ok()) return lmdb.error();
+    Result<std::unique_ptr<LmdbStore>> store = LmdbStore::Create(*lmdb, clock);
+    if (!store.ok()) return store.error();
+    return std::unique_ptr<Store>(std::move(*store));
+  }
+  return InvalidArgument(fmt::format(
+      "store \"{}\": expected memory://, memcached://HOST:PORT[,HOST:PORT...], "
+      "redis://HOST:PORT[,HOST:PORT...][/DB], redis+cluster://HOST:PORT[,...] or lmdb:///DIR",
+      url));
 }
 
 }  // namespace hourglass

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "hourglass/lmdb_store.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/redis_store.h"
@@ -28,6 +30,9 @@ class StoreHarness {
   // Lets `d` pass for the store's TTLs.
   virtual void Advance(Seconds d) = 0;
   virtual std::string name() const = 0;
+  // The manual clock the store expires values on, if it runs on one (the memory and LMDB stores
+  // here); null for stores that live in real time.
+  virtual ManualClock* store_clock() { return nullptr; }
 };
 
 class MemoryHarness final : public StoreHarness {
@@ -40,6 +45,7 @@ class MemoryHarness final : public StoreHarness {
   void Advance(Seconds d) override { clock_.Advance(d); }
   std::string name() const override { return conditional_ ? "memory_conditional" : "memory"; }
   ManualClock& manual_clock() { return clock_; }
+  ManualClock* store_clock() override { return &clock_; }
 
  private:
   ManualClock clock_;
@@ -47,13 +53,51 @@ class MemoryHarness final : public StoreHarness {
   bool conditional_;
 };
 
-// The manual clock an engine over `harness` runs on, set to `start`: the memory store's own (it
-// expires keys against it), else one created into `own` (memcached expires them in real time).
+// One LMDB environment in a temporary directory, on a manual clock (time advances instantly).
+class LmdbHarness final : public StoreHarness {
+ public:
+  LmdbHarness() : clock_(FromUnix(1'700'000'000)) {
+    char dir[] = "/tmp/hourglass-lmdb-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      ADD_FAILURE() << "cannot make a directory for LMDB";
+      return;
+    }
+    path_ = dir;
+    Result<std::unique_ptr<LmdbStore>> store =
+        LmdbStore::Create(LmdbOptions{.path = path_, .map_bytes = uint64_t{256} << 20}, clock_);
+    if (!store.ok()) {
+      ADD_FAILURE() << store.error().ToString();
+      return;
+    }
+    store_ = std::move(*store);
+  }
+  ~LmdbHarness() override {
+    store_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  Store& store() override { return *store_; }
+  Clock& clock() override { return clock_; }
+  void Advance(Seconds d) override { clock_.Advance(d); }
+  std::string name() const override { return "lmdb"; }
+  ManualClock* store_clock() override { return &clock_; }
+  const std::string& path() const { return path_; }
+  LmdbStore& lmdb() { return *store_; }
+
+ private:
+  ManualClock clock_;
+  std::string path_;
+  std::unique_ptr<LmdbStore> store_;
+};
+
+// The manual clock an engine over `harness` runs on, set to `start`: the store's own when it
+// expires values on one (memory, LMDB), else one created into `own` (memcached and Redis expire
+// them in real time).
 inline ManualClock& ManualClockFor(StoreHarness& harness, std::unique_ptr<ManualClock>& own,
                                    Instant start) {
-  if (auto* memory = dynamic_cast<MemoryHarness*>(&harness)) {
-    memory->manual_clock().Set(start);
-    return memory->manual_clock();
+  if (ManualClock* clock = harness.store_clock()) {
+    clock->Set(start);
+    return *clock;
   }
   own = std::make_unique<ManualClock>(start);
   return *own;
@@ -138,8 +182,8 @@ class RedisHarness final : public StoreHarness {
 };
 
 // "memory", "memory_conditional" (taking guarded batches), "memcached" (the counters layout),
-// "memcached_packed" (the packed layout, the default), "redis" or "redis_cluster"; any other name
-// fails the test and gives nullptr.
+// "memcached_packed" (the packed layout, the default), "redis", "redis_cluster" or "lmdb"; any
+// other name fails the test and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
   if (kind == "memory_conditional") return std::make_unique<MemoryHarness>(true);
@@ -151,10 +195,11 @@ inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
     return std::make_unique<MemcachedHarness>(MemcachedOptions{.layout = MemcachedLayout::kPacked});
   }
   if (kind == "redis") return std::make_unique<RedisHarness>(false);
+  if (kind == "lmdb") return std::make_unique<LmdbHarness>();
   if (kind == "redis_cluster") return std::make_unique<RedisHarness>(true);
   ADD_FAILURE() << "unknown store harness \"" << kind
-                << "\": use memory, memory_conditional, memcached, memcached_packed, redis or "
-                   "redis_cluster";
+                << "\": use memory, memory_conditional, memcached, memcached_packed, redis, "
+                   "redis_cluster or lmdb";
   return nullptr;
 }
 

@@ -7,6 +7,7 @@
 //   (TransitionStore: writes go to the URL's servers, moved features are read on both)
 //   "redis://[[USER]:PASSWORD@]10.0.0.5:6379[,...][/DB]"   standalone Redis servers
 //   "redis+cluster://10.0.0.5:7000,10.0.0.6:7000"          a Redis Cluster, by any of its nodes
+//   "lmdb:///var/lib/hourglass[?map_size=4GiB]"           one file the processes of a host share
 //
 //   Result<std::unique_ptr<Store>> store = OpenStore("memcached://127.0.0.1:11211", clock);
 //
@@ -36,7 +37,8 @@ struct StoreOptions {
   std::string redis_password = "";
 };
 
-// `clock` must outlive the store. kInvalidArgument naming the URL for an unknown scheme or a bad
+// `clock` must outlive the store; the memory and LMDB stores expire values on it (the others on
+// their servers' clocks). kInvalidArgument naming the URL for an unknown scheme or a bad
 // server list.
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const Clock& clock,
                                          const StoreOptions& options = {});
