@@ -22,7 +22,7 @@ std::string Disagreement(std::span<const ClockOffset> offsets) {
       [](const ClockOffset& a, const ClockOffset& b) { return a.seconds < b.seconds; });
   if (high->seconds - low->seconds < ClockFollower::kFollowFrom.count()) return "";
   return fmt::format(
-      "memcached servers' clocks disagree by {} s ({} and {}): clients put a feature's "
+      "the store's servers' clocks disagree by {} s ({} and {}): clients put a feature's "
       "hits in buckets by the clock they follow, the median here; fix the servers' clocks (NTP)",
       high->seconds - low->seconds, low->server, high->server);
 }
@@ -47,11 +47,11 @@ ClockFollower::Step ClockFollower::Update(std::span<const ClockOffset> offsets) 
     warning +=
         next.count() == 0
             ? fmt::format(
-                  "this host's clock agrees with memcached's again (within {} s): "
+                  "this host's clock agrees with the store's again (within {} s): "
                   "following it",
                   kAgree.count())
             : fmt::format(
-                  "this host's clock is {} s {} memcached's: following memcached's "
+                  "this host's clock is {} s {} the store's: following the store's "
                   "({:+} s) so that hits land in the buckets other clients read; fix this host's "
                   "clock (NTP)",
                   std::abs(offset), offset < 0 ? "behind" : "ahead of", next.count());

@@ -12,12 +12,16 @@ using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
-// Which memcached server an error names ("memcached HOST:PORT: ..."), or "store".
+// Which server an error names ("memcached HOST:PORT: ...", "redis HOST:PORT: ...",
+// "lmdb DIR: ..."), or "store".
 std::string ServerOf(const Error& error) {
   const std::string& m = error.message();
-  if (!m.starts_with("memcached ")) return "store";
-  const size_t end = m.find(": ", 10);
-  return end == std::string::npos ? "store" : m.substr(10, end - 10);
+  for (std::string_view kind : {"memcached ", "redis ", "lmdb "}) {
+    if (!m.starts_with(kind)) continue;
+    const size_t end = m.find(": ", kind.size());
+    return end == std::string::npos ? "store" : m.substr(kind.size(), end - kind.size());
+  }
+  return "store";
 }
 
 }  // namespace
@@ -83,6 +87,25 @@ ServiceMetrics::ServiceMetrics()
                           .Help("Checks sent to the store in batches")
                           .Register(*registry_)
                           .Add({})),
+      store_evictions_(BuildCounter()
+                           .Name("hourglass_store_evictions_total")
+                           .Help("Keys the store's server evicted to make room, by store kind and "
+                                 "server: each a lost count, so limits over-admit; give it more "
+                                 "memory")
+                           .Register(*registry_)),
+      store_bytes_(BuildGauge()
+                       .Name("hourglass_store_bytes")
+                       .Help("Bytes the store's server uses for its data, by store kind and server")
+                       .Register(*registry_)),
+      store_limit_bytes_(BuildGauge()
+                             .Name("hourglass_store_limit_bytes")
+                             .Help("Bytes the store's server may use (memcached -m, Redis "
+                                   "maxmemory, 0 for none; LMDB's map size)")
+                             .Register(*registry_)),
+      store_items_(BuildGauge()
+                       .Name("hourglass_store_items")
+                       .Help("Keys the store's server holds, by store kind and server")
+                       .Register(*registry_)),
       evictions_(BuildCounter()
                      .Name("hourglass_memcached_evictions_total")
                      .Help("Items the memcached server evicted to make room, by server: each a "
@@ -102,11 +125,11 @@ ServiceMetrics::ServiceMetrics()
                         .Register(*registry_)),
       clock_offset_(BuildGauge()
                         .Name("hourglass_clock_offset_seconds")
-                        .Help("This host's clock minus the memcached server's (to about 1 s)")
+                        .Help("This host's clock minus the store server's (to about 1 s)")
                         .Register(*registry_)),
       clock_correction_(BuildGauge()
                             .Name("hourglass_clock_correction_seconds")
-                            .Help("Seconds added to this host's clock to follow memcached's")
+                            .Help("Seconds added to this host's clock to follow the store's")
                             .Register(*registry_)
                             .Add({})),
       reloads_(BuildCounter()
@@ -190,6 +213,13 @@ void ServiceMetrics::SyncUnconfirmedFailures(uint64_t total) {
 }
 
 void ServiceMetrics::SetServerStats(const ServerStats& stats, uint64_t new_evictions) {
+  const prometheus::Labels store = {{"store", stats.kind}, {"server", stats.server}};
+  store_evictions_.Add(store).Increment(static_cast<double>(new_evictions));
+  store_bytes_.Add(store).Set(static_cast<double>(stats.bytes));
+  store_limit_bytes_.Add(store).Set(static_cast<double>(stats.limit_maxbytes));
+  store_items_.Add(store).Set(static_cast<double>(stats.curr_items));
+  if (stats.kind != "memcached") return;
+  // The names of hourglass 0.2, for memcached servers, kept for the dashboards that use them.
   const prometheus::Labels server = {{"server", stats.server}};
   evictions_.Add(server).Increment(static_cast<double>(new_evictions));
   server_bytes_.Add(server).Set(static_cast<double>(stats.bytes));

@@ -51,12 +51,17 @@ void StoreWatch::Poll() {
 }
 
 std::string StoreWatch::Warning(const ServerStats& stats, uint64_t rise, bool first) const {
+  const std::string_view fix =
+      stats.kind == "redis"
+          ? "give it more memory (maxmemory), add servers, or set maxmemory-policy noeviction "
+            "(full, it then refuses writes and checks answer per their failure mode)"
+          : "give it more memory (-m) or add servers";
   return fmt::format(
-      "memcached {} evicted {} items {} ({} since it started; it holds {} of {}): the "
-      "counts they held are lost, so limits admit more than they say until their windows pass; "
-      "give it more memory (-m) or add servers",
-      stats.server, rise, first ? "before this process watched it" : "since the last look",
-      stats.evictions, MiB(stats.bytes), MiB(stats.limit_maxbytes));
+      "{} {} evicted {} {} {} ({} since it started; it holds {} of {}): the counts they held "
+      "are lost, so limits admit more than they say until their windows pass; {}",
+      stats.kind, stats.server, rise, stats.kind == "redis" ? "keys" : "items",
+      first ? "before this process watched it" : "since the last look", stats.evictions,
+      MiB(stats.bytes), MiB(stats.limit_maxbytes), fix);
 }
 
 void StoreWatch::Start(std::chrono::milliseconds interval) {

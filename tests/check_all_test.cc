@@ -168,7 +168,9 @@ TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest,
-                         ::testing::Values("memory", "memcached", "memcached_packed"));
+                         ::testing::Values("memory", "memcached", "memcached_packed", "redis",
+                                           "lmdb"),
+                         [](const auto& param_info) { return param_info.param; });
 
 // 8 threads send requests of two checks, one shared 30/h feature and one of their own, through
 // real memcached: never more than 30 requests admitted, and afterwards every count equals what was

@@ -34,7 +34,7 @@ TEST(ClockFollower, AClockTenSecondsBehindFollowsTheServersAndSaysSo) {
   ClockFollower::Step step = Read(f, {-10});
   EXPECT_EQ(step.correction, seconds{10});
   ASSERT_TRUE(step.warning);
-  EXPECT_NE(step.warning->find("10 s behind memcached's"), std::string::npos) << *step.warning;
+  EXPECT_NE(step.warning->find("10 s behind the store's"), std::string::npos) << *step.warning;
   EXPECT_NE(step.warning->find("(+10 s)"), std::string::npos) << *step.warning;
   // A second's jitter keeps the correction, silently.
   for (int64_t offset : {-9, -11, -10}) {
@@ -46,7 +46,7 @@ TEST(ClockFollower, AClockTenSecondsBehindFollowsTheServersAndSaysSo) {
   step = Read(f, {0});
   EXPECT_EQ(step.correction, seconds{0});
   ASSERT_TRUE(step.warning);
-  EXPECT_NE(step.warning->find("agrees with memcached's again"), std::string::npos);
+  EXPECT_NE(step.warning->find("agrees with the store's again"), std::string::npos);
 }
 
 TEST(ClockFollower, AheadIsCorrectedBackAndNoAnswerChangesNothing) {

@@ -1,20 +1,23 @@
-// The exactness property under concurrency, on a real memcached: counts and checks at past
-// instants agree with a brute-force count of the hits recorded there, while other threads and
-// processes check the same feature live (each live check increments every level; a denied one
-// takes its hits back, one decrement per level). A multi-key read is not a snapshot, so a cover
-// that subtracted a live bucket would lose hits here.
+// The exactness property under concurrency, on every store processes share (a real memcached in
+// both layouts, a real Redis, an LMDB file): counts and checks at past instants agree with a
+// brute-force count of the hits recorded there, while other threads and processes check the same
+// feature live (on memcached each live check increments every level and a denied one takes its
+// hits back, one decrement per level; on Redis and LMDB a denied one writes nothing). A multi-key
+// read is not a snapshot on memcached, so a cover that subtracted a live bucket would lose hits.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <random>
 #include <thread>
 
 #include "hourglass/engine.h"
-#include "hourglass/memcached_store.h"
+#include "hourglass/store_factory.h"
 #include "memcached_server.h"
+#include "redis_server.h"
 #include "sliding_log.h"
 
 namespace hourglass {
@@ -31,25 +34,23 @@ Policy OnePerMinute() {
       {Limit{*Window::Sliding(Seconds{60}), 1}}, CountingMode::kAdmitted, FailureMode::kFailClosed};
 }
 
-std::unique_ptr<MemcachedStore> OpenStore(const std::string& address, MemcachedLayout layout) {
-  MemcachedOptions options;
-  options.servers = {address};
-  options.layout = layout;
-  options.io_timeout = std::chrono::milliseconds{2000};  // a loaded 2-core box must not fail
-  Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
-  return store.ok() ? std::move(*store) : nullptr;
-}
+// A store of the test's kind, by URL (each process opens its own).
+struct StoreUnderTest {
+  std::string url;
+  StoreOptions options;
+  std::unique_ptr<Store> Open() const {
+    Result<std::unique_ptr<Store>> store = OpenStore(url, SystemClock::Get(), options);
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+};
 
 // Live checks of one feature at kNow, one per minute allowed, from threads of this process and
 // from child processes, until Stop(). Nearly every check is denied and takes its hits back.
 class LiveNoise {
  public:
-  LiveNoise(const std::string& address, MemcachedLayout layout, std::string feature, int threads,
-            int processes, Policy policy = OnePerMinute())
-      : address_(address),
-        layout_(layout),
-        feature_(std::move(feature)),
-        policy_(std::move(policy)) {
+  LiveNoise(const StoreUnderTest& store, std::string feature, int threads, int processes,
+            Policy policy = OnePerMinute())
+      : store_(store), feature_(std::move(feature)), policy_(std::move(policy)) {
     if (pipe(stop_) != 0) return;
     for (int p = 0; p < processes; ++p) StartProcess();
     close(stop_[0]);
@@ -89,7 +90,7 @@ class LiveNoise {
   }
 
   void Run(const std::atomic<bool>& stopping) {
-    std::unique_ptr<MemcachedStore> store = OpenStore(address_, layout_);
+    std::unique_ptr<Store> store = store_.Open();
     if (store == nullptr) {
       ++failures_;
       return;
@@ -104,8 +105,7 @@ class LiveNoise {
     }
   }
 
-  std::string address_;
-  MemcachedLayout layout_;
+  const StoreUnderTest& store_;
   std::string feature_;
   Policy policy_;
   int stop_[2] = {-1, -1};
@@ -115,27 +115,52 @@ class LiveNoise {
   std::vector<pid_t> children_;
 };
 
-// The querying engine without the hot path ("off") and as a long-running process ("long_running":
-// bounds, bucket cache, blocked-client cache), on either layout ("_packed": the packed one, for
-// every engine and checker of the test).
-class ConcurrentExactnessTest : public ::testing::TestWithParam<std::string> {
+// The store ("memcached" in the counters layout, "memcached_packed", "redis", "lmdb") x the
+// querying engine without the hot path ("off") or as a long-running process ("long_running":
+// bounds, bucket cache, blocked-client cache), for every engine and checker of the test.
+using Config = std::tuple<std::string, std::string>;
+
+class ConcurrentExactnessTest : public ::testing::TestWithParam<Config> {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(server_.running()) << server_.error();
-    store_ = OpenStore(server_.address(), layout());
+    const std::string& kind = std::get<0>(GetParam());
+    under_test_.options.network.io_timeout = std::chrono::milliseconds{2000};  // a loaded box
+    under_test_.options.network.connect_timeout = std::chrono::milliseconds{2000};
+    if (kind.starts_with("memcached")) {
+      memcached_ = std::make_unique<testing::MemcachedServer>();
+      ASSERT_TRUE(memcached_->running()) << memcached_->error();
+      under_test_.url = "memcached://" + memcached_->address();
+      under_test_.options.network.layout =
+          kind.ends_with("_packed") ? MemcachedLayout::kPacked : MemcachedLayout::kCounters;
+    } else if (kind == "redis") {
+      redis_ = std::make_unique<testing::RedisServer>();
+      ASSERT_TRUE(redis_->running()) << redis_->error();
+      under_test_.url = "redis://" + redis_->address();
+    } else {
+      char dir[] = "/tmp/hourglass-exactness-XXXXXX";
+      ASSERT_NE(mkdtemp(dir), nullptr);
+      lmdb_dir_ = dir;
+      under_test_.url = "lmdb://" + lmdb_dir_;
+    }
+    store_ = under_test_.Open();
     ASSERT_NE(store_, nullptr);
     EngineOptions options;
     options.hot_path =
-        GetParam().starts_with("off") ? HotPathOptions::Off() : HotPathOptions::LongRunning();
+        std::get<1>(GetParam()) == "off" ? HotPathOptions::Off() : HotPathOptions::LongRunning();
     engine_ = std::make_unique<Engine>(*Engine::Create(*store_, clock_, options));
   }
-
-  MemcachedLayout layout() const {
-    return GetParam().ends_with("_packed") ? MemcachedLayout::kPacked : MemcachedLayout::kCounters;
+  void TearDown() override {
+    engine_.reset();
+    store_.reset();
+    std::error_code ignored;
+    if (!lmdb_dir_.empty()) std::filesystem::remove_all(lmdb_dir_, ignored);
   }
 
-  testing::MemcachedServer server_;
-  std::unique_ptr<MemcachedStore> store_;
+  std::unique_ptr<testing::MemcachedServer> memcached_;
+  std::unique_ptr<testing::RedisServer> redis_;
+  std::string lmdb_dir_;
+  StoreUnderTest under_test_;
+  std::unique_ptr<Store> store_;
   ManualClock clock_{FromUnix(kNow)};
   std::unique_ptr<Engine> engine_;
 };
@@ -149,7 +174,7 @@ TEST_P(ConcurrentExactnessTest, RecentPastCountsAndChecksSeeEveryHitWhileLiveChe
   const std::vector<Window> windows = {*Window::Sliding(Seconds{10}), *Window::Sliding(Seconds{60}),
                                        *Window::Sliding(Seconds{3600})};
   const Policy ten = {{Limit{windows[1], 10}}, CountingMode::kAdmitted, FailureMode::kFailClosed};
-  LiveNoise noise(server_.address(), layout(), feature, /*threads=*/2, /*processes=*/2);
+  LiveNoise noise(under_test_, feature, /*threads=*/2, /*processes=*/2);
   uint64_t low_counts = 0, admitted = 0, errors = 0;
   for (int i = 0; i < 1500; ++i) {
     Result<Counts> counts = engine_->Count(kEvent, feature, windows, t0);
@@ -181,7 +206,7 @@ TEST_P(ConcurrentExactnessTest, RandomPastTracesCountExactlyWhileOthersWrite) {
       ASSERT_TRUE(engine_->Record(kEvent, feature, hits, FromUnix(t)).ok());
       truth.Add(t, hits);
     }
-    LiveNoise noise(server_.address(), layout(), feature, /*threads=*/1, /*processes=*/2);
+    LiveNoise noise(under_test_, feature, /*threads=*/1, /*processes=*/2);
     std::uniform_int_distribution<int64_t> length(1, 3700);
     uint64_t wrong_counts = 0, wrong_decisions = 0, errors = 0;
     for (int q = 0; q < 400; ++q) {
@@ -223,7 +248,7 @@ TEST_P(ConcurrentExactnessTest, LiveChecksReadingTheDayLedgerSeeNoLossWhileOther
       {Limit{*Window::Sliding(Seconds{60}), 1}, Limit{*Window::Sliding(Seconds{86400}), 1000}},
       CountingMode::kAdmitted,
       FailureMode::kFailClosed};
-  LiveNoise noise(server_.address(), layout(), feature, /*threads=*/2, /*processes=*/2, policy);
+  LiveNoise noise(under_test_, feature, /*threads=*/2, /*processes=*/2, policy);
   uint64_t degraded = 0, wrong_days = 0, errors = 0, admitted = 0;
   for (int i = 0; i < 1500; ++i) {
     Result<Decision> d = engine_->Check(kEvent, feature, policy);
@@ -250,11 +275,12 @@ TEST_P(ConcurrentExactnessTest, LiveChecksReadingTheDayLedgerSeeNoLossWhileOther
   EXPECT_LE(admitted, 1u) << "one per minute";
 }
 
-INSTANTIATE_TEST_SUITE_P(HotPath, ConcurrentExactnessTest,
-                         ::testing::Values("off", "long_running", "off_packed",
-                                           "long_running_packed"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           return param.param;
+INSTANTIATE_TEST_SUITE_P(StoresAndHotPath, ConcurrentExactnessTest,
+                         ::testing::Combine(::testing::Values("memcached", "memcached_packed",
+                                                              "redis", "lmdb"),
+                                            ::testing::Values("off", "long_running")),
+                         [](const ::testing::TestParamInfo<Config>& param) {
+                           return std::get<0>(param.param) + "_" + std::get<1>(param.param);
                          });
 
 }  // namespace

@@ -213,7 +213,7 @@ TEST_P(PenaltyTest, ConcurrentDenialsStrikeOneBlockThatHoldsForEveryClient) {
 
 INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, PenaltyTest,
                          ::testing::Combine(::testing::Values("memory", "memcached",
-                                                              "memcached_packed"),
+                                                              "memcached_packed", "redis", "lmdb"),
                                             ::testing::Values("plain", "hot")),
                          [](const auto& param_info) {
                            return std::get<0>(param_info.param) + "_" +

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "hourglass/engine.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
+#include "redis_server.h"
 #include "run_process.h"
 #include "serve_process.h"
 #include "silent_connections.h"
@@ -35,6 +37,7 @@ using nlohmann::json;
 using testing::HttpClient;
 using testing::HttpReply;
 using testing::Sample;
+using testing::SampleSum;
 using testing::ServeProcess;
 using testing::UrlEncode;
 
@@ -528,8 +531,8 @@ TEST_F(ServeTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {
 // memcached refuses is counted at /metrics once the connection that sent it is used again.
 TEST_F(ServeTest, MetricsCountFireAndForgetWritesTheStoreRefused) {
   // memcached refuses an increment of a counter that is not a number (the counters layout).
-  auto serve = Serve("events:\n  login:\n    limits: [1/m]\n    mode: attempts\n",
-                     {"--layout", "counters"});
+  auto serve =
+      Serve("events:\n  login:\n    limits: [1/m]\n    mode: attempts\n", {"--layout", "counters"});
   HttpClient client(serve->port());
   // The blocked-client cache holds mallory only while her denial is certain from the coarse
   // buckets: until her minute ends. Start early enough in a minute that it outlasts now + 5.
@@ -1040,7 +1043,7 @@ TEST_F(ServeTest, AServiceWhoseHostClockLagsFollowsMemcachedsAndTheLimitHolds) {
                   "FAKETIME_DONT_FAKE_MONOTONIC=1", asan_options});
   ASSERT_TRUE(a.ready()) << a.log();
   ASSERT_TRUE(b.ready()) << b.log();
-  EXPECT_TRUE(b.WaitForLog("s behind memcached's: following memcached's")) << b.log();
+  EXPECT_TRUE(b.WaitForLog("s behind the store's: following the store's")) << b.log();
   HttpClient client_a(a.port()), client_b(b.port());
   const double correction =
       Sample(client_b.Get("/metrics").body, "hourglass_clock_correction_seconds");
@@ -1055,6 +1058,113 @@ TEST_F(ServeTest, AServiceWhoseHostClockLagsFollowsMemcachedsAndTheLimitHolds) {
   EXPECT_GE(admitted, 5) << "48 checks within 12 s under 5/20s";
   EXPECT_LE(admitted, 6) << "48 checks within 12 s under 5/20s: more than the second's residual";
   EXPECT_EQ(CountOf(client_a, "e", "shared", "20s"), static_cast<uint64_t>(admitted));
+}
+
+// `hourglass serve` on the other stores: Redis (standalone, and a cluster by one seed node) and an
+// LMDB file that two services on this host share. Limits hold across the two services, counts and
+// resets work, the store's figures show in /metrics, and a Redis that evicts is named in a warning.
+class ServeOnStoreTest : public ServeTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    ServeTest::SetUp();
+    if (GetParam() == "redis") {
+      redis_ = std::make_unique<testing::RedisServer>();
+      ASSERT_TRUE(redis_->running()) << redis_->error();
+      store_ = {"--store", "redis", "--servers", redis_->address()};
+    } else if (GetParam() == "redis_cluster") {
+      cluster_ = std::make_unique<testing::RedisCluster>();
+      ASSERT_TRUE(cluster_->ready()) << cluster_->error();
+      store_ = {"--store", "redis+cluster://" + cluster_->node(1).address()};
+    } else {
+      char dir[] = "/tmp/hourglass-serve-lmdb-XXXXXX";
+      ASSERT_NE(mkdtemp(dir), nullptr);
+      lmdb_dir_ = dir;
+      store_ = {"--store", "lmdb://" + lmdb_dir_};
+    }
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!lmdb_dir_.empty()) std::filesystem::remove_all(lmdb_dir_, ignored);
+  }
+  std::unique_ptr<ServeProcess> ServeOnStore(const std::string& yaml,
+                                             std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--policy", WritePolicy(yaml)};
+    args.insert(args.end(), store_.begin(), store_.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto serve = std::make_unique<ServeProcess>(HOURGLASS_CLI, args);
+    EXPECT_TRUE(serve->ready()) << serve->log();
+    return serve;
+  }
+
+  std::unique_ptr<testing::RedisServer> redis_;
+  std::unique_ptr<testing::RedisCluster> cluster_;
+  std::string lmdb_dir_;
+  std::vector<std::string> store_;
+};
+
+TEST_P(ServeOnStoreTest, TwoServicesHoldTheLimitCountAndResetAndShowTheStore) {
+  const std::string yaml = "events:\n  signup:\n    limits: [10/m, 100/d]\n";
+  auto a = ServeOnStore(yaml, {"--stats-interval", "1"});
+  auto b = ServeOnStore(yaml);
+  std::atomic<int> admitted{0}, answered{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      HttpClient client((c % 2 == 0 ? a : b)->port());
+      for (int i = c; i < 60; i += 8) {
+        HttpReply r = client.Post("/v1/check", CheckBody("signup", "hot"));
+        answered += r.status == 200 || r.status == 429;
+        admitted += r.status == 200;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(answered.load(), 60);
+  EXPECT_EQ(admitted.load(), 10) << "decided on the store: the limit, no more and no fewer";
+  HttpClient client(a->port());
+  EXPECT_EQ(CountOf(client, "signup", "hot", "1m"), 10u);
+  EXPECT_EQ(client.Send("DELETE", "/v1/counters?event=signup&feature=hot").status, 200);
+  EXPECT_EQ(CountOf(client, "signup", "hot", "1m"), 0u);
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "hot")).status, 200);
+  const std::string kind = GetParam() == "lmdb" ? "lmdb" : "redis";
+  double items = -1;
+  for (int i = 0; i < 100 && items <= 0; ++i) {
+    items =
+        SampleSum(client.Get("/metrics").body, "hourglass_store_items", "store=\"" + kind + "\"");
+    if (items <= 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  EXPECT_GT(items, 0) << client.Get("/metrics").body;
+  EXPECT_NE(a->log().find(kind == "lmdb" ? "store lmdb " + lmdb_dir_ : "store redis"),
+            std::string::npos)
+      << a->log();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, ServeOnStoreTest,
+                         ::testing::Values("redis", "redis_cluster", "lmdb"),
+                         [](const auto& param_info) { return param_info.param; });
+
+// A Redis that evicts (allkeys-lru, full) is watched as memcached is: the evictions in /metrics and
+// a warning naming the server.
+TEST_F(ServeTest, EvictionsOfAFullRedisShowInMetricsAndAWarning) {
+  testing::RedisServer small({.maxmemory_mb = 2, .policy = "allkeys-lru"});
+  ASSERT_TRUE(small.running()) << small.error();
+  ServeProcess serve(HOURGLASS_CLI,
+                     {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"), "--store",
+                      "redis", "--servers", small.address(), "--stats-interval", "1"});
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  HttpClient client(serve.port());
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "victim")).status, 200);
+  (void)small.Command({"EVAL",
+                       "for i = 1, 4000 do redis.call('SET', 'other:' .. i, string.rep('b', "
+                       "2000)) end",
+                       "0"});
+  ASSERT_GT(small.Info("evicted_keys"), 0);
+  EXPECT_TRUE(
+      serve.WaitForLog("redis " + small.address() + " evicted", std::chrono::milliseconds{5000}))
+      << serve.log();
+  const std::string evictions =
+      "hourglass_store_evictions_total{server=\"" + small.address() + "\",store=\"redis\"}";
+  EXPECT_GT(Sample(client.Get("/metrics").body, evictions), 0) << client.Get("/metrics").body;
 }
 
 }  // namespace

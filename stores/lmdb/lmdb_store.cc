@@ -554,6 +554,7 @@ Result<uint64_t> LmdbStore::Reclaim() { return impl_->Reclaim(); }
 
 std::vector<Result<ServerStats>> LmdbStore::Stats() {
   ServerStats stats;
+  stats.kind = "lmdb";
   stats.server = impl_->options.path;
   MDB_envinfo info{};
   MDB_stat env{};
@@ -562,7 +563,7 @@ std::vector<Result<ServerStats>> LmdbStore::Stats() {
   stats.bytes = (info.me_last_pgno + 1) * env.ms_psize;
   stats.limit_maxbytes = info.me_mapsize;
   stats.pid = static_cast<uint64_t>(getpid());
-  stats.time = static_cast<uint64_t>(std::max<int64_t>(0, ToUnix(impl_->clock.Now())));
+  stats.time = 0;  // no server: its clock is this host's
   Status s = impl_->Write([&](MDB_txn* txn) -> Status {
     MDB_stat values{};
     if (int rc = mdb_stat(txn, impl_->values, &values); rc != 0) return impl_->Failed("stat", rc);

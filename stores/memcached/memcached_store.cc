@@ -447,6 +447,7 @@ std::vector<Result<ServerStats>> MemcachedStore::Stats() {
   std::vector<Result<ServerStats>> out;
   for (const auto& pool : impl_->pools) {
     ServerStats stats;
+    stats.kind = "memcached";
     stats.server = net::HostPort(pool->address());
     net::Lease c(*pool);
     Status s = c.Acquire();

@@ -977,6 +977,7 @@ std::vector<Result<ServerStats>> RedisStore::Stats() {
       continue;
     }
     ServerStats stats;
+    stats.kind = "redis";
     stats.server = node->address;
     std::string_view text = info->text;
     while (!text.empty()) {

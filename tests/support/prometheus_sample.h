@@ -17,4 +17,22 @@ inline double Sample(const std::string& text, const std::string& series) {
   return -1;
 }
 
+// The sum of every sample of metric `name` whose labels contain `label` (e.g. `store="redis"`);
+// -1 when there is none.
+inline double SampleSum(const std::string& text, const std::string& name,
+                        const std::string& label) {
+  std::stringstream in(text);
+  std::string line;
+  double sum = -1;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    const size_t close = line.find("} ");
+    if (close == std::string::npos || line.substr(0, close).find(label) == std::string::npos) {
+      continue;
+    }
+    sum = (sum < 0 ? 0 : sum) + std::stod(line.substr(close + 2));
+  }
+  return sum;
+}
+
 }  // namespace hourglass::testing

@@ -75,8 +75,9 @@ Status ValidateKeys(const std::string& group, std::span<const std::string> keys)
 
 // A server's own figures (memcached's `stats`), for operators: what it holds and what it lost.
 struct ServerStats {
-  std::string server;           // "host:port"
-  uint64_t evictions = 0;       // live items dropped to make room, since the server started
+  std::string kind;             // "memcached", "redis", "lmdb"
+  std::string server;           // "host:port" (LMDB: the directory)
+  uint64_t evictions = 0;       // live items (keys) dropped to make room, since the server started
   uint64_t bytes = 0;           // bytes its items take
   uint64_t limit_maxbytes = 0;  // the memory it may use for items
   uint64_t curr_items = 0;

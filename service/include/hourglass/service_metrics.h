@@ -4,7 +4,8 @@
 //                                             degraded_allowed, degraded_denied
 //   hourglass_checks_near_limit_total{event}  decisions with a count >= 80% of a limit
 //   hourglass_request_duration_seconds{endpoint}  histogram
-//   hourglass_store_errors_total{server}      store failures, per memcached server
+//   hourglass_store_errors_total{server}      store failures, per server (memcached, Redis) or
+//                                             LMDB directory
 //   hourglass_data_loss_checks_total          checks that found hits of today missing from the
 //                                             store (evicted) and counted them from the ledger
 //   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
@@ -18,11 +19,17 @@
 //   hourglass_check_batches_total, hourglass_batched_checks_total
 //                                             checks sent to the store together (their ratio is
 //                                             the mean batch size)
-//   hourglass_memcached_evictions_total{server}
-//                                             items the server evicted to make room (each a
-//                                             lost count: limits then over-admit), from its stats
-//   hourglass_memcached_bytes{server}, hourglass_memcached_limit_bytes{server},
-//   hourglass_memcached_items{server}         what the server holds, and may hold (its -m)
+//   hourglass_store_evictions_total{store,server}
+//                                             keys the server evicted to make room (each a
+//                                             lost count: limits then over-admit), from its stats;
+//                                             store: memcached, redis or lmdb
+//   hourglass_store_bytes{store,server}, hourglass_store_limit_bytes{store,server},
+//   hourglass_store_items{store,server}       what the server holds, and may hold (memcached's
+//                                             -m, Redis's maxmemory, LMDB's map size)
+//   hourglass_memcached_evictions_total{server}, hourglass_memcached_bytes{server},
+//   hourglass_memcached_limit_bytes{server}, hourglass_memcached_items{server}
+//                                             the same for memcached servers under their 0.2
+//                                             names
 //   hourglass_clock_offset_seconds{server}    this host's clock minus the server's (+-1 s)
 //   hourglass_clock_correction_seconds        added to this host's clock to follow the servers'
 //   hourglass_policy_reloads_total{result}    result: ok, failed
@@ -103,6 +110,10 @@ class ServiceMetrics {
   std::atomic<uint64_t> unconfirmed_seen_{0};
   prometheus::Counter& batches_;
   prometheus::Counter& batched_checks_;
+  prometheus::Family<prometheus::Counter>& store_evictions_;
+  prometheus::Family<prometheus::Gauge>& store_bytes_;
+  prometheus::Family<prometheus::Gauge>& store_limit_bytes_;
+  prometheus::Family<prometheus::Gauge>& store_items_;
   prometheus::Family<prometheus::Counter>& evictions_;
   prometheus::Family<prometheus::Gauge>& server_bytes_;
   prometheus::Family<prometheus::Gauge>& server_limit_bytes_;
