@@ -29,6 +29,7 @@ constexpr int kCannotListen = 4;  // serve: the address is in use, or not ours t
 
 struct Globals {
   std::string servers;             // empty: the store's own default (memcached :11211, Redis :6379)
+  bool servers_given = false;      // --servers on the command line (not only HOURGLASS_SERVERS)
   std::string previous_servers;    // in transition from this list (TransitionStore); empty: none
   std::string layout = "packed";   // how memcached keeps buckets (MemcachedLayout)
   bool read_both_layouts = false;  // while clients switch layout

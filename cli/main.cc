@@ -174,6 +174,8 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ParseError(app, e);
   }
+  // HOURGLASS_SERVERS alone does not contradict a store URL (an environment file may keep both).
+  g.servers_given = app.get_option("--servers")->count() > 0;
   try {
     for (const Command& command : commands) {
       if (command.app->parsed()) return command.run();

@@ -59,7 +59,7 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
 
 std::string StoreUrl(const Globals& g) {
   if (IsStoreUrl(g.store)) {
-    if (!g.servers.empty()) {
+    if (g.servers_given) {
       Fail(kUsage, fmt::format("--servers {} and --store {}: the URL names the servers already; "
                                "give one of them",
                                g.servers, g.store));

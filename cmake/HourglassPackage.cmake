@@ -28,10 +28,10 @@ set(CPACK_PACKAGE_NAME hourglass)
 set(CPACK_PACKAGE_VENDOR "the hourglass developers")
 set(CPACK_PACKAGE_CONTACT "hourglass developers <hourglass@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "exact sliding-window rate limits over memcached: CLI, HTTP service, Envoy RLS")
+    "exact sliding-window rate limits over memcached, Redis or LMDB: CLI, HTTP, Envoy RLS")
 set(CPACK_PACKAGE_DESCRIPTION
-    "hourglass counts hits per event and feature in second, minute and hour buckets in memcached
-and answers how many lie in the last second, minute, hour or day exactly. hourglass serve
+    "hourglass counts hits per event and feature in second, minute and hour buckets in memcached,
+Redis (or Redis Cluster) or a local LMDB file, and answers how many lie in the last second, minute, hour or day exactly. hourglass serve
 answers apps over HTTP, nginx through auth_request and Envoy over gRPC; this package runs it
 as a systemd service reading /etc/hourglass/policy.yaml.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
@@ -43,7 +43,7 @@ set(CPACK_STRIP_FILES ON)  # the build keeps debug information; the package does
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from the binary's shared libraries
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "memcached")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "memcached | redis-server")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles
     ${PROJECT_SOURCE_DIR}/packaging/debian/postinst

@@ -3,7 +3,8 @@
 # installs it with dpkg -i, runs the installed binary, checks the unit with systemd-analyze, then
 # starts the unit's own ExecStart line, as the unit's user with the unit's environment file,
 # against a real memcached on a free loopback port: traffic until a client is limited,
-# `hourglass top` finds it, ExecReload reloads, SIGTERM stops with 0. Then purges the package.
+# `hourglass top` finds it, ExecReload reloads, SIGTERM stops with 0. The same command line then
+# runs on a real Redis and on an LMDB file in the unit's state directory. Then purges the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then
@@ -34,6 +35,7 @@ dpkg -i "$deb" >/dev/null
 [[ "$(/usr/bin/hourglass --version)" == "hourglass $(awk -F'[ )]' '/^project\(hourglass VERSION/ {print $3}' CMakeLists.txt)" ]] ||
   fail "installed --version: $(/usr/bin/hourglass --version)"
 getent passwd hourglass >/dev/null || fail "no system user hourglass"
+[[ "$(stat -c %U /var/lib/hourglass)" == hourglass ]] || fail "no state directory of its own"
 zcat /usr/share/man/man1/hourglass.1.gz | grep -q '^.SS hourglass serve' || fail "man page lacks serve"
 for f in /etc/default/hourglass /etc/hourglass/policy.yaml; do
   dpkg-query -W -f='${Conffiles}\n' hourglass | grep -q " $f " || fail "$f is not a conffile"
@@ -53,28 +55,42 @@ exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 exec_reload=$(sed -n 's/^ExecReload=//p' "$unit")
 user=$(sed -n 's/^User=//p' "$unit")
 env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
-runuser -u "$user" -- bash -c "set -a; source '$env_file'; set +a
-  HOURGLASS_SERVERS=127.0.0.1:$memcached_port
-  HOURGLASS_SERVE_ARGS=\"\${HOURGLASS_SERVE_ARGS/127.0.0.1:8080/127.0.0.1:$port}\"
-  exec $exec_start" 2>"$work/serve.log" &
-main_pid=$!
-pids+=("$main_pid")
-url="http://127.0.0.1:$port"
-for _ in $(seq 100); do
-  curl -fs "$url/readyz" >/dev/null && break
-  sleep 0.1
-done
-curl -fs "$url/readyz" >/dev/null || fail "the unit's command line did not become ready"
-# runuser waits for its child: the service is the process named hourglass of the unit's user.
-MAINPID=$(pgrep -u "$user" -x hourglass) || fail "no hourglass process of user $user"
-
+# Starts the unit's command line as its user with its environment file, the store given by the
+# environment assignments given ("NAME=VALUE ..."); waits until it is ready and sets main_pid and MAINPID.
+start_unit() {
+  : >"$work/serve.log"
+  runuser -u "$user" -- bash -c "set -a; source '$env_file'; set +a
+    export $*
+    HOURGLASS_SERVE_ARGS=\"\${HOURGLASS_SERVE_ARGS/127.0.0.1:8080/127.0.0.1:$port}\"
+    exec $exec_start" 2>"$work/serve.log" &
+  main_pid=$!
+  pids+=("$main_pid")
+  for _ in $(seq 100); do
+    curl -fs "$url/readyz" >/dev/null && break
+    sleep 0.1
+  done
+  curl -fs "$url/readyz" >/dev/null || fail "the unit's command line did not become ready ($*)"
+  # runuser waits for its child: the service is the process named hourglass of the unit's user.
+  MAINPID=$(pgrep -u "$user" -x hourglass) || fail "no hourglass process of user $user"
+}
 # The default policy: signup allows 3 an hour per address.
-codes=""
-for _ in 1 2 3 4 5; do
-  codes+=$(curl -s -o /dev/null -w '%{http_code} ' "$url/v1/check" \
-    -d '{"event":"signup","feature":"ann@example.com"}')
-done
-[[ "$codes" == "200 200 200 429 429 " ]] || fail "checks answered $codes"
+limit_a_client() {
+  local codes=""
+  for _ in 1 2 3 4 5; do
+    codes+=$(curl -s -o /dev/null -w '%{http_code} ' "$url/v1/check" \
+      -d '{"event":"signup","feature":"ann@example.com"}')
+  done
+  [[ "$codes" == "200 200 200 429 429 " ]] || fail "checks answered $codes ($*)"
+}
+stop_unit() {
+  kill -TERM "$MAINPID"
+  wait "$main_pid" || fail "SIGTERM: exit $?"
+  grep -q " info stopped" "$work/serve.log" || fail "no stop line"
+}
+url="http://127.0.0.1:$port"
+start_unit HOURGLASS_SERVERS=127.0.0.1:$memcached_port
+
+limit_a_client memcached
 top=$(/usr/bin/hourglass --servers "127.0.0.1:$memcached_port" top --service "$url" \
   --event signup --once)
 echo "$top" | grep -Eq '^ann@example\.com +2 +0 +denied' || fail "hourglass top: $top"
@@ -84,12 +100,32 @@ eval "${exec_reload//\$MAINPID/$MAINPID}"
 for _ in $(seq 50); do grep -q "reloaded /etc/hourglass/policy.yaml" "$work/serve.log" && break; sleep 0.1; done
 grep -q "reloaded /etc/hourglass/policy.yaml: no event changed" "$work/serve.log" ||
   fail "ExecReload did not reload"
-kill -TERM "$MAINPID"
-wait "$main_pid" || fail "SIGTERM: exit $?"
-grep -q " info stopped" "$work/serve.log" || fail "no stop line"
+stop_unit
 echo "test-package: ExecReload reloaded, SIGTERM stopped with 0"
 
+# The other stores, through the environment file's variables as an operator sets them.
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+  --dir "$work" >/dev/null &
+pids+=($!)
+for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+start_unit HOURGLASS_STORE=redis HOURGLASS_SERVERS=127.0.0.1:$redis_port
+limit_a_client redis
+grep -q "store redis 127.0.0.1:$redis_port" "$work/serve.log" || fail "not on Redis"
+stop_unit
+start_unit HOURGLASS_STORE=lmdb:///var/lib/hourglass/counts
+limit_a_client lmdb
+stop_unit
+[[ "$(stat -c %U /var/lib/hourglass/counts/data.mdb)" == hourglass ]] ||
+  fail "the LMDB file is not the service user's"
+start_unit HOURGLASS_STORE=lmdb:///var/lib/hourglass/counts  # a restart keeps the counts
+[[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/check" \
+  -d '{"event":"signup","feature":"ann@example.com"}')" == 429 ]] || fail "LMDB lost its counts"
+stop_unit
+echo "test-package: the unit's command served on Redis and on LMDB (counts kept across a restart)"
+
 dpkg -P hourglass >/dev/null
-[[ ! -e /usr/bin/hourglass && ! -e "$unit" && ! -e /etc/hourglass/policy.yaml ]] ||
+[[ ! -e /usr/bin/hourglass && ! -e "$unit" && ! -e /etc/hourglass/policy.yaml &&
+  ! -e /var/lib/hourglass ]] ||
   fail "purge left files"
 echo "test-package: purged"
