@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -32,6 +33,7 @@
 #include "hourglass/store_factory.h"
 #include "limiters.h"
 #include "memcached_server.h"
+#include "redis_server.h"
 
 namespace hourglass::bench {
 namespace {
@@ -233,7 +235,17 @@ struct Options {
   std::string apache;
   std::string servers;
   bool start_memcached = false;
+  bool start_redis = false;  // also hourglass on a Redis started on loopback (real log only)
+  bool lmdb = false;         // also hourglass on an LMDB file in a temporary directory (same)
   bool quick = false;
+};
+
+// hourglass on another store for one replay of the real log: Redis (flushed first) or a fresh
+// LMDB directory, the store on the real clock as a server's would be.
+struct OtherStore {
+  std::string name;
+  std::string url;
+  std::function<uint64_t()> keys;  // the keys the store holds now
 };
 
 int Main(Options o) {
@@ -243,6 +255,26 @@ int Main(Options o) {
     if (!server->running()) throw std::runtime_error("cannot start memcached: " + server->error());
     o.servers = server->address();
   }
+
+  std::unique_ptr<testing::RedisServer> redis;
+  if (o.start_redis) {
+    redis = std::make_unique<testing::RedisServer>();
+    if (!redis->running()) throw std::runtime_error("cannot start redis: " + redis->error());
+  }
+  std::string lmdb_root;
+  if (o.lmdb) {
+    char dir[] = "/tmp/hourglass-accuracy-XXXXXX";
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("cannot make a directory for LMDB");
+    lmdb_root = dir;
+  }
+  int lmdb_runs = 0;
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ignored;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_lmdb{lmdb_root};
 
   const int64_t days = o.quick ? 1 : 2;
   std::vector<Trace> traces;
@@ -298,6 +330,7 @@ int Main(Options o) {
           policy_name);
       ManualClock clock(FromUnix(kEpoch));
       MemoryStore memory(clock);
+      std::vector<std::unique_ptr<Store>> others;  // outlive the limiters that use them
       std::vector<std::unique_ptr<Limiter>> limiters;
       limiters.push_back(MakeHourglass(
           "hourglass (memory store)", memory, clock, limits,
@@ -326,6 +359,35 @@ int Main(Options o) {
         grpc.name_space = "envoy";
         limiters.push_back(
             MakeEnvoyGrpc("hourglass via Envoy gRPC (memcached)", *memcached, clock, limits, grpc));
+      }
+      if (trace.name.rfind("apache", 0) == 0) {
+        std::vector<OtherStore> stores;
+        if (redis) {
+          (void)redis->Command({"FLUSHALL"});
+          testing::RedisServer* r = redis.get();
+          stores.push_back({"hourglass (Redis, decided on the store)", "redis://" + r->address(),
+                            [r] { return std::stoull("0" + r->Command({"DBSIZE"})); }});
+        }
+        if (o.lmdb) {
+          const std::string dir = lmdb_root + "/" + std::to_string(lmdb_runs++);
+          stores.push_back({"hourglass (LMDB, decided on the store)", "lmdb://" + dir, nullptr});
+        }
+        for (OtherStore& other : stores) {
+          StoreOptions options;
+          options.network.io_timeout = std::chrono::milliseconds{2000};
+          Result<std::unique_ptr<Store>> store = OpenStore(other.url, SystemClock::Get(), options);
+          if (!store.ok()) throw std::runtime_error(store.error().ToString());
+          Store* raw = store->get();
+          if (!other.keys) {
+            other.keys = [raw] {
+              std::vector<Result<ServerStats>> stats = raw->Stats();
+              return stats.empty() || !stats[0].ok() ? uint64_t{0} : stats[0]->curr_items;
+            };
+          }
+          limiters.push_back(
+              MakeHourglass(other.name, *raw, clock, limits, other.keys, HotPathEngineOptions()));
+          others.push_back(std::move(*store));
+        }
       }
       limiters.push_back(MakeSlidingLog(limits));
       limiters.push_back(MakeFixedWindow(limits));
@@ -447,6 +509,9 @@ int main(int argc, char** argv) {
   app.add_option("--apache", o.apache, "also replay this Apache log (feature = client IP)");
   app.add_option("--servers", o.servers, "also run hourglass on this memcached (real log only)");
   app.add_flag("--start-memcached", o.start_memcached, "start a memcached on loopback for that");
+  app.add_flag("--start-redis", o.start_redis,
+               "also run hourglass on a Redis started on loopback (real log only)");
+  app.add_flag("--lmdb", o.lmdb, "also run hourglass on an LMDB file (real log only)");
   app.add_flag("--quick", o.quick, "tiny traces (the ctest smoke run)");
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }

@@ -1,18 +1,21 @@
-// Load driver: checks against a real memcached (started on loopback, or --servers), and in the
-// same run the raw baseline: the same increments and the same keys fetched in one store batch
-// (one write, one answer) without the engine. Reports checks/s, latency percentiles, keys and round
-// trips per check, and the engine/raw ratio. Optionally the Python `limits` peer doing the same
-// four fixed-window limits on the same server (bench/peer_limits.py).
+// Load driver: checks against a real store (memcached, Redis or LMDB; a server started on
+// loopback, or --servers), and in the same run the store's raw baseline without the engine: the
+// same increments and the same keys read in one request (memcached: one store batch, one write
+// and one answer; Redis: INCRBY and MGET pipelined; LMDB: one write transaction). Reports
+// checks/s, latency percentiles, keys and round trips per check, and the engine/raw ratio.
+// Optionally peers doing the same four limits on the same server, each a command printing one
+// JSON object (bench/peer_limits.py: Python limits; bench/peers/rlf.js: rate-limiter-flexible).
 //
-//   load [--servers H:P | --start-memcached] [--threads N] [--features F] [--hot-share X]
-//        [--seconds S] [--policy "2/s, 5/m, 10/h, 100/d"] [--peer PYTHON] [--scaling] [--quick]
-//        [--layout counters|packed]... [--long-lived]
+//   load [--store memcached|redis|lmdb] [--servers H:P | --start-memcached] [--threads N]
+//        [--features F] [--hot-share X] [--seconds S] [--policy "2/s, 5/m, 10/h, 100/d"]
+//        [--peer COMMAND]... [--scaling] [--quick] [--layout counters|packed]... [--long-lived]
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <thread>
@@ -26,6 +29,8 @@
 #include "hourglass/store_factory.h"
 #include "memcached_server.h"
 #include "nlohmann/json.hpp"
+#include "raw_stores.h"
+#include "redis_server.h"
 
 namespace hourglass::bench {
 namespace {
@@ -33,6 +38,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
+  std::string store = "memcached";  // memcached, redis or lmdb
+  std::string lmdb_dir;             // lmdb: the directory (a temporary one when empty)
   std::string servers;
   bool start_memcached = false;
   int threads = 2;
@@ -40,10 +47,15 @@ struct Options {
   double hot_share = 0.5;  // share of checks that go to the 10 hot features
   double seconds = 5;
   std::string policy = "2/s, 5/m, 10/h, 100/d";
-  std::string peer;  // path of peer_limits.py; empty: skip the peer
+  // Peers: commands each printing one JSON object (the driver adds --servers, --seconds, --features
+  // and --hot-share).
+  std::vector<std::string> peers;
   bool scaling = false;
   bool quick = false;
   bool exact_cover = false;  // engine without the hot path
+  // Redis, LMDB: checks written first and taken back when denied, as on memcached, instead of
+  // decided on the store (EngineOptions::atomic_checks).
+  bool increment_first = false;
   bool minimal_raw = false;  // raw round trip: the increments and a get of the open buckets only
   // One engine per layout kept across slices (a service's warm caches), instead of a fresh one
   // per slice (a cold start in each).
@@ -58,6 +70,7 @@ struct Options {
 EngineOptions LoadEngineOptions(const Options& o) {
   EngineOptions eo;
   eo.hot_path = o.exact_cover ? HotPathOptions::Off() : HotPathOptions::LongRunning();
+  eo.atomic_checks = !o.increment_first;
   return eo;
 }
 
@@ -115,7 +128,22 @@ std::unique_ptr<Store> OpenLoadStore(const Options& o, int threads, const std::s
   mo.pool_size = static_cast<uint32_t>(threads);
   mo.io_timeout = std::chrono::milliseconds{1000};
   mo.layout = *ParseLayout(layout);
-  return std::move(*OpenStore("memcached://" + o.servers, SystemClock::Get(), {.network = mo}));
+  const std::string url = o.store == "lmdb" ? "lmdb://" + o.lmdb_dir : o.store + "://" + o.servers;
+  Result<std::unique_ptr<Store>> store = OpenStore(url, SystemClock::Get(), {.network = mo});
+  if (!store.ok()) throw std::runtime_error(store.error().ToString());
+  return std::move(*store);
+}
+
+// The raw client of thread `t` (Redis, LMDB), or null for memcached (its raw batch goes through
+// the store, which sends it as it is).
+std::unique_ptr<RawClient> RawClientFor(const Options& o, RawLmdbEnv* lmdb) {
+  if (o.store == "redis") {
+    std::unique_ptr<RawClient> c = RawRedis(o.servers);
+    if (c == nullptr) throw std::runtime_error("raw baseline: cannot connect to " + o.servers);
+    return c;
+  }
+  if (o.store == "lmdb") return lmdb->Client();
+  return nullptr;
 }
 
 // The event the engine checks on `layout` (or the raw baseline increments, `layout` "raw"): one
@@ -194,7 +222,10 @@ Run RunEngine(const Options& o, const std::vector<Limit>& limits, int threads,
 // store batch carrying the hit's increments and the planned reads: the single write and single
 // answer the engine's check needs at best, on the same wire.
 Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, double seconds) {
-  std::unique_ptr<Store> store = OpenLoadStore(o, threads, o.layouts.front());
+  std::unique_ptr<Store> store =
+      o.store == "memcached" ? OpenLoadStore(o, threads, o.layouts.front()) : nullptr;
+  std::unique_ptr<RawLmdbEnv> lmdb =
+      o.store == "lmdb" ? std::make_unique<RawLmdbEnv>(o.lmdb_dir + "/raw") : nullptr;
   SystemClock clock;
   std::vector<std::vector<double>> latencies(static_cast<size_t>(threads));
   std::atomic<uint64_t> read{0}, written{0}, errors{0};
@@ -208,6 +239,7 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
       const Engine engine = *Engine::Create(unused, clock, EngineOptions{});
       const KeySpace& keys = engine.keys();
       Picker picker(o, 1000 + static_cast<uint64_t>(t));
+      std::unique_ptr<RawClient> raw = RawClientFor(o, lmdb.get());
       uint64_t r = 0, w = 0;
       while (Clock::now() < deadline) {
         // Prepare exactly what the engine sends: the hit's increments and the planned reads.
@@ -229,7 +261,7 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
           }
         }
         const auto begin = Clock::now();
-        const bool ok = store->Apply(batch).ok();
+        const bool ok = raw != nullptr ? raw->Apply(batch) : store->Apply(batch).ok();
         latencies[static_cast<size_t>(t)].push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
         if (!ok) ++errors;
@@ -241,8 +273,12 @@ Run RunRaw(const Options& o, const std::vector<Limit>& limits, int threads, doub
     });
   }
   for (std::thread& w : workers) w.join();
-  Run run = Finish(o.minimal_raw ? "raw round trip: same increments, read back"
-                                 : "raw round trip: same increments, same keys read",
+  const std::string how = o.store == "redis"  ? " (pipelined INCRBY + MGET)"
+                          : o.store == "lmdb" ? " (one write transaction)"
+                                              : "";
+  Run run = Finish((o.minimal_raw ? "raw round trip: same increments, read back"
+                                  : "raw round trip: same increments, same keys read") +
+                       how,
                    threads, std::chrono::duration<double>(Clock::now() - start).count(), latencies);
   const double n = static_cast<double>(std::max<uint64_t>(1, run.checks));
   run.keys_read = static_cast<double>(read) / n;
@@ -302,9 +338,9 @@ std::vector<Run> Interleaved(const Options& o, const std::vector<Limit>& limits,
 
 double Throughput(const Run& r) { return static_cast<double>(r.checks) / r.seconds; }
 
-std::optional<Run> RunPeer(const Options& o) {
+std::optional<Run> RunPeer(const Options& o, const std::string& peer) {
   const std::string command =
-      fmt::format("{} --servers {} --seconds {} --features {} --hot-share {}", o.peer, o.servers,
+      fmt::format("{} --servers {} --seconds {} --features {} --hot-share {}", peer, o.servers,
                   o.seconds, o.features, o.hot_share);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
@@ -349,27 +385,46 @@ void PrintRuns(const std::vector<Run>& runs) {
 int Main(Options o) {
   if (o.quick) o.seconds = std::min(o.seconds, 0.3);
   std::unique_ptr<testing::MemcachedServer> server;
-  if (o.start_memcached || o.servers.empty()) {
+  std::unique_ptr<testing::RedisServer> redis;
+  if (o.store == "memcached" && (o.start_memcached || o.servers.empty())) {
     server = std::make_unique<testing::MemcachedServer>();
     if (!server->running()) throw std::runtime_error("cannot start memcached: " + server->error());
     o.servers = server->address();
   }
+  if (o.store == "redis" && o.servers.empty()) {
+    redis = std::make_unique<testing::RedisServer>();
+    if (!redis->running()) throw std::runtime_error("cannot start redis: " + redis->error());
+    o.servers = redis->address();
+  }
+  std::string own_dir;
+  if (o.store == "lmdb" && o.lmdb_dir.empty()) {
+    char dir[] = "/tmp/hourglass-load-XXXXXX";
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("cannot make a directory for LMDB");
+    o.lmdb_dir = own_dir = dir;
+  }
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ignored;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_dir{own_dir};
   const std::vector<Limit> limits = *ParseLimits(o.policy);
   fmt::print(
       "## Load: policy {}, {} features ({:.0f}% of checks on 10 hot ones), {:.1f} s per kind of "
-      "run (engine and raw interleaved in 10 slices), engine {}, memcached {}\n\n",
+      "run (engine and raw interleaved in 10 slices), engine {}, {} {}\n\n",
       o.policy, o.features, 100 * o.hot_share, o.seconds,
       o.exact_cover ? "exact cover" : "hot path (bounds, bucket cache, blocked-client cache)",
-      o.servers);
+      o.store, o.store == "lmdb" ? o.lmdb_dir : o.servers);
   std::vector<Run> runs = Interleaved(o, limits, 1);
   if (o.threads > 1) {
     for (Run& run : Interleaved(o, limits, o.threads)) runs.push_back(std::move(run));
   }
-  std::optional<Run> peer;
-  if (!o.peer.empty()) {
-    peer = RunPeer(o);
-    if (peer) runs.push_back(*peer);
+  std::vector<Run> peers;
+  for (const std::string& command : o.peers) {
+    if (std::optional<Run> peer = RunPeer(o, command)) peers.push_back(*peer);
   }
+  runs.insert(runs.end(), peers.begin(), peers.end());
   PrintRuns(runs);
   const Run& raw1 = runs[o.layouts.size()];
   fmt::print("\n");
@@ -386,12 +441,12 @@ int Main(Options o) {
                runs[l].Percentile(0.99) / runs[0].Percentile(0.99),
                Throughput(runs[l]) / Throughput(runs[0]));
   }
-  if (peer) {
+  for (const Run& peer : peers) {
     fmt::print("hourglass / {}, 1 thread each: throughput {:.1f}x, p50 latency {:.2f}x lower\n",
-               peer->name,
+               peer.name,
                (static_cast<double>(runs[0].checks) / runs[0].seconds) /
-                   (static_cast<double>(peer->checks) / peer->seconds),
-               peer->Percentile(0.5) / runs[0].Percentile(0.5));
+                   (static_cast<double>(peer.checks) / peer.seconds),
+               peer.Percentile(0.5) / runs[0].Percentile(0.5));
   }
 
   if (o.scaling) {
@@ -414,7 +469,7 @@ int Main(Options o) {
                    r.keys_read);
       }
     }
-    if (server) {
+    if (server && o.store == "memcached") {
       // Memory per active feature after a simulated day: 100 features, one hit every ~30 s each.
       server->Raw("flush_all\r\n");
       MemcachedOptions mo;
@@ -455,7 +510,13 @@ int main(int argc, char** argv) {
       "Load driver: hourglass checks against memcached beside the raw store round trip "
       "baseline and, optionally, the Python limits peer.",
       "load"};
-  app.add_option("--servers", o.servers, "memcached host:port (default: start one on loopback)");
+  app.add_option("--store", o.store, "the store: memcached, redis or lmdb")
+      ->check(CLI::IsMember({"memcached", "redis", "lmdb"}))
+      ->capture_default_str();
+  app.add_option("--servers", o.servers,
+                 "the store's host:port (default: start one on loopback; lmdb: a temporary "
+                 "directory)");
+  app.add_option("--lmdb-dir", o.lmdb_dir, "lmdb: the directory (default: a temporary one)");
   app.add_flag("--start-memcached", o.start_memcached, "start a memcached on loopback");
   app.add_option("--threads", o.threads, "threads for the multi-threaded runs")
       ->capture_default_str();
@@ -465,10 +526,15 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", o.seconds, "seconds per kind of run")->capture_default_str();
   app.add_option("--policy", o.policy, "limits, e.g. \"2/s, 5/m, 10/h, 100/d\"")
       ->capture_default_str();
-  app.add_option("--peer", o.peer, "path of peer_limits.py: also run the Python limits peer");
+  app.add_option("--peer", o.peers,
+                 "a peer's command (e.g. bench/peer_limits.py, \"node bench/peers/rlf.js\"), given "
+                 "--servers, --seconds, --features and --hot-share; repeat for several");
   app.add_flag("--scaling", o.scaling, "also measure by window and ladder, and memory per feature");
   app.add_flag("--quick", o.quick, "tiny runs (the ctest smoke run)");
   app.add_flag("--exact-cover", o.exact_cover, "engine without the hot path");
+  app.add_flag("--increment-first", o.increment_first,
+               "Redis, LMDB: write each check's hit first and take it back when denied, instead "
+               "of deciding it on the store");
   app.add_option("--layout", o.layouts,
                  "memcached layout: counters or packed; both (--layout counters --layout packed) "
                  "compares them in interleaved slices")

@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""The peer: Python `limits` (Debian python3-limits), memcached storage, fixed windows, the same
-four limits as the load driver, checked the way Flask-Limiter does it (hit every limit; deny if
-any is exceeded). Prints one JSON object for the load driver.
+"""The peer: Python `limits` (Debian python3-limits), on memcached or Redis (python3-redis), with
+fixed windows (from a client's first hit) or the moving window (a sorted log of timestamps per
+limit: exact, and as large as the limit), the same four limits as the load driver, checked the
+way Flask-Limiter does it (hit every limit; deny if any is exceeded). Prints one JSON object for
+the load driver.
 
   /usr/bin/python3 bench/peer_limits.py --servers 127.0.0.1:11211 --seconds 5 --features 10000
+  /usr/bin/python3 bench/peer_limits.py --store redis --strategy moving --servers 127.0.0.1:6379
 """
 import argparse
 import json
@@ -11,13 +14,17 @@ import random
 import time
 
 import limits
+
+NAME = "Python limits"
 from limits.storage import storage_from_string
-from limits.strategies import FixedWindowRateLimiter
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--servers", required=True)
+    parser.add_argument("--store", choices=["memcached", "redis"], default="memcached")
+    parser.add_argument("--strategy", choices=["fixed", "moving"], default="fixed")
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--features", type=int, default=10000)
     parser.add_argument("--hot-share", type=float, default=0.5)
@@ -29,8 +36,12 @@ def main():
                         help="with --trace, stop after this many checks (0: all)")
     args = parser.parse_args()
 
-    storage = storage_from_string("memcached://" + args.servers.split(",")[0])
-    limiter = FixedWindowRateLimiter(storage)
+    storage = storage_from_string(args.store + "://" + args.servers.split(",")[0])
+    limiter = (MovingWindowRateLimiter if args.strategy == "moving" else FixedWindowRateLimiter)(
+        storage)
+    global NAME
+    NAME = "Python limits %s %s window (%s)" % (
+        limits.__version__, args.strategy, "Redis" if args.store == "redis" else "memcached")
     items = limits.parse_many(args.policy)
     if args.replay:
         replay(args, storage, limiter, items)
@@ -46,15 +57,17 @@ def main():
         f = rng.randrange(10) if rng.random() < args.hot_share else rng.randrange(args.features)
         feature = "10.%d.%d.%d" % (f >> 16, (f >> 8) & 255, f & 255)
         begin = time.perf_counter()
-        allowed = all([limiter.hit(item, "url_shorten", feature) for item in items])
+        namespace = "url_shorten-" + args.strategy
+        allowed = all([limiter.hit(item, namespace, feature) for item in items])
         latencies.append((time.perf_counter() - begin) * 1e6)
     elapsed = time.perf_counter() - start
     print(json.dumps({
-        "name": "Python limits %s fixed window" % limits.__version__,
+        "name": NAME,
         "checks": len(latencies),
         "seconds": elapsed,
         "latencies_us": latencies,
-        # One incr per limit (add on first use); nothing else is read.
+        # Fixed: one incr per limit (add on first use), nothing else read. Moving: one script per
+        # limit (reads and trims its log, then adds).
         "keys_read": len(items),
         "keys_written": len(items),
         "round_trips": len(items),
@@ -71,7 +84,7 @@ def replay(args, storage, limiter, items):
         admitted += all([limiter.hit(item, "request", client) for item in items])
     elapsed = time.perf_counter() - start
     print(json.dumps({
-        "name": "Python limits %s fixed window" % limits.__version__,
+        "name": NAME,
         "checks": len(clients),
         "admitted": admitted,
         "seconds": elapsed,
@@ -94,7 +107,7 @@ def replay_trace(args, limiter, items):
                 break
     elapsed = time.perf_counter() - start
     print(json.dumps({
-        "name": "Python limits %s fixed window" % limits.__version__,
+        "name": NAME,
         "checks": checks,
         "admitted": admitted,
         "seconds": elapsed,

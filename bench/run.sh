@@ -12,7 +12,7 @@ out=bench/results
 mkdir -p "$out"
 log="../shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-10}"
-step="${1:-all}"  # all, or one of: keys accuracy micro load replay memory serve rls
+step="${1:-all}"  # all, or one of: keys accuracy micro load replay memory serve rls stores
 want() { [[ "$step" == all || "$step" == "$1" ]]; }
 
 {
@@ -36,7 +36,7 @@ fi
 
 if want accuracy; then
 echo "== accuracy (build/bench/accuracy)"
-build/bench/accuracy --out "$out" --apache "$log" --start-memcached
+build/bench/accuracy --out "$out" --apache "$log" --start-memcached --start-redis --lmdb
 gnuplot -e "dir='$out'" bench/plots/errors.gp
 gnuplot -e "dir='$out'" bench/plots/boundary.gp
 fi
@@ -126,5 +126,10 @@ if want serve; then
 fi
 if want rls; then
   bash bench/rls.sh
+fi
+if want stores; then
+  echo "== each store, the Redis peers (bench/stores.sh), memory on each (bench/stores_memory.sh)"
+  bash bench/stores.sh
+  bash bench/stores_memory.sh
 fi
 echo "results in $out/"

@@ -15,7 +15,7 @@ packages=(
   faketime
 )
 if [[ "${1:-}" == "bench" ]]; then
-  packages+=(gnuplot-nox python3-limits python3-pymemcache wrk)
+  packages+=(gnuplot-nox python3-limits python3-pymemcache python3-redis wrk lmdb-utils nodejs)
 fi
 if [[ "${1:-}" == "fuzz" ]]; then
   packages+=(clang libclang-rt-dev)

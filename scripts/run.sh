@@ -2,15 +2,19 @@
 # The main job: installs what is missing, builds, then shows hourglass on real data with its CLI:
 # replays ../shared/data/apache_access_2015.log (10,000 real requests) against the example
 # policy, then inspects the busiest client at its last request.
-# Uses $HOURGLASS_SERVERS when set (under a fresh namespace); otherwise starts a memcached on a
-# free loopback port and stops it afterwards.
+# Uses $HOURGLASS_STORE and $HOURGLASS_SERVERS when set (under a fresh namespace): e.g.
+#   HOURGLASS_STORE=lmdb:///tmp/hourglass-demo bash scripts/run.sh   (a file, no server)
+#   HOURGLASS_STORE=redis HOURGLASS_SERVERS=127.0.0.1:6379 bash scripts/run.sh
+# otherwise starts a memcached on a free loopback port and stops it afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 source scripts/memcached.sh
 namespace="demo"
-if [[ -z "${HOURGLASS_SERVERS:-}" ]]; then
+if [[ -n "${HOURGLASS_STORE:-}" && "${HOURGLASS_STORE}" != memcached ]]; then
+  namespace="demo-$(date +%s)"
+elif [[ -z "${HOURGLASS_SERVERS:-}" ]]; then
   start_memcached
   trap stop_memcached EXIT
   export HOURGLASS_SERVERS="$MEMCACHED_ADDRESS"

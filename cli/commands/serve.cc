@@ -387,9 +387,10 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                 "on a denial, read what pins Retry-After to the second (as `check` does); off, it "
                 "may be late by up to a bucket's width, never early");
   sub->add_option("--stats-interval", args->stats_interval,
-                  "seconds between reads of memcached's own stats (evictions, memory, its clock) "
-                  "into /metrics; a rise in evictions is logged as a warning, and a host clock "
-                  "2 s or more off memcached's is followed to memcached's; 0: never")
+                  "seconds between reads of the store's own figures (memcached's stats, Redis's "
+                  "INFO, LMDB's: evictions, memory, the server's clock) into /metrics; a rise in "
+                  "evictions is logged as a warning, and a host clock 2 s or more off the "
+                  "servers' is followed to theirs; 0: never")
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   sub->add_option("--top-capacity", args->top_capacity,
@@ -430,12 +431,13 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; each unit is an exact\n"
       "  sliding window (`window: fixed` in a rate_limit: the reference's fixed windows);\n"
       "  `rate_limits: [{unit, requests_per_unit}, ...]` puts several limits on one descriptor\n"
-      "memcached's own stats are read every --stats-interval seconds: evictions (each a lost\n"
-      "count) and memory per server in /metrics, and a warning in the log when evictions rise.\n"
+      "The store's own figures (memcached's stats, Redis's INFO) are read every\n"
+      "--stats-interval seconds: evictions (each a lost count) and memory per server in\n"
+      "/metrics, and a warning in the log when evictions rise.\n"
       "The same read compares clocks: a host clock 2 s or more off the servers' (their median)\n"
       "is warned about and the service follows the servers' clock instead, so that its buckets\n"
       "agree with every other client's (hourglass_clock_offset_seconds{server}).\n"
-      "Logs go to stderr, a line per start, reload (what changed), memcached server lost or back,\n"
+      "Logs go to stderr, a line per start, reload (what changed), store server lost or back,\n"
       "eviction or clock followed; never a line per request. An answer given by the failure mode\n"
       "because the store failed carries `Hourglass-Degraded: <error>`.\n"
       "SIGHUP reloads the policy and Envoy files (a bad file keeps the old ones); SIGTERM drains\n"
@@ -443,6 +445,8 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "store unreachable at start, 4: cannot listen (address in use).\n"
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"
+      "  hourglass serve --policy policies/example.yaml --store redis+cluster://10.0.0.7:7000\n"
+      "  hourglass serve --policy policies/example.yaml --store lmdb:///var/lib/hourglass/counts\n"
       "  hourglass serve --envoy-config ratelimit/config/ --grpc-listen 0.0.0.0:8081\n"
       "  hourglass serve --policy p.yaml --feature-header X-Forwarded-For --trusted-proxies 1\n"
       "  curl -si localhost:8080/v1/check -d "

@@ -118,24 +118,26 @@ void AddCounterOp(const Increment& inc, KeyIndex& keys, std::vector<std::string>
 }
 
 // The guards' arguments: each term names the physical key its read comes from and, for a pack,
-// the slot. Reads of the packed layout come from one source (never a counter and a pack both).
+// the slot, packed 5 bytes to a term (scripts.h). Reads of the packed layout come from one source
+// (never a counter and a pack both).
 void AddGuards(const Batch& batch, const packed::WireBatch& plan, KeyIndex& keys,
                std::vector<std::string>& argv) {
   argv.push_back(std::to_string(batch.guards.size()));
+  const auto put16 = [](std::string& out, size_t v) {
+    out += static_cast<char>((v >> 8) & 0xff);
+    out += static_cast<char>(v & 0xff);
+  };
   for (const Guard& guard : batch.guards) {
-    argv.insert(argv.end(), {std::to_string(guard.max), std::to_string(guard.base),
-                             std::to_string(guard.terms.size())});
+    std::string terms;
+    terms.reserve(guard.terms.size() * 5);
     for (const GuardTerm& term : guard.terms) {
       const packed::ReadSource& source = plan.sources[term.read];
-      if (source.pack) {
-        argv.insert(argv.end(),
-                    {keys.Of(plan.counters.reads[*source.pack]),
-                     std::to_string(packed::SlotIndex(source.slot)), std::to_string(term.sign)});
-      } else {
-        argv.insert(argv.end(), {keys.Of(plan.counters.reads[source.counter.value_or(0)]), "-1",
-                                 std::to_string(term.sign)});
-      }
+      const std::string& key = plan.counters.reads[source.pack ? *source.pack : *source.counter];
+      put16(terms, std::stoul(keys.Of(key)));
+      put16(terms, source.pack ? packed::SlotIndex(source.slot) : 65535);
+      terms += static_cast<char>(term.sign > 0 ? 0 : 1);
     }
+    argv.insert(argv.end(), {std::to_string(guard.max), std::to_string(guard.base), terms});
   }
 }
 

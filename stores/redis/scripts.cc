@@ -6,42 +6,48 @@ namespace hourglass::redis {
 namespace {
 
 constexpr std::string_view kApplySource = R"lua(-- hourglass apply v1
-local function counter(k)
-  local ok, v = pcall(redis.call, 'GET', k)
-  if not ok or not v then return 0 end
-  return tonumber(v) or 0
-end
--- Effects of a pack record's kind on its second, its minute and its hour: 1 add, -1 take (floored
--- at 0), 0 zero; nil leaves it.
+-- Effects of a pack record's kind on its second (S), its minute (M) and its hour (H): 1 add, -1
+-- take (floored at 0), 0 zero; nil leaves it.
 local S = {[0] = 1, [1] = -1, [2] = 1, [3] = -1, [8] = 0}
 local M = {[0] = 1, [1] = -1, [4] = 1, [5] = -1, [9] = 0}
 local H = {[0] = 1, [1] = -1, [6] = 1, [7] = -1, [10] = 0}
-local function step(v, id, e, d)
-  local x = v[id]
-  if x == nil or e == nil then return end
-  if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
-  v[id] = x
-end
+local byte, floor = string.byte, math.floor
 -- The values of the slots `want` (a set of slot indices) in pack `p`.
 local function fold(p, want)
   local v = {}
   for id in pairs(want) do v[id] = 0 end
+  local hour = v[3660]
   local i, n = 5, #p
   while i + 1 <= n do
-    local lo, hi = string.byte(p, i, i + 1)
-    local head = lo + hi * 256
+    local lo, hi = byte(p, i, i + 1)
     i = i + 2
-    local off, kind, d = head % 4096, math.floor(head / 4096), 1
+    local off, kind, d = lo + (hi % 16) * 256, floor(hi / 16), 1
     if kind == 15 then
       if i + 4 > n then break end
-      local b0, b1, b2, b3 = string.byte(p, i + 1, i + 4)
-      kind, d = string.byte(p, i), b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
+      local k, b0, b1, b2, b3 = byte(p, i, i + 4)
+      kind, d = k, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
       i = i + 5
     end
-    step(v, off, S[kind], d)
-    step(v, 3600 + math.floor(off / 60), M[kind], d)
-    step(v, 3660, H[kind], d)
+    local e = S[kind]
+    local x = v[off]
+    if e ~= nil and x ~= nil then
+      if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
+      v[off] = x
+    end
+    e = M[kind]
+    local m = 3600 + floor(off / 60)
+    x = v[m]
+    if e ~= nil and x ~= nil then
+      if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
+      v[m] = x
+    end
+    e = H[kind]
+    if e ~= nil and hour ~= nil then
+      if e == 0 then hour = 0 elseif e > 0 then hour = hour + d
+      else hour = hour - d; if hour < 0 then hour = 0 end end
+    end
   end
+  if hour ~= nil then v[3660] = hour end
   return v
 end
 -- A write's refusal: a value that is not ours is named; anything else (out of memory) passes on.
@@ -55,42 +61,75 @@ end
 local a = 1
 local applied = 1
 local guards = tonumber(ARGV[a]); a = a + 1
-if guards > 0 then
-  local want, terms = {}, {}
-  for g = 1, guards do
-    local max, base, t = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    a = a + 3
-    local guard = {max = max, base = base, terms = {}}
-    for j = 1, t do
-      local ki, slot, sign = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-      a = a + 3
-      guard.terms[j] = {ki, slot, sign}
-      if slot >= 0 then
-        want[ki] = want[ki] or {}
-        want[ki][slot] = true
-      end
+-- Every guard's terms, parsed once: their keys (index into KEYS), slots (-1: a counter), signs.
+-- A guard's terms come as one string of 5 bytes each: key index (2 bytes), slot (2 bytes,
+-- 65535 for a counter), sign (0: +1, 1: -1), all big-endian.
+local gmax, gbase, gfirst, gcount = {}, {}, {}, {}
+local tk, ts, tsign = {}, {}, {}
+local needed, index, wanted = {}, {}, {}
+for g = 1, guards do
+  gmax[g], gbase[g], gfirst[g] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), #tk + 1
+  local packed = ARGV[a + 2]
+  a = a + 3
+  local b = {byte(packed, 1, #packed)}
+  gcount[g] = #b / 5
+  for j = 1, #b, 5 do
+    local ki, slot = b[j] * 256 + b[j + 1], b[j + 2] * 256 + b[j + 3]
+    if slot == 65535 then slot = -1 end
+    local n = #tk + 1
+    tk[n], ts[n], tsign[n] = ki, slot, b[j + 4] == 0 and 1 or -1
+    if index[ki] == nil then
+      needed[#needed + 1] = ki
+      index[ki] = #needed
     end
-    terms[g] = guard
-  end
-  local folded = {}
-  for ki, slots in pairs(want) do
-    local ok, p = pcall(redis.call, 'GET', KEYS[ki])
-    folded[ki] = (ok and p) and fold(p, slots) or {}
-  end
-  for g = 1, guards do
-    local guard = terms[g]
-    local sum = guard.base
-    for _, term in ipairs(guard.terms) do
-      local ki, slot, sign = term[1], term[2], term[3]
-      local value
-      if slot < 0 then value = counter(KEYS[ki]) else value = folded[ki][slot] or 0 end
-      sum = sum + sign * value
+    if slot >= 0 then
+      local w = wanted[ki]
+      if w == nil then w = {}; wanted[ki] = w end
+      w[slot] = true
     end
-    if sum > guard.max then applied = 0 end
   end
 end
+local ops_at = a
 local ops = tonumber(ARGV[a]); a = a + 1
-for o = 1, ops do
+-- Skip the ops to find the reads.
+local o = a
+for _ = 1, ops do
+  local op = ARGV[o]
+  if op == 'c' then o = o + 4 elseif op == 's' then o = o + 3 elseif op == 'p' then o = o + 5
+  else o = o + 2 end
+end
+local reads_at = o
+-- Keys by index, read in one MGET (a key holding another type reads nil).
+local function mget(indices)
+  local keys = {}
+  for i, ki in ipairs(indices) do keys[i] = KEYS[ki] end
+  if #keys == 0 then return {} end
+  return redis.call('MGET', unpack(keys))
+end
+if guards > 0 then
+  local values = mget(needed)
+  local folded = {}
+  for ki, slots in pairs(wanted) do
+    local p = values[index[ki]]
+    folded[ki] = p and fold(p, slots) or {}
+  end
+  for g = 1, guards do
+    local sum = gbase[g]
+    for n = gfirst[g], gfirst[g] + gcount[g] - 1 do
+      local ki, slot = tk[n], ts[n]
+      local value
+      if slot < 0 then
+        value = tonumber(values[index[ki]] or '0') or 0
+      else
+        value = folded[ki][slot] or 0
+      end
+      sum = sum + tsign[n] * value
+    end
+    if sum > gmax[g] then applied = 0 end
+  end
+end
+a = ops_at + 1
+for _ = 1, ops do
   local op, k = ARGV[a], KEYS[tonumber(ARGV[a + 1])]
   if op == 'c' then
     if applied == 1 then
@@ -132,13 +171,10 @@ for o = 1, ops do
     return redis.error_reply('ERR hourglass apply: unknown op ' .. tostring(op))
   end
 end
-local out = {applied}
-while a <= #ARGV do
-  local ok, v = pcall(redis.call, 'GET', KEYS[tonumber(ARGV[a])])
-  if not ok then v = '' end
-  out[#out + 1] = v
-  a = a + 1
-end
+local reads = {}
+for i = reads_at, #ARGV do reads[#reads + 1] = tonumber(ARGV[i]) end
+local out = mget(reads)
+table.insert(out, 1, applied)
 return out
 )lua";
 
