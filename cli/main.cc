@@ -69,7 +69,7 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
       ->capture_default_str();
   app.add_option("--settle-margin", g.settle_margin,
                  "allowance for clock skew between clients (0 to 1h): buckets are cached as final "
-                 "and kept in memcached this much longer (same on every client)")
+                 "and kept in the store this much longer (same on every client)")
       ->capture_default_str();
   app.add_flag("--exact-cover", g.exact_cover,
                "no hot path: every check reads its window's exact cover (for comparison)");
@@ -148,7 +148,8 @@ int ParseError(const CLI::App& app, const CLI::ParseError& e) {
 
 int Main(int argc, char** argv) {
   CLI::App app{
-      "hourglass: exact hit counters in memcached, per event and feature, to the second.\n"
+      "hourglass: exact hit counters in memcached, Redis or LMDB, per event and feature, to the\n"
+      "second.\n"
       "Counts hits in second/minute/hour buckets and answers any window exactly."};
   app.fallthrough();  // global options may follow the command
   app.require_subcommand(1);

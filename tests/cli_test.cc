@@ -553,7 +553,7 @@ TEST_F(CliTest, ReplayReportsWritesMemcachedRefused) {
   ASSERT_EQ(server_.Raw("set " + key + " 0 600 1\r\nx\r\n"), "STORED\r\n");
   r = Run({"--layout", "counters", "replay", file, "--limit", "1/m", "--mode", "attempts"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("warning: memcached refused 3 fire-and-forget writes"), std::string::npos)
+  EXPECT_NE(r.out.find("warning: the store refused 3 fire-and-forget writes"), std::string::npos)
       << r.out;
   // Unpoisoned, nothing is reported.
   ASSERT_TRUE(server_.Raw("flush_all\r\n").starts_with("OK"));

@@ -170,12 +170,12 @@ TEST_F(RedisStoreTest, AValueAnotherClientWroteIsNamedAndAResetDeletesIt) {
   ASSERT_EQ(server().Command({"SET", "{g}:bad", "abc"}), "OK");
   ASSERT_EQ(server().Command({"HSET", "{g}:hash", "f", "1"}), "1");
   ASSERT_EQ(server().Command({"SET", Pack(), "xy"}), "OK");  // too short to be a pack
+  // A string that is not a counter is named when read; a key of another type reads as absent
+  // (Redis's MGET), and both are named when written.
+  Result<std::vector<uint64_t>> read = store().Apply(Batch{"g", {}, {"g:ok", "g:bad"}});
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().message().find("{g}:bad"), std::string::npos) << read.error().message();
   for (const std::string& key : {std::string("g:bad"), std::string("g:hash")}) {
-    Result<std::vector<uint64_t>> read = store().Apply(Batch{"g", {}, {"g:ok", key}});
-    ASSERT_FALSE(read.ok()) << key;
-    EXPECT_NE(read.error().message().find("{" + key.substr(0, 1) + "}" + key.substr(1)),
-              std::string::npos)
-        << read.error().message();
     Result<std::vector<uint64_t>> incremented =
         store().Apply(Batch{"g", {{key, 1, Seconds{60}}}, {}});
     ASSERT_FALSE(incremented.ok()) << key;

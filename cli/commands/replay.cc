@@ -274,7 +274,7 @@ std::string SummaryText(const ReplayArgs& a, const Trace& trace, bool checked, c
       tally.seconds > 0 ? static_cast<double>(tally.checks()) / tally.seconds : 0.0);
   if (tally.unconfirmed > 0) {
     text += fmt::format(
-        "warning: memcached refused {} fire-and-forget writes (take-backs or blocked attempts); "
+        "warning: the store refused {} fire-and-forget writes (take-backs or blocked attempts); "
         "counts in the store may be off by them\n",
         tally.unconfirmed);
   }

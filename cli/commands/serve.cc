@@ -48,7 +48,7 @@ struct ServeArgs {
   std::string envoy_failure_mode = "open";
   bool envoy_headers = false;
   bool exact_retry_after = false;
-  // How often memcached's own stats (evictions, memory) are read into metrics; 0: never.
+  // How often the store's own figures (evictions, memory) are read into metrics; 0: never.
   int stats_interval = 10;
   // Counters per summary of /v1/top (one summary per event, minute and kind); 0: no top.
   size_t top_capacity = 256;
@@ -209,20 +209,20 @@ void FitCaps(const Logger& log, const Globals& g, const ServeArgs& a, bool grpc,
   grpc_cap = plan.grpc;
 }
 
-// Logs every memcached server that stops answering, and answers again.
+// Logs every store server (memcached, Redis) that stops answering, and answers again.
 ServerTransitionHandler LogTransitions(const Logger& log) {
   return [log](const ServerTransition& t) {
     if (t.reachable) {
-      log->info("memcached {} answers again", t.server);
+      log->info("{} {} answers again", t.kind, t.server);
     } else {
       std::string_view error = t.error;
-      if (const std::string name = "memcached " + t.server + ": "; error.starts_with(name)) {
+      if (const std::string name = t.kind + " " + t.server + ": "; error.starts_with(name)) {
         error.remove_prefix(name.size());
       }
       log->error(
-          "memcached {} unreachable ({}): checks of its features answer per their failure mode "
+          "{} {} unreachable ({}): checks of its features answer per their failure mode "
           "(fail open or closed) until it answers",
-          t.server, error);
+          t.kind, t.server, error);
     }
   };
 }
@@ -270,7 +270,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
       }
     };
   }
-  // The engine follows memcached's clock when this host's is off by 2 s or more (StoreWatch).
+  // The engine follows the store's clock when this host's is off by 2 s or more (StoreWatch).
   OffsetClock clock(SystemClock::Get());
   Runtime rt(g, clock, a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning,
              LogTransitions(log));
@@ -337,7 +337,7 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   sub->add_option("--listen", args->listen, "HOST:PORT to listen on ([::1]:PORT for IPv6)")
       ->capture_default_str();
   sub->add_option("--threads", args->threads,
-                  "I/O threads (1 to 256); checks arriving together share memcached round trips")
+                  "I/O threads (1 to 256); checks arriving together share store round trips")
       ->capture_default_str();
   sub->add_option("--max-connections", args->max_connections,
                   "HTTP connections at once; a new one beyond takes the place of the one idle "

@@ -1,5 +1,5 @@
 // hourglass top --service URL[,URL...] --event E [--window 5m] [--by denied] [-n 20] [--once]:
-// who is limited now, from the services' /v1/top, merged, with exact counts from memcached.
+// who is limited now, from the services' /v1/top, merged, with exact counts from the store.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -270,8 +270,8 @@ Command AddTopCommand(CLI::App& app, const Globals& g) {
       "Each service ranks the checks it decided (a Space-Saving summary per event and minute);\n"
       "the ranks are summed. A row's true weight lies in [estimate - error, estimate]; a feature\n"
       "not listed weighs at most the bound in the header. The columns after `last` are each\n"
-      "feature's exact counts in the event's windows, read from memcached (--servers): `-` when\n"
-      "it does not answer or the feature was cut (longer than 256 bytes).\n"
+      "feature's exact counts in the event's windows, read from the store (--store, --servers):\n"
+      "`-` when it does not answer or the feature was cut (longer than 256 bytes).\n"
       "Refreshes every --interval seconds until Ctrl-C; --once and --json for scripts.\n"
       "Exit 2: bad options; 3: no service answered.\n"
       "Examples:\n"

@@ -9,6 +9,7 @@ namespace hourglass::net {
 ServerPool::ServerPool(ServerAddress address, PoolOptions options, const Clock& clock,
                        std::string_view kind)
     : address_(std::move(address)),
+      kind_(kind),
       name_(fmt::format("{} {}", kind, HostPort(address_))),
       options_(options),
       clock_(clock) {}
@@ -35,7 +36,7 @@ Lease::~Lease() {
   // A lease handed back whole ended in a complete exchange: the server answers again.
   if (back && pool_.options_.on_transition) {
     pool_.options_.on_transition(
-        {.server = HostPort(pool_.address_), .reachable = true, .error = ""});
+        {.kind = pool_.kind_, .server = HostPort(pool_.address_), .reachable = true, .error = ""});
   }
 }
 
@@ -119,8 +120,10 @@ Error Lease::Fail(const Error& error) {
     pool_.freed_.notify_all();
   }
   if (lost && pool_.options_.on_transition) {
-    pool_.options_.on_transition(
-        {.server = HostPort(pool_.address_), .reachable = false, .error = named.message()});
+    pool_.options_.on_transition({.kind = pool_.kind_,
+                                  .server = HostPort(pool_.address_),
+                                  .reachable = false,
+                                  .error = named.message()});
   }
   return named;
 }

@@ -16,8 +16,8 @@
 //
 // A slot is -1 for a counter, else the pack slot's index (PackSlotIndex): the script folds packs
 // for guards; the store folds what it reads. It answers {applied (1 or 0), read values...}; a
-// value that is not a counter makes it answer an error "NOTCOUNTER <key>" (writes before it stand,
-// as on memcached). Counters saturate at 2^63 - 1 (Redis's integers are signed).
+// write to a value that is not a counter makes it answer an error "NOTCOUNTER <key>" (writes
+// before it stand, as on memcached); a key of another type reads as absent. Counters saturate at 2^63 - 1 (Redis's integers are signed).
 //
 // kCompact replaces a pack's first n bytes by their compaction when they are still what was read
 // (their SHA-1), keeping what was appended since and the TTL: KEYS = {pack}, ARGV = {n, sha1hex,

@@ -13,7 +13,8 @@ namespace hourglass {
 
 // A server of the store that stopped answering, or answers again.
 struct ServerTransition {
-  std::string server;  // "host:port" as listed
+  std::string kind = "memcached";  // the store's kind: "memcached", "redis"
+  std::string server;              // "host:port" as listed
   bool reachable = false;
   std::string error = "";  // what failed, when !reachable
 };

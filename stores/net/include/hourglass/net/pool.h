@@ -82,6 +82,7 @@ class ServerPool {
  private:
   friend class Lease;
   ServerAddress address_;
+  std::string kind_;
   std::string name_;
   PoolOptions options_;
   const Clock& clock_;
