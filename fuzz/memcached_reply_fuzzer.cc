@@ -5,38 +5,19 @@
 // themselves are also folded as one pack. Every answer is values or an error; nothing crashes,
 // hangs past the I/O timeout or reads past the bytes sent; a compacted pack folds to the same
 // values and is no shorter than the lower bound that lets the store skip building it.
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "fuzz_check.h"
-#include "hourglass/net/connection.h"
 #include "hourglass/packed_layout.h"
 #include "protocol.h"
+#include "socket_answer.h"
 
 namespace {
 
 using namespace hourglass;
-
-// A connection whose server has sent `bytes` and closed its end. Null if the bytes do not fit the
-// socket buffer at once (the fuzzer's inputs are far smaller).
-std::unique_ptr<net::Connection> Answering(const uint8_t* data, size_t size) {
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return nullptr;
-  const ssize_t sent = size == 0 ? 0 : send(fds[1], data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-  close(fds[1]);
-  if (sent != static_cast<ssize_t>(size)) {
-    close(fds[0]);
-    return nullptr;
-  }
-  Result<std::unique_ptr<net::Connection>> c =
-      net::Connection::Adopt(fds[0], std::chrono::milliseconds{1000});
-  return c.ok() ? std::move(*c) : nullptr;
-}
+using fuzz::Answering;
 
 Batch CheckBatch() {
   Batch batch{"hg:signup:ann", {}, {}};

@@ -3,37 +3,16 @@
 // as the store reads a pipeline's replies; each reply is also read as CLUSTER SLOTS' answer. Every
 // read is a reply or an error; nothing crashes, hangs past the I/O timeout or reads past the bytes
 // sent; a slot map read names a valid node for every slot it gives.
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
 #include "fuzz_check.h"
-#include "hourglass/net/connection.h"
 #include "placement.h"
 #include "resp.h"
-
-namespace {
+#include "socket_answer.h"
 
 using namespace hourglass;
-
-std::unique_ptr<net::Connection> Answering(const uint8_t* data, size_t size) {
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return nullptr;
-  const ssize_t sent = size == 0 ? 0 : send(fds[1], data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-  close(fds[1]);
-  if (sent != static_cast<ssize_t>(size)) {
-    close(fds[0]);
-    return nullptr;
-  }
-  Result<std::unique_ptr<net::Connection>> c =
-      net::Connection::Adopt(fds[0], std::chrono::milliseconds{1000});
-  return c.ok() ? std::move(*c) : nullptr;
-}
-
-}  // namespace
+using fuzz::Answering;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<net::Connection> c = Answering(data, size);

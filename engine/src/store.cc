@@ -1,6 +1,7 @@
 #include "hourglass/store.h"
 
 #include "hourglass/key_codec.h"
+#include "hourglass/saturating.h"
 
 namespace hourglass {
 
@@ -22,6 +23,19 @@ Status ValidateBatch(const Batch& batch) {
     }
   }
   return {};
+}
+
+bool GuardHolds(const Guard& guard, std::span<const uint64_t> values) {
+  // base + sum(sign * value) <= max, as plus <= minus + max in saturating unsigned sums.
+  const auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(-(v + 1)) + 1 : uint64_t(v); };
+  uint64_t plus = guard.base > 0 ? magnitude(guard.base) : 0;
+  uint64_t minus = guard.base < 0 ? magnitude(guard.base) : 0;
+  for (const GuardTerm& term : guard.terms) {
+    uint64_t& side = term.sign > 0 ? plus : minus;
+    side = SaturatingAdd(side, values[term.read]);
+  }
+  return guard.max >= 0 ? plus <= SaturatingAdd(minus, magnitude(guard.max))
+                        : SaturatingAdd(plus, magnitude(guard.max)) <= minus;
 }
 
 Status ValidateGuards(const Store& store, const Batch& batch) {

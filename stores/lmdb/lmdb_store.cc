@@ -337,17 +337,7 @@ Result<std::vector<uint64_t>> LmdbStore::Impl::ApplyIn(MDB_txn* txn, const Batch
     Result<std::vector<uint64_t>> prior =
         packed::ResolveReads(server, plan, before->first, before->second, nullptr);
     if (!prior.ok()) return prior.error();
-    for (const Guard& guard : batch.guards) {
-      const auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(-(v + 1)) + 1 : uint64_t(v); };
-      uint64_t plus = guard.base > 0 ? magnitude(guard.base) : 0;
-      uint64_t minus = guard.base < 0 ? magnitude(guard.base) : 0;
-      for (const GuardTerm& term : guard.terms) {
-        uint64_t& side = term.sign > 0 ? plus : minus;
-        side = SaturatingAdd(side, (*prior)[term.read]);
-      }
-      applied = applied && (guard.max >= 0 ? plus <= SaturatingAdd(minus, magnitude(guard.max))
-                                           : SaturatingAdd(plus, magnitude(guard.max)) <= minus);
-    }
+    for (const Guard& guard : batch.guards) applied = applied && GuardHolds(guard, *prior);
   }
   if (applied) {
     const auto counter = [&](const Increment& inc) -> Status {

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hourglass/key_codec.h"
-#include "hourglass/saturating.h"
 
 namespace hourglass {
 
@@ -42,20 +43,12 @@ uint64_t MemoryStore::ValueOf(const std::string& key, Instant now) const {
 }
 
 bool MemoryStore::GuardsHold(const Batch& batch, Instant now) const {
-  for (const Guard& guard : batch.guards) {
-    // base + sum(sign * value) <= max, as plus <= minus + max in saturating unsigned sums.
-    const auto magnitude = [](int64_t v) { return v < 0 ? uint64_t(-(v + 1)) + 1 : uint64_t(v); };
-    uint64_t plus = guard.base > 0 ? magnitude(guard.base) : 0;
-    uint64_t minus = guard.base < 0 ? magnitude(guard.base) : 0;
-    for (const GuardTerm& term : guard.terms) {
-      uint64_t& side = term.sign > 0 ? plus : minus;
-      side = SaturatingAdd(side, ValueOf(batch.reads[term.read], now));
-    }
-    const bool holds = guard.max >= 0 ? plus <= SaturatingAdd(minus, magnitude(guard.max))
-                                      : SaturatingAdd(plus, magnitude(guard.max)) <= minus;
-    if (!holds) return false;
-  }
-  return true;
+  if (batch.guards.empty()) return true;
+  std::vector<uint64_t> values;
+  values.reserve(batch.reads.size());
+  for (const std::string& key : batch.reads) values.push_back(ValueOf(key, now));
+  return std::all_of(batch.guards.begin(), batch.guards.end(),
+                     [&](const Guard& guard) { return GuardHolds(guard, values); });
 }
 
 Status MemoryStore::Delete(const std::string& group, std::span<const std::string> keys) {

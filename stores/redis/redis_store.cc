@@ -266,6 +266,16 @@ struct Node {
   std::unique_ptr<net::ServerPool> pool;
 };
 
+// The items bound for `node` in `groups` (one group per node, in the order nodes first come).
+template <typename T>
+std::vector<T>& GroupOf(std::vector<std::pair<Node*, std::vector<T>>>& groups, Node* node) {
+  auto it = std::find_if(groups.begin(), groups.end(),
+                         [&](const auto& entry) { return entry.first == node; });
+  if (it != groups.end()) return it->second;
+  groups.push_back({node, {}});
+  return groups.back().second;
+}
+
 }  // namespace
 
 Result<RedisOptions> ParseRedisUrl(std::string_view url) {
@@ -695,22 +705,13 @@ uint64_t RedisStore::unconfirmed_failures() const {
 }
 
 uint64_t RedisStore::Flush() {
-  std::vector<Node*> nodes;
-  {
-    std::lock_guard lock(impl_->nodes_mu);
-    for (const auto& n : impl_->nodes) nodes.push_back(n.get());
-  }
-  for (Node* node : nodes) {
-    node->pool->SweepIdle([&](net::PooledConnection& c) {
-      if (c.unread == 0) return true;
-      c.socket->BeginExchange();
-      if (impl_->ReadUnread(c).ok()) return true;
-      impl_->unconfirmed.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    });
-  }
-  impl_->SendDeferred();
-  if (impl_->options.cluster) {  // what was sent again owes its reply too
+  // Reads what every idle connection owes; a connection that cannot answer counts as a failure.
+  const auto sweep = [this] {
+    std::vector<Node*> nodes;
+    {
+      std::lock_guard lock(impl_->nodes_mu);
+      for (const auto& n : impl_->nodes) nodes.push_back(n.get());
+    }
     for (Node* node : nodes) {
       node->pool->SweepIdle([&](net::PooledConnection& c) {
         if (c.unread == 0) return true;
@@ -720,6 +721,11 @@ uint64_t RedisStore::Flush() {
         return false;
       });
     }
+  };
+  sweep();
+  impl_->SendDeferred();
+  if (impl_->options.cluster) {  // what was sent again owes its reply too, where it went
+    sweep();
     impl_->unconfirmed.fetch_add(impl_->Deferred().size(), std::memory_order_relaxed);
     impl_->Deferred().clear();
   }
@@ -760,13 +766,7 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
         results[i] = node.error();
         continue;
       }
-      auto it = std::find_if(by_node.begin(), by_node.end(),
-                             [&](const auto& entry) { return entry.first == *node; });
-      if (it == by_node.end()) {
-        by_node.push_back({*node, {}});
-        it = by_node.end() - 1;
-      }
-      it->second.emplace_back(i, redirect);
+      GroupOf(by_node, *node).emplace_back(i, redirect);
     }
     pending.clear();
     // Every node's request leaves before any reply is read.
@@ -875,13 +875,7 @@ std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
       continue;
     }
     encoded[i] = Encode(batches[i], now);
-    auto it = std::find_if(by_node.begin(), by_node.end(),
-                           [&](const auto& entry) { return entry.first == *node; });
-    if (it == by_node.end()) {
-      by_node.push_back({*node, {}});
-      it = by_node.end() - 1;
-    }
-    it->second.push_back(i);
+    GroupOf(by_node, *node).push_back(i);
   }
   for (auto& [node, indices] : by_node) {
     net::Lease c(*node->pool);

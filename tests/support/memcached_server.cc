@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "run_process.h"
+
 namespace hourglass::testing {
 namespace {
 
@@ -143,26 +145,7 @@ void MemcachedServer::Kill() {
   pid_ = -1;
 }
 
-bool MemcachedServer::Freeze() {
-  if (!running() || kill(pid_, SIGSTOP) != 0) return false;
-  // kill() returns before the threads stop; wait until /proc shows each of them stopped ('T').
-  const std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
-  for (int i = 0; i < 500; ++i) {
-    bool all_stopped = true;
-    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-      std::ifstream stat(task.path() / "stat");
-      std::string line;
-      std::getline(stat, line);
-      const size_t paren = line.rfind(')');
-      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
-        all_stopped = false;
-      }
-    }
-    if (all_stopped) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return false;
-}
+bool MemcachedServer::Freeze() { return running() && testing::Freeze(pid_); }
 
 void MemcachedServer::Thaw() {
   if (running()) kill(pid_, SIGCONT);

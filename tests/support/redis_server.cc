@@ -29,20 +29,6 @@ std::string Trim(std::string text) {
   return text;
 }
 
-bool AllThreadsStopped(pid_t pid) {
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-    std::ifstream stat(task.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    const size_t paren = line.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 RedisServer::RedisServer(RedisServerOptions options) : options_(std::move(options)) {
@@ -149,14 +135,7 @@ void RedisServer::Kill() {
   pid_ = -1;
 }
 
-bool RedisServer::Freeze() {
-  if (!running() || kill(pid_, SIGSTOP) != 0) return false;
-  for (int i = 0; i < 500; ++i) {
-    if (AllThreadsStopped(pid_)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return false;
-}
+bool RedisServer::Freeze() { return running() && testing::Freeze(pid_); }
 
 void RedisServer::Thaw() {
   if (running()) kill(pid_, SIGCONT);

@@ -1,10 +1,15 @@
 #include "run_process.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 namespace hourglass::testing {
 
@@ -48,6 +53,26 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
   waitpid(pid, &status, 0);
   result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+bool Freeze(pid_t pid) {
+  if (pid <= 0 || kill(pid, SIGSTOP) != 0) return false;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (int i = 0; i < 500; ++i) {
+    bool all_stopped = true;
+    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream stat(task.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
+        all_stopped = false;
+      }
+    }
+    if (all_stopped) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
 }
 
 }  // namespace hourglass::testing

@@ -1,6 +1,8 @@
 // Runs a program and captures its exit code, stdout and stderr (for CLI tests).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -15,5 +17,9 @@ struct ProcessResult {
 // Runs argv[0] with `argv`, with `env` ("NAME=value") added to the environment.
 ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {});
+
+// SIGSTOP to `pid`, then waits (up to a second) until every thread of it has stopped: kill()
+// returns before they do. True once they all have: connections stay open and nothing answers.
+bool Freeze(pid_t pid);
 
 }  // namespace hourglass::testing

@@ -65,6 +65,9 @@ struct Batch {
 // Checks every key of a batch (KeyCodec::CheckKey) and every creating increment's TTL (>= 1s).
 // Each Store calls it before anything is applied, so a malformed batch changes nothing.
 Status ValidateBatch(const Batch& batch);
+// Whether `guard` holds over `values` (the batch's reads as they stood before its increments):
+// base + the sum of sign * value <= max, in saturating arithmetic, so no sum wraps.
+bool GuardHolds(const Guard& guard, std::span<const uint64_t> values);
 // Guards only for a store with conditional_batches().
 class Store;
 Status ValidateGuards(const Store& store, const Batch& batch);
