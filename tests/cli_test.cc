@@ -921,7 +921,8 @@ TEST(CliRedisTest, ReplayCountCheckAndResetOnRedis) {
   }
   ASSERT_EQ(run({"reset", "signup", "ann", "--at", std::to_string(t)}).code, 0);
   r = run({"count", "signup", "ann", "--at", std::to_string(t), "--json"});
-  for (const json& w : json::parse(r.out)["windows"]) EXPECT_EQ(w["count"], 0);
+  const json reset = json::parse(r.out);
+  for (const json& w : reset["windows"]) EXPECT_EQ(w["count"], 0);
   // Live checks, by URL this time: two fit, the third is denied (exit 1).
   const std::string url = "redis://" + redis.address();
   for (int expected : {0, 0, 1}) {

@@ -471,30 +471,30 @@ std::vector<Result<std::vector<uint64_t>>> LmdbStore::ApplyMany(std::span<const 
     }
   }
   if (valid.empty()) return results;
-  // One batch's failure (a value that is not ours) fails that batch alone: it runs in a nested
-  // transaction, undone by itself. A full map first has its expired values deleted, then the
-  // batches are tried once more.
-  const auto apply = [&](MDB_txn* txn) -> Status {
-    for (size_t i : valid) {
-      MDB_txn* nested = nullptr;
-      if (int rc = mdb_txn_begin(impl_->env, txn, 0, &nested); rc != 0) {
-        return impl_->Failed("beginning a transaction", rc);
+  // All the batches in one write transaction. A batch failing alone (a value that is not ours)
+  // undoes the transaction; then each batch runs in a transaction of its own, so that the failure
+  // is that batch's alone. (Nested transactions would isolate it too, but cost LMDB two
+  // allocations of megabytes per batch.) A full map first has its expired values deleted, then
+  // the batches are tried once more.
+  const auto run = [&](std::span<const size_t> which) -> Status {
+    const auto apply = [&](MDB_txn* txn) -> Status {
+      for (size_t i : which) {
+        results[i] = impl_->ApplyIn(txn, batches[i], now);
+        if (!results[i].ok()) return results[i].error();
       }
-      results[i] = impl_->ApplyIn(nested, batches[i], now);
-      if (!results[i].ok()) {
-        mdb_txn_abort(nested);
-        if (results[i].error().code() == ErrorCode::kUnavailable) return results[i].error();
-        continue;
-      }
-      if (int rc = mdb_txn_commit(nested); rc != 0) return impl_->Failed("committing", rc);
-    }
-    Result<uint64_t> swept = impl_->Sweep(txn, now, kSweepPerTransaction);
-    return swept.ok() ? Status() : Status(swept.error());
+      Result<uint64_t> swept = impl_->Sweep(txn, now, kSweepPerTransaction);
+      return swept.ok() ? Status() : Status(swept.error());
+    };
+    Status s = impl_->Write(apply);
+    if (!s.ok() && impl_->Full(s) && impl_->Reclaim().ok()) s = impl_->Write(apply);
+    return s;
   };
-  Status s = impl_->Write(apply);
-  if (!s.ok() && impl_->Full(s) && impl_->Reclaim().ok()) s = impl_->Write(apply);
-  if (!s.ok()) {
-    for (size_t i : valid) results[i] = s.error();
+  const Status all = run(valid);
+  if (all.ok()) return results;
+  const bool one_batch_failed = all.error().code() != ErrorCode::kUnavailable && valid.size() > 1;
+  for (size_t i : valid) {
+    const Status alone = one_batch_failed ? run({&i, 1}) : all;
+    if (!alone.ok()) results[i] = alone.error();
   }
   return results;
 }

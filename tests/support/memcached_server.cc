@@ -93,8 +93,10 @@ bool MemcachedServer::Start() {
     args.push_back("-u");
     args.push_back("root");
   }
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
+    DieWithParent(parent);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -86,8 +86,10 @@ bool RedisServer::Start() {
   }
   if (!options_.policy.empty()) args.insert(args.end(), {"--maxmemory-policy", options_.policy});
   if (!options_.password.empty()) args.insert(args.end(), {"--requirepass", options_.password});
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
+    DieWithParent(parent);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +74,11 @@ bool Freeze(pid_t pid) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+void DieWithParent(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
 }
 
 }  // namespace hourglass::testing
