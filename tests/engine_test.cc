@@ -459,7 +459,7 @@ TEST_P(EngineTest, ResetZeroesEveryWindowOfOneFeatureOnly) {
   const std::vector<Window> windows = Windows({1, 60, 3600, 86400});
   for (int64_t at = now - 86400; at <= now; at += 37) {
     Result<Counts> ann = engine.Count("signup", "ann", windows, FromUnix(at));
-    ASSERT_TRUE(ann.ok());
+    ASSERT_TRUE(ann.ok()) << ann.error().ToString();
     for (const WindowCount& w : ann->windows) ASSERT_EQ(w.count, 0u) << at;
   }
   EXPECT_EQ(engine.Count("signup", "bob", Windows({86400}))->windows[0].count, 50u);
