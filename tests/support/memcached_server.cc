@@ -10,8 +10,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -93,10 +91,8 @@ bool MemcachedServer::Start() {
     args.push_back("-u");
     args.push_back("root");
   }
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
+  const pid_t pid = ForkTiedToTest();
   if (pid == 0) {
-    DieWithParent(parent);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

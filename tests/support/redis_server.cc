@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "memcached_server.h"  // FreeLoopbackPort
@@ -86,10 +85,8 @@ bool RedisServer::Start() {
   }
   if (!options_.policy.empty()) args.insert(args.end(), {"--maxmemory-policy", options_.policy});
   if (!options_.password.empty()) args.insert(args.end(), {"--requirepass", options_.password});
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
+  const pid_t pid = ForkTiedToTest();
   if (pid == 0) {
-    DieWithParent(parent);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

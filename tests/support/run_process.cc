@@ -76,9 +76,14 @@ bool Freeze(pid_t pid) {
   return false;
 }
 
-void DieWithParent(pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
+pid_t ForkTiedToTest() {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the test ended before the signal was armed
+  }
+  return pid;
 }
 
 }  // namespace hourglass::testing

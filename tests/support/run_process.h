@@ -22,9 +22,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
 // returns before they do. True once they all have: connections stay open and nothing answers.
 bool Freeze(pid_t pid);
 
-// For a forked child before it execs a server: SIGKILL when the thread that forked it ends, so a
-// test that aborts (a sanitizer finding, a crash) leaves no server behind holding its output
-// open. Exits at once if that parent is already gone.
-void DieWithParent(pid_t parent);
+// fork() for a child that will exec a server: the child gets SIGKILL when the thread that forked
+// it ends, so a test that aborts (a sanitizer finding, a crash) leaves no server behind holding
+// its output open. Returns as fork() does.
+pid_t ForkTiedToTest();
 
 }  // namespace hourglass::testing

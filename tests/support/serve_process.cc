@@ -35,10 +35,8 @@ ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string
   log_path_ = path;
   std::vector<std::string> argv = {cli, "serve", "--listen", "127.0.0.1:" + std::to_string(port_)};
   argv.insert(argv.end(), args.begin(), args.end());
-  const pid_t parent = getpid();
-  pid_ = fork();
+  pid_ = ForkTiedToTest();
   if (pid_ == 0) {
-    DieWithParent(parent);
     dup2(log_fd, STDERR_FILENO);
     for (const std::string& variable : env) {
       const size_t eq = variable.find('=');
