@@ -1,5 +1,6 @@
 // The Redis store's protocol unit: commands in RESP (binary-safe), and replies read from a
 // connection however the bytes arrive, every kind of reply, errors named, garbage refused.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -103,6 +104,31 @@ TEST(ReplyReader, BytesThatAreNotRespAreAnErrorAndSilenceIsADeadline) {
     Result<Reply> r = reader.Read(peer.connection());
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::kDeadlineExceeded) << r.error().ToString();
+  }
+}
+
+TEST(ReplyReader, AnArrayHeaderOverTheElementBoundIsRefusedBeforeItIsAllocated) {
+  // Two replies under the bound each: the bound counts one reply's arrays, not the connection's.
+  const size_t half = kMaxReplyElements / 2 + 1;
+  std::string two_large = "*" + std::to_string(half) + "\r\n";
+  for (size_t i = 0; i < half; ++i) two_large += ":1\r\n";
+  two_large += two_large;
+  for (const std::string& header :
+       {std::string("*270005461\r\n"), fmt::format("*2\r\n*{}\r\n", kMaxReplyElements - 1)}) {
+    SCOPED_TRACE(header.substr(0, 24));
+    Peer peer({two_large, header}, milliseconds{0});
+    ReplyReader reader;
+    net::Connection& c = peer.connection();
+    c.BeginExchange();
+    for (int i = 0; i < 2; ++i) {
+      Result<Reply> r = reader.Read(c);
+      ASSERT_TRUE(r.ok()) << r.error().ToString();
+      EXPECT_EQ(r->elements.size(), half);
+    }
+    Result<Reply> r = reader.Read(c);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::kInternal);
+    EXPECT_NE(r.error().message().find("array elements"), std::string::npos) << r.error().message();
   }
 }
 

@@ -38,6 +38,23 @@ Reply Convert(const redisReply& r) {
   return out;
 }
 
+// hiredis's own reply functions with CreateArray in front of its array constructor.
+struct Functions {
+  redisReplyObjectFunctions bounded;
+  void* (*create_array)(const redisReadTask*, int);
+};
+
+const Functions& BoundedFunctions(void* (*create_array)(const redisReadTask*, int)) {
+  static const Functions functions = [create_array] {
+    redisReader* plain = redisReaderCreate();
+    Functions f{*plain->fn, plain->fn->createArray};
+    redisReaderFree(plain);
+    f.bounded.createArray = create_array;
+    return f;
+  }();
+  return functions;
+}
+
 }  // namespace
 
 std::string_view Reply::error_kind() const {
@@ -66,7 +83,26 @@ void AppendCommand(std::initializer_list<std::string_view> args, std::string& ou
   AppendCommand(std::span<const std::string_view>(args.begin(), args.size()), out);
 }
 
-ReplyReader::ReplyReader() : reader_(redisReaderCreate()) {}
+ReplyReader::ReplyReader()
+    : reader_(redisReaderCreateWithFunctions(
+          const_cast<redisReplyObjectFunctions*>(&BoundedFunctions(&CreateArray).bounded))) {
+  reader_->privdata = this;  // handed to CreateArray in each read task
+}
+
+bool ReplyReader::Declare(long long elements) {
+  if (elements < 0 || static_cast<size_t>(elements) > kMaxReplyElements - declared_) {
+    over_bound_ = true;
+    return false;
+  }
+  declared_ += static_cast<size_t>(elements);
+  return true;
+}
+
+void* ReplyReader::CreateArray(const redisReadTask* task, int elements) {
+  auto* self = static_cast<ReplyReader*>(task->privdata);
+  if (!self->Declare(elements)) return nullptr;  // hiredis fails the read
+  return BoundedFunctions(&CreateArray).create_array(task, elements);
+}
 
 ReplyReader::~ReplyReader() { redisReaderFree(reader_); }
 
@@ -74,12 +110,18 @@ Result<Reply> ReplyReader::Read(net::Connection& c) {
   while (true) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+      if (over_bound_) {
+        return Error(ErrorCode::kInternal,
+                     fmt::format("a reply declaring more than {} array elements (out of step?)",
+                                 kMaxReplyElements));
+      }
       return Error(
           ErrorCode::kInternal,
           fmt::format("an answer that is not RESP ({}; not a Redis server, or out of step)",
                       reader_->errstr));
     }
     if (raw != nullptr) {
+      declared_ = 0;
       Reply reply = Convert(*static_cast<redisReply*>(raw));
       freeReplyObject(raw);
       return reply;

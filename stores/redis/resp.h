@@ -6,8 +6,9 @@
 //   ReplyReader reader;
 //   Result<Reply> reply = reader.Read(connection);  // {kString, "5"} or {kNil}
 //
-// A reply larger than kMaxReplyBytes is refused before it is buffered whole (out of step, or not
-// a Redis server), as the memcached store refuses a data block longer than an item.
+// A reply larger than kMaxReplyBytes, or declaring more than kMaxReplyElements array elements, is
+// refused before it is buffered or allocated whole (out of step, or not a Redis server), as the
+// memcached store refuses a data block longer than an item.
 //
 // Thread-safety: AppendCommand is a pure function; a ReplyReader belongs to one connection, used by
 // one thread at a time.
@@ -25,6 +26,7 @@
 #include "hourglass/status.h"
 
 struct redisReader;
+struct redisReadTask;
 
 namespace hourglass::redis {
 
@@ -46,6 +48,10 @@ void AppendCommand(std::initializer_list<std::string_view> args, std::string& ou
 
 // The largest reply read: far beyond a batch's reads (a pack holds at most an hour of records).
 constexpr size_t kMaxReplyBytes = 64 * 1024 * 1024;
+// The most array elements one reply may declare, nested arrays included: far beyond CLUSTER
+// SLOTS' 16384 ranges or a batch's reads. The reader allocates an array when its header arrives,
+// so the bound is on the header, not on bytes received.
+constexpr size_t kMaxReplyElements = 1 << 20;
 
 class ReplyReader {
  public:
@@ -56,11 +62,17 @@ class ReplyReader {
 
   // The next reply, reading from `c` (within its exchange's deadline) as needed. Errors: the
   // connection's (kUnavailable, kDeadlineExceeded), kInternal for bytes that are not RESP or a
-  // reply over kMaxReplyBytes; after any error the connection is out of step.
+  // reply over kMaxReplyBytes or kMaxReplyElements; after any error the connection is out of step.
   Result<Reply> Read(net::Connection& c);
 
  private:
+  // Counts an array header of `elements` against the reply's bound; false refuses it.
+  bool Declare(long long elements);
+  static void* CreateArray(const redisReadTask* task, int elements);
+
   redisReader* reader_;
+  size_t declared_ = 0;      // array elements declared by the reply being read
+  bool over_bound_ = false;  // the reply being read declared more than kMaxReplyElements
 };
 
 }  // namespace hourglass::redis
