@@ -34,11 +34,21 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(HttpServerOptions o, AsyncHttpHandler h)
       : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
 
+  // Accepts connections until the acceptor closes; out of descriptors, goes on in AwaitWaiting.
   void Accept();
-  void OnAccepted(tcp::socket socket);
-  // Out of descriptors: answers one waiting connection 503 on the spare descriptor. False when
-  // there was no spare (SpareDescriptor::Lend).
+  // Out of descriptors. Linux's accept() fails with EMFILE before it looks at the listen queue, so
+  // accepting again would spin: waits until a connection is waiting, then AcceptOrRefuse.
+  void AwaitWaiting();
+  // One waiting connection: served if a descriptor is free again, else answered 503 on the spare
+  // descriptor. False when neither could be done (no spare, or an accept error): the caller waits
+  // before retrying.
+  bool AcceptOrRefuse();
+  // Out of descriptors: answers one waiting connection 503 on the spare descriptor. True only when
+  // a connection was answered so.
   bool RefuseWithReserve();
+  // Accept() again after a pause, after an error that retrying at once would repeat.
+  void RetryLater();
+  void OnAccepted(tcp::socket socket);
   // Tells options.on_connection_event, if set.
   void Tell(ConnectionEvent event) const;
   // At the cap: closes the connection idle longest to make room. False when none is idle.
@@ -58,7 +68,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   AsyncHttpHandler handler;
   net::io_context ioc;
   tcp::acceptor acceptor;
-  net::steady_timer accept_retry{ioc};  // after an accept error (e.g. out of descriptors)
+  net::steady_timer accept_retry{ioc};  // after an accept error (RetryLater)
   uint16_t port = 0;                    // as bound
   std::atomic<size_t> open{0};
   std::atomic<size_t> leaving{0};  // connections MakeRoom() closed that are not gone yet
@@ -285,23 +295,52 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
+namespace {
+
+bool OutOfDescriptors(const beast::error_code& ec) {
+  return ec == net::error::no_descriptors ||
+         ec == boost::system::errc::too_many_files_open_in_system;
+}
+
+}  // namespace
+
 void HttpServer::Impl::Accept() {
-  acceptor.async_accept(
-      net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
-        if (!self->acceptor.is_open()) return;
-        const bool out_of_descriptors = ec == net::error::no_descriptors ||
-                                        ec == boost::system::errc::too_many_files_open_in_system;
-        if (!ec) {
-          self->OnAccepted(std::move(socket));
-        } else if (out_of_descriptors && self->RefuseWithReserve()) {
-          self->Tell(ConnectionEvent::kRefusedDescriptors);
-        } else {
-          self->accept_retry.expires_after(std::chrono::milliseconds{50});  // rather than spin
-          self->accept_retry.async_wait([self](beast::error_code) { self->Accept(); });
-          return;
-        }
-        self->Accept();
-      });
+  acceptor.async_accept(net::make_strand(ioc),
+                        [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+                          if (!self->acceptor.is_open()) return;
+                          if (OutOfDescriptors(ec)) return self->AwaitWaiting();
+                          if (ec) return self->RetryLater();
+                          self->OnAccepted(std::move(socket));
+                          self->Accept();
+                        });
+}
+
+void HttpServer::Impl::AwaitWaiting() {
+  acceptor.async_wait(tcp::acceptor::wait_read, [self = shared_from_this()](beast::error_code ec) {
+    if (!self->acceptor.is_open()) return;
+    if (ec || !self->AcceptOrRefuse()) return self->RetryLater();
+    self->Accept();
+  });
+}
+
+bool HttpServer::Impl::AcceptOrRefuse() {
+  beast::error_code ec;
+  tcp::socket socket(net::make_strand(ioc));
+  acceptor.non_blocking(true, ec);
+  if (!ec) acceptor.accept(socket, ec);
+  if (!ec) {
+    OnAccepted(std::move(socket));
+    return true;
+  }
+  if (!OutOfDescriptors(ec)) return ec == net::error::would_block;  // gone meanwhile: wait again
+  if (!RefuseWithReserve()) return false;
+  Tell(ConnectionEvent::kRefusedDescriptors);
+  return true;
+}
+
+void HttpServer::Impl::RetryLater() {
+  accept_retry.expires_after(std::chrono::milliseconds{50});
+  accept_retry.async_wait([self = shared_from_this()](beast::error_code) { self->Accept(); });
 }
 
 void HttpServer::Impl::OnAccepted(tcp::socket socket) {
@@ -337,18 +376,20 @@ bool HttpServer::Impl::MakeRoom() {
 }
 
 bool HttpServer::Impl::RefuseWithReserve() {
-  return spare.Lend([this] {
+  bool refused = false;
+  const bool spare_back = spare.Lend([this, &refused] {
     beast::error_code ec;
     tcp::socket socket(ioc);
-    acceptor.non_blocking(true, ec);
-    if (!ec) acceptor.accept(socket, ec);
+    acceptor.accept(socket, ec);  // non-blocking (AcceptOrRefuse)
     if (ec) return;
     // A 503 of a few hundred bytes fits an empty send buffer: written at once, or dropped.
     socket.non_blocking(true, ec);
     net::write(socket, net::buffer(BusyResponse()), ec);
     socket.shutdown(tcp::socket::shutdown_send, ec);
     socket.close(ec);
+    refused = true;
   });
+  return refused && spare_back;
 }
 
 void HttpResponder::operator()(HttpResponse response) const {

@@ -23,9 +23,11 @@ class SpareDescriptor {
   SpareDescriptor& operator=(const SpareDescriptor&) = delete;
 
   // Frees the spare, runs `use` (which may open one descriptor and must close it), then takes the
-  // spare back. False when there was none to free or it could not be taken back.
+  // spare back. False when there was none to free or it could not be taken back. A spare not
+  // taken back is tried again at the next Lend (descriptors may have been freed since).
   template <typename Use>
   bool Lend(Use&& use) {
+    if (fd_ < 0) fd_ = Open();
     if (fd_ < 0) return false;
     ::close(fd_);
     use();
