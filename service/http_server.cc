@@ -31,8 +31,7 @@ class Session;
 }  // namespace
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
-  Impl(HttpServerOptions o, AsyncHttpHandler h)
-      : options(std::move(o)), handler(std::move(h)), acceptor(ioc) {}
+  Impl(HttpServerOptions o, AsyncHttpHandler h) : options(std::move(o)), handler(std::move(h)) {}
 
   // Accepts connections until the acceptor closes; out of descriptors, goes on in AwaitWaiting.
   void Accept();
@@ -67,13 +66,16 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   HttpServerOptions options;
   AsyncHttpHandler handler;
   net::io_context ioc;
-  tcp::acceptor acceptor;
-  net::steady_timer accept_retry{ioc};  // after an accept error (RetryLater)
-  uint16_t port = 0;                    // as bound
+  // The acceptor, its retry timer and Stop's closing of them run on one strand: their handlers
+  // and Stop may otherwise run at once on the pool's threads (asio objects are not thread-safe).
+  net::strand<net::io_context::executor_type> accepting = net::make_strand(ioc);
+  tcp::acceptor acceptor{accepting};
+  net::steady_timer accept_retry{accepting};  // after an accept error (RetryLater)
+  uint16_t port = 0;                          // as bound
   std::atomic<size_t> open{0};
   std::atomic<size_t> leaving{0};  // connections MakeRoom() closed that are not gone yet
   std::atomic<bool> stopping{false};
-  SpareDescriptor spare;  // for refusing a connection when no descriptor is left; Accept's strand
+  SpareDescriptor spare;  // for refusing a connection when no descriptor is left; on accepting
   std::mutex mu;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
 };
@@ -451,7 +453,7 @@ void HttpServer::Run() {
 }
 
 void HttpServer::Stop() {
-  net::post(impl_->ioc, [impl = impl_] {
+  net::post(impl_->accepting, [impl = impl_] {
     impl->stopping = true;
     beast::error_code ignored;
     impl->acceptor.close(ignored);
