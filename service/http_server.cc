@@ -295,10 +295,6 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> leaving_{false};    // closed to make room (Leave)
 };
 
-}  // namespace
-
-namespace {
-
 bool OutOfDescriptors(const beast::error_code& ec) {
   return ec == net::error::no_descriptors ||
          ec == boost::system::errc::too_many_files_open_in_system;

@@ -38,18 +38,12 @@ Reply Convert(const redisReply& r) {
   return out;
 }
 
-// hiredis's own reply functions with CreateArray in front of its array constructor.
-struct Functions {
-  redisReplyObjectFunctions bounded;
-  void* (*create_array)(const redisReadTask*, int);
-};
-
-const Functions& BoundedFunctions(void* (*create_array)(const redisReadTask*, int)) {
-  static const Functions functions = [create_array] {
+// hiredis's default reply functions (static in hiredis), copied once from a reader it made.
+const redisReplyObjectFunctions& DefaultFunctions() {
+  static const redisReplyObjectFunctions functions = [] {
     redisReader* plain = redisReaderCreate();
-    Functions f{*plain->fn, plain->fn->createArray};
+    const redisReplyObjectFunctions f = *plain->fn;
     redisReaderFree(plain);
-    f.bounded.createArray = create_array;
     return f;
   }();
   return functions;
@@ -83,9 +77,14 @@ void AppendCommand(std::initializer_list<std::string_view> args, std::string& ou
   AppendCommand(std::span<const std::string_view>(args.begin(), args.size()), out);
 }
 
-ReplyReader::ReplyReader()
-    : reader_(redisReaderCreateWithFunctions(
-          const_cast<redisReplyObjectFunctions*>(&BoundedFunctions(&CreateArray).bounded))) {
+ReplyReader::ReplyReader() {
+  // hiredis's functions with CreateArray in front of its array constructor.
+  static redisReplyObjectFunctions bounded = [] {
+    redisReplyObjectFunctions f = DefaultFunctions();
+    f.createArray = &CreateArray;
+    return f;
+  }();
+  reader_ = redisReaderCreateWithFunctions(&bounded);
   reader_->privdata = this;  // handed to CreateArray in each read task
 }
 
@@ -101,7 +100,7 @@ bool ReplyReader::Declare(long long elements) {
 void* ReplyReader::CreateArray(const redisReadTask* task, int elements) {
   auto* self = static_cast<ReplyReader*>(task->privdata);
   if (!self->Declare(elements)) return nullptr;  // hiredis fails the read
-  return BoundedFunctions(&CreateArray).create_array(task, elements);
+  return DefaultFunctions().createArray(task, elements);
 }
 
 ReplyReader::~ReplyReader() { redisReaderFree(reader_); }
