@@ -78,7 +78,7 @@ TEST_F(MemcachedStoreTest, AValueThatIsNotACounterIsNamedAndCanBeReadForDeletion
 
 // The packed layout on a real server: what it stores, how a busy second shrinks, what it does
 // with bytes that are not a pack.
-class PackedLayoutTest : public MemcachedStoreTest {
+class MemcachedPackedLayoutTest : public MemcachedStoreTest {
  protected:
   // A loaded machine (the suite runs two tests at once) must not time an exchange out.
   void SetUp() override {
@@ -105,7 +105,7 @@ class PackedLayoutTest : public MemcachedStoreTest {
   }
 };
 
-TEST_F(PackedLayoutTest, AnHourOfSecondsIsOneItemOfTwoBytesPerHit) {
+TEST_F(MemcachedPackedLayoutTest, AnHourOfSecondsIsOneItemOfTwoBytesPerHit) {
   for (int64_t i = 0; i < 300; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
   EXPECT_EQ(server().Stat("curr_items"), 1) << "the pack, the hour's count included";
   EXPECT_EQ(PackBytes(), 4 + 300 * 2);
@@ -118,7 +118,7 @@ TEST_F(PackedLayoutTest, AnHourOfSecondsIsOneItemOfTwoBytesPerHit) {
   EXPECT_EQ(*values, (std::vector<uint64_t>{1, 0, 5, 300}));
 }
 
-TEST_F(PackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount) {
+TEST_F(MemcachedPackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount) {
   std::vector<Batch> hits(500, Hit(kHourStart + 7));
   for (const Status& s : store().Send(hits)) ASSERT_TRUE(s.ok()) << s.error().ToString();
   store().Flush();
@@ -137,7 +137,7 @@ TEST_F(PackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount) {
 
 // Fire-and-forget hits (a blocked client's, counted in attempts mode) read nothing: the store
 // compacts what it sent itself, so a flood written blind still costs bytes per second.
-TEST_F(PackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {
+TEST_F(MemcachedPackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {
   for (int round = 0; round < 50; ++round) {
     std::vector<Batch> hits(100, Hit(kHourStart + 9 + round / 10));
     for (const Status& s : store().Send(hits)) ASSERT_TRUE(s.ok()) << s.error().ToString();
@@ -152,7 +152,7 @@ TEST_F(PackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {
 
 // Recording (`hourglass hit`, replays, settlements) applies write-only batches and waits for
 // them, reading nothing back: the store compacts those packs itself as it does blind sends.
-TEST_F(PackedLayoutTest, WriteOnlyAppliesAreCompactedWithoutAnyRead) {
+TEST_F(MemcachedPackedLayoutTest, WriteOnlyAppliesAreCompactedWithoutAnyRead) {
   for (int i = 0; i < 5000; ++i) {
     Result<std::vector<uint64_t>> applied = store().Apply(Hit(kHourStart + 9 + i / 1000));
     ASSERT_TRUE(applied.ok()) << applied.error().ToString();
@@ -168,7 +168,7 @@ TEST_F(PackedLayoutTest, WriteOnlyAppliesAreCompactedWithoutAnyRead) {
 
 // Threads hit and take back one second while reads keep compacting its pack: a compaction that
 // races an append loses its CAS and is dropped, so no hit is lost or counted twice.
-TEST_F(PackedLayoutTest, CompactionsRacingAppendsLoseNothing) {
+TEST_F(MemcachedPackedLayoutTest, CompactionsRacingAppendsLoseNothing) {
   constexpr int kThreads = 4, kRounds = 400;
   std::vector<std::thread> threads;
   std::atomic<int> errors{0};
@@ -192,7 +192,7 @@ TEST_F(PackedLayoutTest, CompactionsRacingAppendsLoseNothing) {
   EXPECT_LT(PackBytes(), 4 + 200) << "compacted along the way";
 }
 
-TEST_F(PackedLayoutTest, BytesThatAreNotAPackAreNamedAndAResetDeletesThem) {
+TEST_F(MemcachedPackedLayoutTest, BytesThatAreNotAPackAreNamedAndAResetDeletesThem) {
   ASSERT_EQ(server().Raw("set " + Pack() + " 0 0 3\r\nabc\r\n"), "STORED\r\n");
   Result<std::vector<uint64_t>> read = store().Apply(Batch{"g", {}, {Second(kHourStart)}});
   ASSERT_FALSE(read.ok());

@@ -45,11 +45,12 @@ TEST(MergeTops, MergedRowsBracketTheTruthAcrossServices) {
       EXPECT_GE(truth[row.feature], row.estimate - row.error) << row.feature << " seed " << seed;
     }
     if (n == 1000) {
-      for (const auto& [f, w] : truth) {
-        if (w <= merged.bound) continue;
+      for (const auto& [name, weight] : truth) {
+        if (weight <= merged.bound) continue;
+        const std::string& f = name;  // a lambda captures no structured binding in clang 14
         EXPECT_TRUE(std::any_of(merged.rows.begin(), merged.rows.end(),
                                 [&](const TopRow& r) { return r.feature == f; }))
-            << f << " weighs " << w << " > bound " << merged.bound;
+            << f << " weighs " << weight << " > bound " << merged.bound;
       }
     }
     EXPECT_EQ(merged.rows.front().feature, "f0") << "the heaviest client leads";
