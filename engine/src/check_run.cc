@@ -49,22 +49,32 @@ void AddAttempt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
 
 }  // namespace
 
+CheckRun::Mode CheckRun::FirstMode(const EngineCore& core, const Policy& policy, bool live,
+                                   bool record) {
+  if (!record) return Mode::kPeek;
+  const bool atomic = live && policy.mode == CountingMode::kAdmitted &&
+                      core.options.atomic_checks && core.store->conditional_batches();
+  return atomic ? Mode::kAtomic : Mode::kPlain;
+}
+
+CheckRun::Step CheckRun::FirstStep(const EngineCore& core, bool live, bool record) {
+  if (!record) return Step::kExact;  // a peek reads the exact cover, without the hit
+  return core.options.hot_path.bounds && live ? Step::kBounds : Step::kExactWithHit;
+}
+
 CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& policy, uint64_t hits,
                    Instant t, Instant now, bool record)
     : core_(core),
       group_(std::move(group)),
       policy_(policy),
       hits_(hits),
-      record_(record),
       t_(t),
       now_(now),
       second_(ToUnix(t)),
-      step_(!record                                    ? Step::kExact
-            : core.options.hot_path.bounds && t == now ? Step::kBounds
-                                                       : Step::kExactWithHit),
-      tally_(policy.limits.size()),
-      atomic_(record && t == now && policy.mode == CountingMode::kAdmitted &&
-              core.options.atomic_checks && core.store->conditional_batches()) {
+      penalized_(policy.block_for > Seconds{0} && t == now),
+      mode_(FirstMode(core, policy, t == now, record)),
+      step_(FirstStep(core, t == now, record)),
+      tally_(policy.limits.size()) {
   spans_.reserve(policy.limits.size());
   for (const Limit& limit : policy.limits) spans_.push_back(limit.window.SpanAt(t));
   decision_.limits.reserve(policy.limits.size());
@@ -72,9 +82,7 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
   decision_.at = t;
   if (record) core_.ForgetCachedIfSettled(group_, second_, now_);
   today_ = ComparedDay();
-  if (policy.block_for > Seconds{0} && live()) {
-    penalty_ = KeySpace::Penalty(group_, policy.block_for, second_);
-  }
+  if (penalized_) penalty_to_read_ = KeySpace::Penalty(group_, policy.block_for, second_);
 }
 
 std::optional<int64_t> CheckRun::ComparedDay() const {
@@ -98,32 +106,37 @@ Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
 }
 
 bool CheckRun::AnswerBlocked() {
-  if (core_.blocked == nullptr || !live() || !record_) return false;
+  if (core_.blocked == nullptr || !live() || mode_ == Mode::kPeek) return false;
   blocked_key_ = BlockedKey(group_, policy_);
-  blocked_ = core_.blocked->Get(blocked_key_, t_, hits_);
-  if (!blocked_) {
+  std::optional<BlockedCache::Entry> entry = core_.blocked->Get(blocked_key_, t_, hits_);
+  if (!entry) {
     // Denied at its last check, perhaps still: in admitted mode, read first and write only once
     // it fits, so that denied attempts leave nothing in the store.
-    probing_ =
-        !atomic_ && policy_.mode == CountingMode::kAdmitted && core_.blocked->Known(blocked_key_);
-    if (probing_ && step_ == Step::kExactWithHit) step_ = Step::kExact;
+    if (mode_ == Mode::kPlain && policy_.mode == CountingMode::kAdmitted &&
+        core_.blocked->Known(blocked_key_)) {
+      mode_ = Mode::kProbing;
+      if (step_ == Step::kExactWithHit) step_ = Step::kExact;
+    }
     return false;
   }
+  mode_ = Mode::kBlocked;
+  blocked_ = BlockedAnswer{std::move(*entry)};
   decision_.cost.blocked_hits = 1;
   // Every attempt counts: its increments are the next batch, with no read.
-  step_ = policy_.mode == CountingMode::kAttempts ? Step::kAttempt : Step::kDone;
+  step_ = policy_.mode == CountingMode::kAttempts ? Step::kAttempt : Step::kDecided;
   return true;
 }
 
 Decision CheckRun::FinishBlocked() {
-  Decision decision = blocked_->decision;
+  BlockedCache::Entry& entry = blocked_->entry;
+  Decision decision = entry.decision;
   decision.at = t_;  // this hit's instant, not that of the decision that blocked the client
   decision.cost = Cost{};
   decision.cost.blocked_hits = 1;
-  decision.recorded = attempt_sent_;
-  if (attempt_sent_) {
+  decision.recorded = blocked_->attempt_recorded;
+  if (decision.recorded) {
     decision.cost.keys_written = core_.keys.KeysPerHit();
-    for (auto& pieces : blocked_->pieces) AddAttempt(pieces, second_, hits_);
+    for (auto& pieces : entry.pieces) AddAttempt(pieces, second_, hits_);
   }
   // Counts are those of the decision that blocked the client, plus the attempts recorded since:
   // an upper bound now (hits may have left the windows since).
@@ -134,7 +147,7 @@ Decision CheckRun::FinishBlocked() {
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
-    o.retry_after = RetryAfter(o.limit, t_, hits_, blocked_->pieces[i]);
+    o.retry_after = RetryAfter(o.limit, t_, hits_, entry.pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
   if (decision.blocked_until && *decision.blocked_until > t_) {
@@ -143,7 +156,7 @@ Decision CheckRun::FinishBlocked() {
     decision.blocked_until.reset();
   }
   if (decision.recorded) {
-    BlockedCache::Entry updated = *blocked_;
+    BlockedCache::Entry updated = entry;
     updated.decision = decision;
     updated.decision.cost = Cost{};
     core_.blocked->Put(blocked_key_, std::move(updated));
@@ -152,7 +165,7 @@ Decision CheckRun::FinishBlocked() {
 }
 
 Batch* CheckRun::NextBatch() {
-  while (!failed_ && step_ != Step::kDone) {
+  while (deciding()) {
     if (!pending_ && !Prepare()) continue;
     if (pending_->needs_store) return &pending_->batch;
     TakeAnswer(std::vector<uint64_t>{});  // every bucket came from the cache
@@ -170,17 +183,14 @@ bool CheckRun::Prepare() {
     reads_ = refiner_->NextReads();
     if (reads_.empty()) {  // refined to the second wherever it matters
       tally_.lower_pieces = tally_.upper_pieces;
-      step_ = Step::kDone;
+      step_ = Step::kDecided;
       return false;
     }
     pending_ = Reader().Prepare(group_, reads_, {}, now_);
     return true;
   }
   std::vector<Increment> increments;
-  if (step_ != Step::kExact && !probing_ && !hit_sent_) {
-    increments = HitIncrements(+1);
-    hit_sent_ = true;
-  }
+  if (StepWritesHit()) increments = HitIncrements(+1);
   if (step_ == Step::kBounds) {
     bounds_.clear();
     reads_.clear();
@@ -197,9 +207,9 @@ bool CheckRun::Prepare() {
     reads_ = plan_->reads;
   }
   std::vector<std::string> extras;
-  if (penalty_ && !penalty_read_) extras = {penalty_->previous, penalty_->current};
+  if (penalty_to_read_) extras = {penalty_to_read_->previous, penalty_to_read_->current};
   const std::vector<WindowGuard> guards =
-      atomic_ && !increments.empty() ? Guards() : std::vector<WindowGuard>{};
+      mode_ == Mode::kAtomic && !increments.empty() ? Guards() : std::vector<WindowGuard>{};
   pending_ = Reader().Prepare(group_, reads_, std::move(increments), now_, Ledger(),
                               std::move(extras), guards);
   return true;
@@ -225,10 +235,9 @@ std::vector<WindowGuard> CheckRun::Guards() const {
   return guards;
 }
 
-void CheckRun::Unguard() {
-  atomic_ = false;
-  held_back_ = false;
-  hit_sent_ = false;
+void CheckRun::ReadAgainWithHit() {
+  if (mode_ == Mode::kProbing) core_.blocked->Erase(blocked_key_);
+  mode_ = Mode::kPlain;
   tally_ = WindowTally(policy_.limits.size());
   missing_ = 0;
   step_ = Step::kExactWithHit;
@@ -242,9 +251,9 @@ std::optional<KeySpace::LedgerKeys> CheckRun::Ledger() const {
 void CheckRun::TakeAnswer(Result<std::vector<uint64_t>> answer) {
   if (step_ == Step::kAttempt) {
     pending_.reset();
-    step_ = Step::kDone;
+    step_ = Step::kDecided;
     if (answer.ok()) {
-      attempt_sent_ = true;
+      blocked_->attempt_recorded = true;
     } else {
       failed_ = answer.error();
     }
@@ -259,60 +268,70 @@ void CheckRun::Absorb(Result<BucketRead> read) {
   pending_.reset();
   if (!read.ok()) {
     if (step_ == Step::kRefine) {  // keep the coarser retry: it is never early
-      step_ = Step::kDone;
+      step_ = Step::kDecided;
       return;
     }
     failed_ = read.error();
     return;
   }
   decision_.cost += read->cost;
-  if (read->applied && !*read->applied) {
-    held_back_ = true;
-    hit_sent_ = false;
-  }
+  if (read->applied && !*read->applied) mode_ = Mode::kHeldBack;
   if (step_ == Step::kRefine) {
     refiner_->Split(read->values);
     return;
   }
-  if (step_ == Step::kBounds) {
-    for (size_t i = 0; i < spans_.size(); ++i) {
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (step_ == Step::kBounds) {
       SetBounds(tally_, i, core_.keys.ladder(), bounds_[i], reads_, read->values, second_);
-    }
-  } else {
-    for (size_t i = 0; i < spans_.size(); ++i) {
+    } else {
       tally_.SetExact(i, plan_->Pieces(i, read->values));
     }
   }
   missing_ = read->ledger ? MissingHits(*read->ledger) : 0;
   for (size_t i = 0; i < spans_.size(); ++i) CountMissing(i);
   if (read->extras.size() == 2) {
-    penalty_read_ = true;
     blocked_until_ =
         KeySpace::BlockedUntil(policy_.block_for, second_, read->extras[0], read->extras[1]);
+    penalty_to_read_.reset();
   }
   if (blocked_until_) return Judged();  // denied whatever the counts: no further read
-  if (step_ == Step::kBounds) {
-    bool all_fit = true, one_over = false;
-    for (size_t i = 0; i < spans_.size(); ++i) {
-      all_fit = all_fit && SaturatingAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
-      one_over = one_over || SaturatingAdd(tally_.lower[i], Unread()) > policy_.limits[i].max_hits;
-    }
-    // A probe the bounds do not deny writes its hit with the exact cover: two round trips.
-    if (probing_ && !one_over) return Probed();
-    if (held_back_ && all_fit) return Unguard();
-    if (!all_fit && !one_over) {  // the bounds do not settle it
-      // The exact cover; the hit was sent, or was held back and goes again, guarded by it.
-      step_ = held_back_ ? Step::kExactWithHit : Step::kExact;
-      held_back_ = false;
-      return;
-    }
+  if (step_ == Step::kBounds) return AfterBounds();
+  AfterExact();
+}
+
+bool CheckRun::AllFit() const {
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (SaturatingAdd(tally_.upper[i], Unread()) > policy_.limits[i].max_hits) return false;
+  }
+  return true;
+}
+
+bool CheckRun::OneOver() const {
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (SaturatingAdd(tally_.lower[i], Unread()) > policy_.limits[i].max_hits) return true;
+  }
+  return false;
+}
+
+void CheckRun::AfterBounds() {
+  const bool all_fit = AllFit(), one_over = OneOver();
+  // A probe the bounds do not deny writes its hit with the exact cover: two round trips.
+  if (mode_ == Mode::kProbing && !one_over) return ReadAgainWithHit();
+  if (mode_ == Mode::kHeldBack && all_fit) return ReadAgainWithHit();
+  if (all_fit || one_over) return Judged();
+  // The bounds do not settle it: the exact cover. The hit was sent; or it was held back, and
+  // goes again guarded by the exact cover's counts.
+  if (mode_ == Mode::kHeldBack) {
+    mode_ = Mode::kAtomic;
+    step_ = Step::kExactWithHit;
   } else {
-    bool all_fit = true;
-    for (size_t i = 0; i < spans_.size(); ++i) {
-      all_fit = all_fit && SaturatingAdd(tally_.upper[i], Unread()) <= policy_.limits[i].max_hits;
-    }
-    if (probing_ && all_fit) return Probed();
-    if (held_back_ && all_fit) return Unguard();
+    step_ = Step::kExact;
+  }
+}
+
+void CheckRun::AfterExact() {
+  if ((mode_ == Mode::kProbing || mode_ == Mode::kHeldBack) && AllFit()) {
+    return ReadAgainWithHit();
   }
   Judged();
 }
@@ -333,21 +352,13 @@ void CheckRun::CountMissing(size_t i) {
   AddAttempt(tally_.lower_pieces[i], second_, missing_);
 }
 
-void CheckRun::Probed() {
-  probing_ = false;
-  tally_ = WindowTally(policy_.limits.size());
-  core_.blocked->Erase(blocked_key_);
-  step_ = Step::kExactWithHit;
-}
-
 void CheckRun::Judged() {
   Judge();
-  step_ = Step::kDone;
+  step_ = Step::kDecided;
   // With lost hits, the retry time stays that of the pieces (refining reads them again).
   if (decision_.allowed || !core_.options.exact_retry_after || missing_ > 0) return;
   // Reads go before the take-back, so they include this hit; it is discounted as pending.
-  const uint64_t pending =
-      record_ && !probing_ && !held_back_ && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
+  const uint64_t pending = HitWritten() && policy_.mode == CountingMode::kAdmitted ? hits_ : 0;
   refiner_ = std::make_unique<RetryRefiner>(core_.keys.ladder(), policy_.limits, second_, hits_,
                                             pending, tally_.upper_pieces);
   step_ = Step::kRefine;
@@ -355,43 +366,40 @@ void CheckRun::Judged() {
 
 bool CheckRun::allowed() const {
   if (failed_) return policy_.on_store_failure == FailureMode::kFailOpen;
-  return !blocked_ && decision_.allowed;
+  return mode_ != Mode::kBlocked && decision_.allowed;
 }
 
 bool CheckRun::UndoesHit(bool request_denied) const {
-  if (failed_ || blocked_ || probing_ || held_back_ || !record_ ||
-      policy_.mode != CountingMode::kAdmitted) {
-    return false;
-  }
+  if (failed_ || !HitWritten() || policy_.mode != CountingMode::kAdmitted) return false;
   return !decision_.allowed || request_denied;
 }
 
 bool CheckRun::Strikes() const {
-  return penalty_ && record_ && !failed_ && !blocked_ && !blocked_until_ && !decision_.allowed;
+  return penalized_ && !failed_ && mode_ != Mode::kPeek && mode_ != Mode::kBlocked &&
+         !blocked_until_ && !decision_.allowed;
 }
 
-std::optional<Batch> CheckRun::TakeBack(bool request_denied) {
-  if (taking_back_) return std::nullopt;
-  Batch batch{group_, {}, {}};
-  if (UndoesHit(request_denied)) {
-    undoing_ = true;
-    batch.increments = HitIncrements(-1);
+std::optional<TakeBackIntent> CheckRun::TakeBack(bool request_denied) {
+  if (step_ == Step::kTakenBack) return std::nullopt;
+  TakeBackIntent intent{Batch{group_, {}, {}}, UndoesHit(request_denied), Strikes()};
+  if (intent.undoes_hit) {
+    intent.batch.increments = HitIncrements(-1);
     decision_.cost.keys_written += core_.keys.KeysPerTakeBack();
   }
-  if (Strikes()) {
-    striking_ = true;
-    batch.increments.push_back(core_.keys.Strike(group_, policy_.block_for, second_));
+  if (intent.strikes) {
+    intent.batch.increments.push_back(core_.keys.Strike(group_, policy_.block_for, second_));
     decision_.cost.keys_written += 1;
   }
-  if (batch.increments.empty()) return std::nullopt;
-  taking_back_ = true;
-  return batch;
+  if (intent.batch.increments.empty()) return std::nullopt;
+  step_ = Step::kTakenBack;
+  return intent;
 }
 
 Decision CheckRun::Finish() {
   if (failed_) return Degraded(*failed_, decision_.cost);
-  if (blocked_) return FinishBlocked();
-  if (probing_ || held_back_) decision_.recorded = false;  // denied before anything was written
+  if (mode_ == Mode::kBlocked) return FinishBlocked();
+  // Denied before anything was written.
+  if (mode_ == Mode::kProbing || mode_ == Mode::kHeldBack) decision_.recorded = false;
   if (missing_ > 0) {
     decision_.degraded = true;
     decision_.store_error = Error(
@@ -403,7 +411,7 @@ Decision CheckRun::Finish() {
                     missing_, group_, FailureModeName(policy_.on_store_failure)));
   }
   const std::optional<Seconds> earliest = FillRetryAfter();
-  if (!decision_.allowed && record_) RememberBlocked(earliest);
+  if (!decision_.allowed && mode_ != Mode::kPeek) RememberBlocked(earliest);
   return std::move(decision_);
 }
 
@@ -425,9 +433,9 @@ void CheckRun::Judge() {
   decision_.blocked_until = blocked_until_;
 }
 
-void CheckRun::TookBack(bool sent) {
-  if (striking_ && sent) decision_.blocked_until = t_ + policy_.block_for;
-  if (!undoing_) return;
+void CheckRun::TookBack(const TakeBackIntent& intent, bool sent) {
+  if (intent.strikes && sent) decision_.blocked_until = t_ + policy_.block_for;
+  if (!intent.undoes_hit) return;
   decision_.recorded = !sent;
   decision_.cost.failed_take_backs += sent ? 0 : 1;
   if (!sent) return;

@@ -6,7 +6,9 @@
 //   while (Batch* batch = run.NextBatch()) {
 //     run.TakeAnswer(...);        // Store::Apply; a write-only batch through Store::Send
 //   }
-//   if (std::optional<Batch> undo = run.TakeBack(false)) run.TookBack(/* Store::Send ok */);
+//   if (std::optional<TakeBackIntent> undo = run.TakeBack(false)) {
+//     run.TookBack(*undo, /* Store::Send(undo->batch) ok */);
+//   }
 //   Decision d = run.Finish();
 //
 // RequestRuns::DecideAlone is exactly that loop; RequestRuns drives many runs at once.
@@ -56,6 +58,13 @@
 
 namespace hourglass::internal {
 
+// What a run's take-back batch does (CheckRun::TakeBack), for CheckRun::TookBack.
+struct TakeBackIntent {
+  Batch batch;              // fire-and-forget: the caller sends it (and may move from it)
+  bool undoes_hit = false;  // it holds the hit's increments, negated
+  bool strikes = false;     // it holds a penalty's strike
+};
+
 class CheckRun {
  public:
   // `t` is the instant checked, `now` the clock's; `core` and `policy` must outlive the run. With
@@ -80,18 +89,45 @@ class CheckRun {
 
   // Once NextBatch gives null: whether the check fits (per its policy when the store failed).
   bool allowed() const;
-  // Once NextBatch gives null: the batch undoing this check's hit, when it stays counted and must
-  // not: admitted mode, recorded, and denied (or `request_denied`); with it (or alone) the strike
-  // of a penalty, when a limit of a policy with block_for denied the check. Fire-and-forget: no
-  // reads. Given at most once per run.
-  std::optional<Batch> TakeBack(bool request_denied);
-  // Whether that take-back was sent.
-  void TookBack(bool sent);
+  // Once NextBatch gives null: what must still be written, if anything: the undoing of this
+  // check's hit when it stays counted and must not (admitted mode, written, and denied, or
+  // `request_denied`); with it (or alone) the strike of a penalty, when a limit of a policy with
+  // block_for denied the check. Given at most once per run.
+  std::optional<TakeBackIntent> TakeBack(bool request_denied);
+  // Whether that intent's batch was sent.
+  void TookBack(const TakeBackIntent& intent, bool sent);
   // The decision, once NextBatch gives null (and the take-back, if any, was sent).
   Decision Finish();
 
  private:
+  // How the check treats its hit: set at the start, changed only by what its reads show.
+  enum class Mode {
+    kPeek,      // nothing is written; the hit is added to the counts only to judge
+    kPlain,     // increment first: the hit goes with the first batch (and is taken back, in
+                // admitted mode, when the check or its request is denied)
+    kProbing,   // admitted mode, a client denied at its last check in this process: the reads go
+                // without the hit, which is written (kPlain) only unless they deny it
+    kAtomic,    // decided on the store: the hit goes guarded by every window's room
+    kHeldBack,  // atomic, and a guard kept the hit out: nothing was written
+    kBlocked,   // answered from the blocked-client cache, without a read
+  };
+  // The steps, in order: the increments with every window's coarse bounds (enough when they
+  // decide the check), or with the exact cover; the exact cover after bounds that did not; the
+  // retry time refined on a denial; a blocked client's attempt (written, nothing read). Then the
+  // decision is taken (kDecided), and its take-back given (kTakenBack).
+  enum class Step { kBounds, kExactWithHit, kExact, kRefine, kAttempt, kDecided, kTakenBack };
+  // A client answered from the blocked-client cache.
+  struct BlockedAnswer {
+    BlockedCache::Entry entry;      // the decision that blocked it, with the attempts since
+    bool attempt_recorded = false;  // kAttempt: this check's hit was written
+  };
+
+  // A new run's mode and first step: a live admitted-mode check on a store that takes guarded
+  // batches is atomic; the bounds go first where the hot path has them and the check is live.
+  static Mode FirstMode(const EngineCore& core, const Policy& policy, bool live, bool record);
+  static Step FirstStep(const EngineCore& core, bool live, bool record);
   bool live() const { return t_ == now_; }
+  bool deciding() const { return !failed_ && step_ < Step::kDecided; }
   // A check at a settled instant writes into buckets that caches treat as immutable: it reads
   // without the cache, and the feature's cached buckets are dropped (see the constructor).
   bool settled_instant() const { return core_.IsSettled(second_, now_); }
@@ -99,20 +135,29 @@ class CheckRun {
   std::vector<Increment> HitIncrements(int64_t sign) const;
   // The policy's answer when the store failed; `cost` is what was spent before.
   Decision Degraded(const Error& error, const Cost& cost) const;
+  // Whether the hit is in the store now (or will be, once the pending batch is applied).
+  bool HitWritten() const { return mode_ == Mode::kPlain || mode_ == Mode::kAtomic; }
+  // Whether the current step's batch carries the hit's increments.
+  bool StepWritesHit() const {
+    return step_ == Step::kExactWithHit || (step_ == Step::kBounds && HitWritten());
+  }
 
-  // The steps, in order: the increments with every window's coarse bounds (enough when they
-  // decide the check), or with the exact cover; the exact cover after bounds that did not; the
-  // retry time refined on a denial; a blocked client's attempt (written, nothing read).
-  enum class Step { kBounds, kExactWithHit, kExact, kRefine, kAttempt, kDone };
   // Prepares the current step's batch in pending_; false when the step turned out to have
   // nothing to send and the run moved on.
   bool Prepare();
   // Takes a completed read into the tally and moves to the next step.
   void Absorb(Result<BucketRead> read);
+  // The next step after the bounds were read, and after the exact cover was.
+  void AfterBounds();
+  void AfterExact();
   // After the counts are read: judges, and refines the retry time of a denial.
   void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.
   void Judge();
+  // Whether every window fits its limit by its upper bound, and whether one is over it by its
+  // lower bound, counting the hit where the reads left it out.
+  bool AllFit() const;
+  bool OneOver() const;
   // The first second of today when this check compares today's buckets with the ledger: a live
   // check whose windows hold all of today, away from a top-level bucket's end.
   std::optional<int64_t> ComparedDay() const;
@@ -123,17 +168,17 @@ class CheckRun {
   // Adds the missing hits to window i's counts and pieces (at the check's second: the latest
   // they can be, so retry times stay never early).
   void CountMissing(size_t i);
-  // The probe did not deny: forget the denial, and read the exact cover with the hit.
-  void Probed();
-  // Whether TakeBack undoes the hit; whether it strikes a penalty.
+  // Starts the reads again from nothing, with the hit (the exact cover): after a probe that did
+  // not deny, or a hit held back although the reads say it fits (a reset elsewhere made cached
+  // buckets stale), checked again the increment-first way.
+  void ReadAgainWithHit();
+  // Whether the take-back undoes the hit; whether it strikes a penalty.
   bool UndoesHit(bool request_denied) const;
   bool Strikes() const;
   // The hits the reads leave out: a peek's, a probe's or a held back hit's (nothing written).
-  uint64_t Unread() const { return record_ && !probing_ && !held_back_ ? 0 : hits_; }
+  uint64_t Unread() const { return HitWritten() ? 0 : hits_; }
   // The guards of an atomic check: per window, its count plus the hit within its limit.
   std::vector<WindowGuard> Guards() const;
-  // The store held the hit back but the reads say it fits: check again the increment-first way.
-  void Unguard();
   // The blocked client's answer: the decision that blocked it, with the attempts since.
   Decision FinishBlocked();
   // Per limit and overall, retry_after; returns EarliestRetry over the limits (nullopt: never).
@@ -144,10 +189,13 @@ class CheckRun {
   const std::string group_;
   const Policy& policy_;
   const uint64_t hits_;
-  const bool record_;
   const Instant t_, now_;
   const int64_t second_;  // t_ as Unix seconds
+  // A live check under a penalty (Policy::block_for): its first read reads the feature's penalty
+  // keys (penalty_to_read_, then reset), and a denial by its limits strikes.
+  const bool penalized_;
   std::vector<Span> spans_;
+  Mode mode_;
   Step step_;
   std::optional<PendingRead> pending_;
   std::vector<Bound> bounds_;              // kBounds: per window
@@ -158,27 +206,13 @@ class CheckRun {
   WindowTally tally_;
   Decision decision_;
   std::string blocked_key_;
-  std::optional<BlockedCache::Entry> blocked_;  // answered from the blocked-client cache
+  std::optional<BlockedAnswer> blocked_;  // kBlocked
   bool rememberable_ = true;
-  bool taking_back_ = false;   // TakeBack gave its batch
-  bool attempt_sent_ = false;  // kAttempt: the blocked client's hit was sent
-  // Admitted mode, a client denied at its last check: the first read is without the hit, which
-  // is written (kExactWithHit) only unless that read denies it.
-  bool probing_ = false;
-  bool hit_sent_ = false;  // the hit's increments went with an earlier batch
-  // Decided on the store (see Atomic checks above); held_back_: a guard kept the hit out.
-  bool atomic_ = false;
-  bool held_back_ = false;
   // A live check whose windows hold all of today: that day's first second (the ledger is read).
   std::optional<int64_t> today_;
   uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw (0: no ledger)
-  // A live check under a penalty (Policy::block_for) reads the feature's penalty keys with its
-  // first read; blocked_until_ is set when they block it.
-  std::optional<KeySpace::PenaltyKeys> penalty_;
-  bool penalty_read_ = false;
-  std::optional<Instant> blocked_until_;
-  bool undoing_ = false;   // the take-back batch undoes the hit
-  bool striking_ = false;  // the take-back batch strikes a penalty
+  std::optional<KeySpace::PenaltyKeys> penalty_to_read_;
+  std::optional<Instant> blocked_until_;  // the penalty keys read block the check until then
 };
 
 }  // namespace hourglass::internal

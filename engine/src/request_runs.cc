@@ -22,8 +22,8 @@ Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run) {
       run.TakeAnswer(core.store->Apply(*batch));
     }
   }
-  if (std::optional<Batch> undo = run.TakeBack(false)) {
-    run.TookBack(core.store->Send({&*undo, 1}).front().ok());
+  if (std::optional<TakeBackIntent> undo = run.TakeBack(false)) {
+    run.TookBack(*undo, core.store->Send({&undo->batch, 1}).front().ok());
   }
   return run.Finish();
 }
@@ -140,10 +140,12 @@ void RequestRuns::Step(const std::vector<CheckRun*>& runs) const {
 
 void RequestRuns::TakeBack(const std::vector<size_t>& round, size_t layer) {
   std::vector<Batch> undo;
+  std::vector<TakeBackIntent> intents;
   std::vector<CheckRun*> owners;
   const auto ask = [&](Request& request, size_t i, bool request_denied) {
-    if (std::optional<Batch> batch = request.runs[i]->TakeBack(request_denied)) {
-      undo.push_back(std::move(*batch));
+    if (std::optional<TakeBackIntent> intent = request.runs[i]->TakeBack(request_denied)) {
+      undo.push_back(std::move(intent->batch));
+      intents.push_back(std::move(*intent));
       owners.push_back(request.runs[i].get());
     }
   };
@@ -163,7 +165,7 @@ void RequestRuns::TakeBack(const std::vector<size_t>& round, size_t layer) {
   }
   if (undo.empty()) return;
   std::vector<Status> sent = core_.store->Send(undo);
-  for (size_t k = 0; k < owners.size(); ++k) owners[k]->TookBack(sent[k].ok());
+  for (size_t k = 0; k < owners.size(); ++k) owners[k]->TookBack(intents[k], sent[k].ok());
 }
 
 Engine::RequestDecision RequestRuns::Finish(Request& request) const {
