@@ -296,11 +296,11 @@ TEST_F(RedisStoreTest, AFullRedisThatDoesNotEvictRefusesWritesVisibly) {
   Result<std::vector<uint64_t>> refused =
       store().Apply(Batch{"g", {{"g:k", 1, Seconds{60}}}, {"g:k"}});
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().code(), ErrorCode::kUnavailable) << refused.error().ToString();
+  EXPECT_EQ(refused.error().code(), ErrorCode::kStoreFull) << refused.error().ToString();
   EXPECT_NE(refused.error().message().find("OOM"), std::string::npos) << refused.error().message();
   refused = store().Apply(Hit(kHourStart));  // a pack's first write
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().code(), ErrorCode::kUnavailable) << refused.error().ToString();
+  EXPECT_EQ(refused.error().code(), ErrorCode::kStoreFull) << refused.error().ToString();
   EXPECT_NE(refused.error().message().find("OOM"), std::string::npos) << refused.error().message();
   ASSERT_TRUE(
       store().Send(std::vector<Batch>{Batch{"g", {{"g:k", 1, Seconds{60}}}, {}}}).front().ok());

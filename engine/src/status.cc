@@ -20,6 +20,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "data loss";
     case ErrorCode::kResourceExhausted:
       return "resource exhausted";
+    case ErrorCode::kStoreFull:
+      return "store full";
   }
   return "unknown";
 }

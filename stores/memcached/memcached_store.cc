@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "hourglass/net/pipeline.h"
 #include "hourglass/net/pool.h"
 #include "hourglass/packed_layout.h"
 #include "hourglass/saturating.h"
@@ -16,10 +17,6 @@
 
 namespace hourglass {
 namespace {
-
-// More unanswered no-ops than this on one connection and a request waits for them first, so the
-// answers of fire-and-forget requests never pile up in the socket.
-constexpr int kMaxUnreadNoops = 32;
 
 Status ValidateOptions(const MemcachedOptions& options) {
   if (options.servers.empty()) return InvalidArgument("no memcached server given");
@@ -35,16 +32,6 @@ Status ValidateOptions(const MemcachedOptions& options) {
   return {};
 }
 
-// A batch whose request left (wholly or in part) but whose answer did not come: its increments
-// may have been applied, or may be applied when a stalled server resumes. Nothing takes them
-// back: if they never landed, a take-back would erase other hits and over-admit.
-Error MaybeApplied(const Error& error, const Batch& batch) {
-  if (batch.increments.empty()) return error;
-  return Error(error.code(), error.message() +
-                                 " (the increments were sent: they may have been "
-                                 "applied, now or when the server resumes)");
-}
-
 net::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
   return net::PoolOptions{o.connect_timeout, o.io_timeout,       o.retry_timeout, o.pool_size,
                           o.pool_wait,       o.idle_check_after, o.on_transition};
@@ -52,10 +39,12 @@ net::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
 
 using BatchResults = std::vector<Result<std::vector<uint64_t>>>;
 
-// A batch as it goes on the wire: the caller's own (counters layout) or its packed plan's.
+// A request as it goes on the wire: a batch, the caller's own (counters layout) or its packed
+// plan's; or prepared bytes that read nothing (deletes).
 struct Outgoing {
   const Batch* wire = nullptr;                // sent: its increments as counters, reads as gets
   const packed::WireBatch* packed = nullptr;  // the packed plan, if any
+  const std::string* raw = nullptr;           // instead of `wire`: these bytes, ending in "mn"
   std::span<const packed::PackAppend> appends() const {
     return packed ? std::span<const packed::PackAppend>(packed->appends)
                   : std::span<const packed::PackAppend>{};
@@ -128,28 +117,9 @@ Status ReadUnread(std::string_view server, net::PooledConnection& c,
 
 // Takes a connection of `pool` ready for a request: no more unread answers than allowed.
 Status Ready(net::ServerPool& pool, net::Lease& c, std::atomic<uint64_t>& unconfirmed) {
-  if (Status s = c.Acquire(); !s.ok()) return s;
-  c->socket->BeginExchange();  // io_timeout bounds the whole exchange, not each read
-  if (c->unread >= kMaxUnreadNoops) {
-    if (Status s = ReadUnread(pool.name(), *c, unconfirmed); !s.ok()) {
-      return c.Fail(s.error());
-    }
-  }
-  return {};
-}
-
-// Sends `batches[indices]` on `c` as one request.
-Status SendBatches(net::Lease& c, std::span<const Outgoing> batches,
-                   const std::vector<size_t>& indices, Instant now) {
-  thread_local std::string request, one;
-  request.clear();
-  for (size_t i : indices) {
-    memcached::BuildRequest(*batches[i].wire, now, one, batches[i].appends(), batches[i].with_cas(),
-                            batches[i].appends_at());
-    request += one;
-  }
-  if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
-  return {};
+  return net::Ready(pool, c, [&](net::ServerPool& p, net::PooledConnection& connection) {
+    return ReadUnread(p.name(), connection, unconfirmed);
+  });
 }
 
 // Sends `request` (ending in a get of `batch.reads`) on the ready connection `c` and reads its
@@ -179,38 +149,55 @@ void SendCompactions(net::Lease& c, std::span<const memcached::PackCompaction> c
   ++c->unread;
 }
 
-// Reads the answers of `batches[indices]`, sent on `c`, into `results`.
-void ReadBatches(net::ServerPool& pool, net::Lease& c, std::span<const Outgoing> batches,
-                 const std::vector<size_t>& indices, std::atomic<uint64_t>& unconfirmed,
-                 BatchResults& results) {
-  std::vector<memcached::PackCompaction> compactions;
-  Status s = ReadUnread(pool.name(), *c, unconfirmed);  // earlier requests'
-  for (size_t k = 0; k < indices.size(); ++k) {
-    const Batch& batch = *batches[indices[k]].wire;
-    Result<std::vector<uint64_t>>& result = results[indices[k]];
-    if (s.ok() && batch.reads.empty()) {
-      std::optional<Error> own;
-      c->unread = 1;  // this batch's "mn"
-      s = ReadUnread(pool.name(), *c, unconfirmed, &own);
-      if (s.ok()) result = own ? Result<std::vector<uint64_t>>(*own) : std::vector<uint64_t>{};
-    } else if (s.ok()) {
-      Result<memcached::GetAnswer> answer =
-          memcached::ReadGetAnswer(pool.name(), *c->socket, batch, batches[indices[k]].is_pack());
-      if (!answer.ok()) s = answer.error();
-      if (s.ok()) {
-        result = Resolve(pool.name(), batches[indices[k]], std::move(*answer), compactions);
-      }
-    }
-    if (!s.ok()) {  // out of step: this batch and the later ones are unanswered
-      const Error failed = c.Fail(s.error());
-      for (size_t j = k; j < indices.size(); ++j) {
-        results[indices[j]] = MaybeApplied(failed, *batches[indices[j]].wire);
-      }
+// The memcached protocol as net::Pipeline drives it.
+struct Codec {
+  using Encoded = Outgoing;
+  using Scratch = std::vector<memcached::PackCompaction>;
+  using Request = net::Request<Outgoing>;
+
+  const memcached::HashRing& ring;
+  const std::vector<std::unique_ptr<net::ServerPool>>& pools;  // in ring order
+  std::atomic<uint64_t>& unconfirmed;
+  Instant now;
+
+  Result<net::ServerPool*> Route(const Request& r) const {
+    return pools[ring.PositionOf(r.group)].get();
+  }
+  void Append(const Request& r, std::string& out) const {
+    const Outgoing& o = r.encoded;
+    if (o.raw != nullptr) {
+      out += *o.raw;
       return;
     }
+    thread_local std::string one;
+    memcached::BuildRequest(*o.wire, now, one, o.appends(), o.with_cas(), o.appends_at());
+    out += one;
   }
-  SendCompactions(c, compactions);
-}
+  Status ReadOwed(net::ServerPool& pool, net::PooledConnection& c) const {
+    return ReadUnread(pool.name(), c, unconfirmed);
+  }
+  net::Answer Read(net::ServerPool& pool, net::PooledConnection& c, const Request& r,
+                   Scratch& compactions) const {
+    const Outgoing& o = r.encoded;
+    if (o.raw != nullptr || o.wire->reads.empty()) {  // its own failures come before its "MN"
+      std::optional<Error> own;
+      c.unread = 1;
+      if (Status s = ReadUnread(pool.name(), c, unconfirmed, &own); !s.ok()) {
+        return net::Answer::Broken(s.error());
+      }
+      if (own) return {net::Answer::Kind::kResult, *own, std::nullopt};
+      return {};
+    }
+    Result<memcached::GetAnswer> answer =
+        memcached::ReadGetAnswer(pool.name(), *c.socket, *o.wire, o.is_pack());
+    if (!answer.ok()) return net::Answer::Broken(answer.error());
+    return {net::Answer::Kind::kResult, Resolve(pool.name(), o, std::move(*answer), compactions),
+            std::nullopt};
+  }
+  void Finish(net::Lease& c, Scratch& compactions) const { SendCompactions(c, compactions); }
+  void Owe(net::PooledConnection& c, const Request&) const { ++c.unread; }
+  void Moved(const net::Redirect&) const {}  // memcached never redirects
+};
 
 }  // namespace
 
@@ -234,18 +221,48 @@ struct MemcachedStore::Impl {
   std::atomic<uint64_t> unconfirmed_failures{0};
   packed::SentBytesTally sent;  // what writes that read nothing appended to each pack
 
-  net::ServerPool& PoolOf(const std::string& group) const {
-    return *pools[ring->PositionOf(group)];
+  std::chrono::milliseconds io_timeout{};
+
+  net::ServerPool& PoolOf(std::string_view group) const { return *pools[ring->PositionOf(group)]; }
+
+  // `batches` as the pipeline's requests, those that are valid (for Send: also without reads):
+  // errors[i] is batches[i]'s validation, and requests_of[k] the batch of requests[k]. The
+  // requests point into `batches` and into `plans`, which keeps their packed plans.
+  std::vector<net::Request<Outgoing>> Requests(const Store& store, std::span<const Batch> batches,
+                                               bool send_only, std::vector<Status>& errors,
+                                               std::vector<packed::WireBatch>& plans,
+                                               std::vector<size_t>& requests_of) const {
+    errors.assign(batches.size(), Status());
+    std::vector<bool> valid(batches.size());
+    for (size_t i = 0; i < batches.size(); ++i) {
+      Status& s = errors[i];
+      if (send_only) s = ValidateSend(batches[i]);
+      if (s.ok()) s = ValidateBatch(batches[i]);
+      if (s.ok()) s = ValidateGuards(store, batches[i]);
+      valid[i] = s.ok();
+    }
+    const std::vector<Outgoing> out = Prepare(plan, batches, valid, plans);
+    std::vector<net::Request<Outgoing>> requests;
+    requests.reserve(batches.size());
+    requests_of.clear();
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (!valid[i]) continue;
+      requests.push_back({batches[i].group, out[i], !batches[i].increments.empty(), {}});
+      requests_of.push_back(i);
+    }
+    return requests;
   }
 
-  // The packs `out` appends to that are due for a compaction (their counts start again), with
-  // their groups. Batches that read are not counted: their reads compact what they find.
-  std::vector<std::pair<std::string, std::string>> DueForCompaction(std::span<const Outgoing> out) {
+  Codec CodecAt(Instant now) { return Codec{*ring, pools, unconfirmed_failures, now}; }
+
+  // Compacts the packs `requests` appended to that are due for it (their counts start again).
+  // Batches that read are not counted: their reads compact what they find.
+  void CompactDue(std::span<const net::Request<Outgoing>> requests) {
     std::vector<std::pair<std::string, std::string>> due;  // group, pack
-    for (const Outgoing& o : out) {
-      if (o.wire->reads.empty()) sent.Add(o.wire->group, o.appends(), due);
+    for (const net::Request<Outgoing>& r : requests) {
+      if (r.encoded.wire->reads.empty()) sent.Add(r.encoded.wire->group, r.encoded.appends(), due);
     }
-    return due;
+    for (const auto& [group, pack] : due) Compact(group, pack);
   }
 
   // Reads `pack` of `group` and rewrites it in fewer records if that pays (one round trip; a
@@ -304,6 +321,7 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
         std::make_unique<net::ServerPool>(address, PoolOptionsOf(options), clock));
   }
   impl->ring = std::move(*ring);
+  impl->io_timeout = options.io_timeout;
   return std::unique_ptr<MemcachedStore>(new MemcachedStore(std::move(impl)));
 }
 
@@ -319,109 +337,45 @@ uint64_t MemcachedStore::unconfirmed_failures() const {
 }
 
 Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
-  if (batch.reads.empty()) return std::move(ApplyMany({&batch, 1}).front());  // waits for it
-  if (Status s = ValidateBatch(batch); !s.ok()) return s.error();
-  if (Status s = ValidateGuards(*this, batch); !s.ok()) return s.error();
-  std::vector<packed::WireBatch> plans;
-  const std::vector<Outgoing> out = Prepare(impl_->plan, {&batch, 1}, {true}, plans);
-  net::ServerPool& pool = impl_->PoolOf(batch.group);
-  net::Lease c(pool);
-  if (Status s = Ready(pool, c, impl_->unconfirmed_failures); !s.ok()) return s.error();
-  thread_local std::string request;
-  memcached::BuildRequest(*out[0].wire, impl_->clock.Now(), request, out[0].appends(),
-                          out[0].with_cas(), out[0].appends_at());
-  Result<memcached::GetAnswer> answer =
-      SendAndRead(pool, c, request, *out[0].wire, out[0].is_pack(), impl_->unconfirmed_failures);
-  if (!answer.ok()) return MaybeApplied(answer.error(), batch);
-  std::vector<memcached::PackCompaction> compactions;
-  Result<std::vector<uint64_t>> values =
-      Resolve(pool.name(), out[0], std::move(*answer), compactions);
-  SendCompactions(c, compactions);
-  return values;
+  return std::move(ApplyMany({&batch, 1}).front());
 }
 
 BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
+  std::vector<Status> errors;
+  std::vector<packed::WireBatch> plans;
+  std::vector<size_t> requests_of;
+  std::vector<net::Request<Outgoing>> requests =
+      impl_->Requests(*this, batches, /*send_only=*/false, errors, plans, requests_of);
+  Codec codec = impl_->CodecAt(impl_->clock.Now());
+  std::vector<Result<std::vector<uint64_t>>> answers =
+      net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange(requests);
   BatchResults results;
   results.reserve(batches.size());
-  std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
-  std::vector<bool> valid(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
-    Status s = ValidateBatch(batches[i]);
-    if (s.ok()) s = ValidateGuards(*this, batches[i]);
-    valid[i] = s.ok();
+  for (const Status& s : errors) {
     results.push_back(s.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
                              : Result<std::vector<uint64_t>>(s.error()));
-    if (s.ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
   }
-  std::vector<packed::WireBatch> plans;
-  const std::vector<Outgoing> out = Prepare(impl_->plan, batches, valid, plans);
-  // Every server's request leaves before any answer is read: the servers work at once.
-  const Instant now = impl_->clock.Now();
-  std::vector<std::unique_ptr<net::Lease>> leases(impl_->pools.size());
-  for (size_t p = 0; p < by_pool.size(); ++p) {
-    if (by_pool[p].empty()) continue;
-    leases[p] = std::make_unique<net::Lease>(*impl_->pools[p]);
-    Status s = Ready(*impl_->pools[p], *leases[p], impl_->unconfirmed_failures);
-    const bool ready = s.ok();
-    if (ready) s = SendBatches(*leases[p], out, by_pool[p], now);
-    if (s.ok()) continue;
-    for (size_t i : by_pool[p]) {
-      results[i] =
-          ready ? MaybeApplied(s.error(), batches[i]) : Result<std::vector<uint64_t>>(s.error());
-    }
-    leases[p].reset();
-  }
-  for (size_t p = 0; p < by_pool.size(); ++p) {
-    if (leases[p] == nullptr) continue;
-    ReadBatches(*impl_->pools[p], *leases[p], out, by_pool[p], impl_->unconfirmed_failures,
-                results);
-  }
-  leases.clear();  // Compact leases connections of its own
-  for (const auto& [group, pack] : impl_->DueForCompaction(out)) {
-    impl_->Compact(group, pack);
-  }
+  for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(answers[k]);
+  impl_->CompactDue(requests);
   return results;
 }
 
 std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
-  std::vector<Status> results(batches.size());
-  std::vector<std::vector<size_t>> by_pool(impl_->pools.size());
-  std::vector<bool> valid(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
-    results[i] = ValidateSend(batches[i]);
-    if (results[i].ok()) results[i] = ValidateBatch(batches[i]);
-    if (results[i].ok()) results[i] = ValidateGuards(*this, batches[i]);
-    valid[i] = results[i].ok();
-    if (results[i].ok()) by_pool[impl_->ring->PositionOf(batches[i].group)].push_back(i);
-  }
+  std::vector<Status> results;
   std::vector<packed::WireBatch> plans;
-  const std::vector<Outgoing> out = Prepare(impl_->plan, batches, valid, plans);
-  const Instant now = impl_->clock.Now();
-  for (size_t p = 0; p < by_pool.size(); ++p) {
-    if (by_pool[p].empty()) continue;
-    net::Lease c(*impl_->pools[p]);
-    Status s = Ready(*impl_->pools[p], c, impl_->unconfirmed_failures);
-    const bool ready = s.ok();
-    if (ready) s = SendBatches(c, out, by_pool[p], now);
-    if (s.ok()) {
-      // Each batch's answer is read by the connection's next user.
-      c->unread += static_cast<int>(by_pool[p].size());
-      continue;
-    }
-    for (size_t i : by_pool[p]) results[i] = ready ? MaybeApplied(s.error(), batches[i]) : s;
-  }
-  for (const auto& [group, pack] : impl_->DueForCompaction(out)) {
-    impl_->Compact(group, pack);
-  }
+  std::vector<size_t> requests_of;
+  std::vector<net::Request<Outgoing>> requests =
+      impl_->Requests(*this, batches, /*send_only=*/true, results, plans, requests_of);
+  Codec codec = impl_->CodecAt(impl_->clock.Now());
+  std::vector<Status> sent =
+      net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).SendOnly(requests);
+  for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(sent[k]);
+  impl_->CompactDue(requests);
   return results;
 }
 
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
-  net::ServerPool& pool = impl_->PoolOf(group);
-  net::Lease c(pool);
-  if (Status s = c.Acquire(); !s.ok()) return s.error();
-  c->socket->BeginExchange();
   std::vector<std::string> deletes;
   std::vector<packed::PackAppend> appends;
   // A bucket is deleted where this client's layouts may have written it.
@@ -429,17 +383,13 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
     appends = packed::PlanPackedDelete(group, keys, *impl_->plan, deletes);
     keys = deletes;
   }
-  if (Status s = c->socket->Send(memcached::BuildDeleteRequest(keys, appends, impl_->clock.Now()));
-      !s.ok()) {
-    return c.Fail(s.error());
-  }
-  ++c->unread;
-  // The deletes' own failures come before the last MN; anything else is an earlier request's.
-  std::optional<Error> error;
-  if (Status s = ReadUnread(pool.name(), *c, impl_->unconfirmed_failures, &error); !s.ok()) {
-    return c.Fail(s.error());
-  }
-  if (error) return *error;
+  const Instant now = impl_->clock.Now();
+  const std::string request = memcached::BuildDeleteRequest(keys, appends, now);
+  net::Request<Outgoing> r{group, Outgoing{.raw = &request}, false, {}};
+  Codec codec = impl_->CodecAt(now);
+  Result<std::vector<uint64_t>> answer =
+      std::move(net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange({&r, 1})[0]);
+  if (!answer.ok()) return answer.error();
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "hourglass/net/pipeline.h"
 #include "hourglass/net/pool.h"
 #include "hourglass/packed_layout.h"
 #include "placement.h"
@@ -23,15 +24,8 @@
 namespace hourglass {
 namespace {
 
+using net::Redirect;
 using redis::Reply;
-
-// More unread replies than this on one connection and a request reads them first.
-constexpr int kMaxUnread = 32;
-// A batch redirected (MOVED, ASK) is sent again at most this often; one told to try again
-// (TRYAGAIN: a migration split its slot's keys) until io_timeout has passed.
-constexpr int kMaxRedirects = 5;
-// The wait before sending again a batch whose slot is being migrated (TRYAGAIN).
-constexpr std::chrono::milliseconds kTryAgainWait{20};
 
 // What a connection keeps beyond its socket: the reply parser (it buffers what it read ahead),
 // and the commands whose replies are owed (fire-and-forget), to send again if redirected.
@@ -48,8 +42,9 @@ Error Named(std::string_view server, ErrorCode code, std::string_view message) {
   return Error(code, fmt::format("{}: {}", server, message));
 }
 
-// A reply that is an error, as an Error: transient refusals (out of memory, loading, a cluster
-// that is down or failing over) are kUnavailable, anything else kInternal.
+// A reply that is an error, as an Error: a full server (OOM, without eviction) is kStoreFull;
+// transient refusals (loading, a cluster that is down or failing over) are kUnavailable; anything
+// else kInternal.
 Error ReplyError(std::string_view server, const Reply& reply) {
   const std::string_view kind = reply.error_kind();
   if (kind == "NOTCOUNTER") {
@@ -59,21 +54,16 @@ Error ReplyError(std::string_view server, const Reply& reply) {
                              "wrote it); reset the feature to delete it",
                              key));
   }
-  static constexpr std::string_view kTransient[] = {"OOM",        "LOADING",     "BUSY",
-                                                    "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
-                                                    "READONLY",   "MOVED",       "ASK"};
+  if (kind == "OOM") {
+    return Named(server, ErrorCode::kStoreFull,
+                 fmt::format("Redis answered \"{}\"", reply.text.substr(0, 300)));
+  }
+  static constexpr std::string_view kTransient[] = {
+      "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "MOVED", "ASK"};
   const bool transient =
       std::find(std::begin(kTransient), std::end(kTransient), kind) != std::end(kTransient);
   return Named(server, transient ? ErrorCode::kUnavailable : ErrorCode::kInternal,
                fmt::format("Redis answered \"{}\"", reply.text.substr(0, 300)));
-}
-
-// A batch whose command left but whose reply did not come: its writes may have been applied.
-Error MaybeApplied(const Error& error, const Batch& batch) {
-  if (batch.increments.empty()) return error;
-  return Error(error.code(), error.message() +
-                                 " (the writes were sent: they may have been applied, now or "
-                                 "when the server resumes)");
 }
 
 std::optional<uint64_t> ParseCounter(std::string_view text) {
@@ -83,11 +73,22 @@ std::optional<uint64_t> ParseCounter(std::string_view text) {
   return value;
 }
 
-// A batch as one EVALSHA: its plan and the command.
+// A request as one command: a batch's EVALSHA, with its plan; a delete's; or a fire-and-forget
+// command sent again where a redirection sent it.
 struct Encoded {
-  packed::WireBatch plan;
   std::string command;
-  size_t gets = 0;  // plan.counters.reads.size()
+  const Batch* batch = nullptr;  // the batch it carries, if any
+  packed::WireBatch plan;        // the batch's
+  size_t gets = 0;               // plan.counters.reads.size()
+  // Fire-and-forget: its reply is worth sending it again for, should a redirection come back.
+  bool resendable = false;
+
+  // A command alone: a delete's, or one sent again.
+  static Encoded Command(std::string command) {
+    Encoded e;
+    e.command = std::move(command);
+    return e;
+  }
 };
 
 // The index (1-based, as Lua's KEYS) of each tagged key of one command.
@@ -152,7 +153,7 @@ void AppendEvalSha(const redis::Script& script, const std::vector<std::string>& 
 }
 
 Encoded Encode(const Batch& batch, Instant now) {
-  Encoded e{packed::PlanPacked(batch), {}, 0};
+  Encoded e{{}, &batch, packed::PlanPacked(batch), 0, false};
   const packed::WireBatch& plan = e.plan;
   KeyIndex keys(batch.group);
   std::vector<std::string> argv;
@@ -202,11 +203,6 @@ std::string EncodeDelete(const std::string& group, std::span<const std::string> 
 }
 
 // Where a redirection sends a command: "MOVED 3999 127.0.0.1:6381" -> slot, "127.0.0.1:6381".
-struct Redirect {
-  bool ask = false;
-  uint16_t slot = 0;
-  std::string node;
-};
 std::optional<Redirect> RedirectOf(const Reply& reply) {
   const std::string_view kind = reply.error_kind();
   if (kind != "MOVED" && kind != "ASK") return std::nullopt;
@@ -265,16 +261,6 @@ struct Node {
   std::string address;  // "host:port"
   std::unique_ptr<net::ServerPool> pool;
 };
-
-// The items bound for `node` in `groups` (one group per node, in the order nodes first come).
-template <typename T>
-std::vector<T>& GroupOf(std::vector<std::pair<Node*, std::vector<T>>>& groups, Node* node) {
-  auto it = std::find_if(groups.begin(), groups.end(),
-                         [&](const auto& entry) { return entry.first == node; });
-  if (it != groups.end()) return it->second;
-  groups.push_back({node, {}});
-  return groups.back().second;
-}
 
 }  // namespace
 
@@ -424,7 +410,7 @@ struct RedisStore::Impl {
   }
 
   // The node that holds `group`'s keys.
-  Result<Node*> NodeFor(const std::string& group) {
+  Result<Node*> NodeFor(std::string_view group) {
     if (!options.cluster) {
       const size_t shard = redis::RendezvousShard(group, options.servers);
       return NodeAt(options.servers[shard]);
@@ -500,61 +486,20 @@ struct RedisStore::Impl {
 
   // Sends the redirected fire-and-forget commands again where they belong (once: their replies
   // are owed there, and a second redirection counts as a failure). Call holding no connection.
-  void SendDeferred() {
-    while (!Deferred().empty()) {
-      std::vector<Redirected> batch = std::move(Deferred());
-      Deferred().clear();
-      for (Redirected& r : batch) {
-        if (!r.redirect.ask) Moved(r.redirect);
-        if (!ResendBlind(r.redirect, std::move(r.command))) {
-          unconfirmed.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-    }
-  }
-
-  // Deletes `keys` of `group`, following redirections (RedisStore::Delete).
-  Status Delete(const std::string& group, std::span<const std::string> keys);
-
-  // Sends a redirected fire-and-forget command where it belongs; its reply is owed there (and
-  // not sent again).
-  bool ResendBlind(const Redirect& r, std::string command) {
-    Result<Node*> node = NodeAt(r.node);
-    if (!node.ok()) return false;
-    net::Lease c(*(*node)->pool);
-    if (!Ready(c).ok()) return false;
-    std::string request;
-    if (r.ask) redis::AppendCommand({"ASKING"}, request);
-    request += command;
-    if (Status s = c->socket->Send(request); !s.ok()) {
-      (void)c.Fail(s.error());
-      return false;
-    }
-    RedisConnection& state = StateOf(*c);
-    if (r.ask) {
-      state.unanswered.emplace_back();
-      ++c->unread;
-    }
-    state.unanswered.emplace_back();
-    ++c->unread;
-    return true;
-  }
+  void SendDeferred();
 
   // Takes a connection of the lease's pool ready for a request: no more unread replies than
   // allowed.
-  Status Ready(net::Lease& c) {
-    if (Status s = c.Acquire(); !s.ok()) return s;
-    c->socket->BeginExchange();
-    if (c->unread >= kMaxUnread) {
-      if (Status s = ReadUnread(*c); !s.ok()) return c.Fail(s.error());
-    }
-    return {};
+  Status Ready(net::ServerPool& pool, net::Lease& c) {
+    return net::Ready(pool, c, [this](net::ServerPool&, net::PooledConnection& connection) {
+      return ReadUnread(connection);
+    });
   }
 
   // One command to `node`, waiting for its reply (after what the connection owed).
   Result<Reply> Command(Node& node, std::initializer_list<std::string_view> args) {
     net::Lease c(*node.pool);
-    if (Status s = Ready(c); !s.ok()) return s.error();
+    if (Status s = Ready(*node.pool, c); !s.ok()) return s.error();
     std::string request;
     redis::AppendCommand(args, request);
     if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
@@ -636,7 +581,7 @@ struct RedisStore::Impl {
     std::string command;
     AppendEvalSha(redis::ApplyScript(), keys.keys(), argv, command);
     net::Lease c(*(*node)->pool);
-    if (!Ready(c).ok()) return;
+    if (!Ready(*(*node)->pool, c).ok()) return;
     if (Status s = c->socket->Send(command); !s.ok()) return (void)c.Fail(s.error());
     if (Status s = ReadUnread(*c); !s.ok()) return (void)c.Fail(s.error());
     Result<Reply> reply = StateOf(*c).reader.Read(*c->socket);
@@ -656,17 +601,96 @@ struct RedisStore::Impl {
     SendCompactions(c, compactions);
   }
 
-  void CompactDue(std::span<const Batch> batches, std::span<const std::optional<Encoded>> encoded) {
+  // Compacts the packs that `requests`' writes that read nothing made due, then sends the
+  // redirected fire-and-forget commands again.
+  void CompactDue(std::span<const net::Request<Encoded>> requests) {
     std::vector<std::pair<std::string, std::string>> due;
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (encoded[i] && batches[i].reads.empty()) {
-        sent.Add(batches[i].group, encoded[i]->plan.appends, due);
+    for (const net::Request<Encoded>& r : requests) {
+      if (r.encoded.batch != nullptr && r.encoded.batch->reads.empty()) {
+        sent.Add(r.encoded.batch->group, r.encoded.plan.appends, due);
       }
     }
     for (const auto& [group, pack] : due) Compact(group, pack);
     SendDeferred();
   }
+
+  // The Redis protocol as net::Pipeline drives it.
+  struct Codec {
+    using Encoded = hourglass::Encoded;
+    using Scratch = std::vector<std::string>;  // compactions to send
+    using Request = net::Request<Encoded>;
+    Impl& impl;
+
+    Result<net::ServerPool*> Route(const Request& r) const {
+      Result<Node*> node = r.redirect ? impl.NodeAt(r.redirect->node) : impl.NodeFor(r.group);
+      if (!node.ok()) return node.error();
+      return (*node)->pool.get();
+    }
+    void Append(const Request& r, std::string& out) const {
+      if (r.redirect && r.redirect->ask) redis::AppendCommand({"ASKING"}, out);
+      out += r.encoded.command;
+    }
+    Status ReadOwed(net::ServerPool&, net::PooledConnection& c) const { return impl.ReadUnread(c); }
+    net::Answer Read(net::ServerPool& pool, net::PooledConnection& c, const Request& r,
+                     Scratch& compactions) const {
+      redis::ReplyReader& reader = StateOf(c).reader;
+      if (r.redirect && r.redirect->ask) {
+        if (Result<Reply> asking = reader.Read(*c.socket); !asking.ok()) {  // ASKING's +OK
+          return net::Answer::Broken(asking.error());
+        }
+      }
+      Result<Reply> reply = reader.Read(*c.socket);
+      if (!reply.ok()) return net::Answer::Broken(reply.error());
+      const std::string& server = pool.name();
+      if (std::optional<Redirect> redirect = RedirectOf(*reply)) {
+        return {net::Answer::Kind::kRedirected, ReplyError(server, *reply), std::move(redirect)};
+      }
+      if (reply->error_kind() == "TRYAGAIN") {  // a slot's keys split by a migration
+        return {net::Answer::Kind::kTryAgain, ReplyError(server, *reply), std::nullopt};
+      }
+      if (reply->error_kind() == "NOSCRIPT") {  // SCRIPT FLUSH: a new connection loads them again
+        return {net::Answer::Kind::kScriptsLost, ReplyError(server, *reply), std::nullopt};
+      }
+      if (r.encoded.batch == nullptr) {  // a delete: done, or refused
+        if (reply->error()) return {net::Answer::Kind::kResult, ReplyError(server, *reply), {}};
+        return {};
+      }
+      return {net::Answer::Kind::kResult,
+              impl.Resolve(server, *r.encoded.batch, r.encoded, *reply, compactions), std::nullopt};
+    }
+    void Finish(net::Lease& c, Scratch& compactions) const { impl.SendCompactions(c, compactions); }
+    void Owe(net::PooledConnection& c, const Request& r) const {
+      RedisConnection& state = StateOf(c);
+      if (r.redirect && r.redirect->ask) {  // ASKING's reply
+        state.unanswered.emplace_back();
+        ++c.unread;
+      }
+      state.unanswered.push_back(r.encoded.resendable ? r.encoded.command : std::string());
+      ++c.unread;
+    }
+    void Moved(const Redirect& r) const { impl.Moved(r); }
+  };
+  net::Pipeline<Codec> PipelineOf(Codec& codec) const {
+    return net::Pipeline<Codec>(codec, clock, options.io_timeout);
+  }
 };
+
+void RedisStore::Impl::SendDeferred() {
+  while (!Deferred().empty()) {
+    std::vector<Redirected> redirected = std::move(Deferred());
+    Deferred().clear();
+    std::vector<net::Request<Encoded>> requests;
+    requests.reserve(redirected.size());
+    for (Redirected& r : redirected) {
+      if (!r.redirect.ask) Moved(r.redirect);
+      requests.push_back({{}, Encoded::Command(std::move(r.command)), true, std::move(r.redirect)});
+    }
+    Codec codec{*this};
+    for (const Status& s : PipelineOf(codec).SendOnly(requests)) {
+      if (!s.ok()) unconfirmed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
 
 RedisStore::RedisStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -739,10 +763,9 @@ Result<std::vector<uint64_t>> RedisStore::Apply(const Batch& batch) {
 std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const Batch> batches) {
   std::vector<Result<std::vector<uint64_t>>> results(
       batches.size(), Result<std::vector<uint64_t>>(std::vector<uint64_t>{}));
-  std::vector<std::optional<Encoded>> encoded(batches.size());
   const Instant now = impl_->clock.Now();
-  // Per attempt: the batches still to send, with their redirection (ASK) if any.
-  std::vector<std::pair<size_t, std::optional<Redirect>>> pending;
+  std::vector<net::Request<Encoded>> requests;
+  std::vector<size_t> requests_of;
   for (size_t i = 0; i < batches.size(); ++i) {
     Status s = ValidateBatch(batches[i]);
     if (s.ok() && !batches[i].guards.empty() && batches[i].increments.empty()) {
@@ -752,116 +775,23 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
       results[i] = s.error();
       continue;
     }
-    encoded[i] = Encode(batches[i], now);
-    pending.emplace_back(i, std::nullopt);
+    requests.push_back(
+        {batches[i].group, Encode(batches[i], now), !batches[i].increments.empty(), {}});
+    requests_of.push_back(i);
   }
-  const auto deadline = std::chrono::steady_clock::now() + impl_->options.io_timeout;
-  for (int redirects = 0; !pending.empty();) {
-    // Group by node, keeping each batch's order.
-    std::vector<std::pair<Node*, std::vector<std::pair<size_t, std::optional<Redirect>>>>> by_node;
-    for (auto& [i, redirect] : pending) {
-      Result<Node*> node =
-          redirect ? impl_->NodeAt(redirect->node) : impl_->NodeFor(batches[i].group);
-      if (!node.ok()) {
-        results[i] = node.error();
-        continue;
-      }
-      GroupOf(by_node, *node).emplace_back(i, redirect);
-    }
-    pending.clear();
-    // Every node's request leaves before any reply is read.
-    std::vector<std::unique_ptr<net::Lease>> leases(by_node.size());
-    for (size_t n = 0; n < by_node.size(); ++n) {
-      net::ServerPool& pool = *by_node[n].first->pool;
-      leases[n] = std::make_unique<net::Lease>(pool);
-      Status s = impl_->Ready(*leases[n]);
-      const bool ready = s.ok();
-      if (ready) {
-        std::string request;
-        for (const auto& [i, redirect] : by_node[n].second) {
-          if (redirect && redirect->ask) redis::AppendCommand({"ASKING"}, request);
-          request += encoded[i]->command;
-        }
-        s = (*leases[n])->socket->Send(request);
-        if (!s.ok()) s = leases[n]->Fail(s.error());
-      }
-      if (s.ok()) continue;
-      for (const auto& [i, redirect] : by_node[n].second) {
-        results[i] =
-            ready ? MaybeApplied(s.error(), batches[i]) : Result<std::vector<uint64_t>>(s.error());
-      }
-      leases[n].reset();
-    }
-    bool try_again = false, redirected = false;
-    for (size_t n = 0; n < by_node.size(); ++n) {
-      if (leases[n] == nullptr) continue;
-      net::Lease& c = *leases[n];
-      net::ServerPool& pool = *by_node[n].first->pool;
-      const std::string& server = pool.name();
-      std::vector<std::string> compactions;
-      Status s = impl_->ReadUnread(*c);
-      bool dropped = false;  // the connection was let go (its replies no longer read)
-      const auto& sent = by_node[n].second;
-      for (size_t k = 0; k < sent.size() && !dropped; ++k) {
-        const size_t i = sent[k].first;
-        Result<Reply> reply = Reply{};
-        if (s.ok() && sent[k].second && sent[k].second->ask) {
-          reply = StateOf(*c).reader.Read(*c->socket);  // ASKING's +OK
-          if (!reply.ok()) s = reply.error();
-        }
-        if (s.ok()) {
-          reply = StateOf(*c).reader.Read(*c->socket);
-          if (!reply.ok()) s = reply.error();
-        }
-        if (!s.ok()) {
-          const Error failed = c.Fail(s.error());
-          for (size_t j = k; j < sent.size(); ++j) {
-            results[sent[j].first] = MaybeApplied(failed, batches[sent[j].first]);
-          }
-          dropped = true;
-          break;
-        }
-        if (std::optional<Redirect> redirect = RedirectOf(*reply)) {
-          redirected = true;
-          if (!redirect->ask) impl_->Moved(*redirect);
-          pending.emplace_back(i, redirect->ask ? redirect : std::nullopt);
-          results[i] = ReplyError(server, *reply);
-          continue;
-        }
-        if (reply->error_kind() == "TRYAGAIN") {  // a slot's keys split by a migration
-          try_again = true;
-          pending.emplace_back(i, sent[k].second);
-          results[i] = ReplyError(server, *reply);
-          continue;
-        }
-        if (reply->error_kind() == "NOSCRIPT") {
-          // The server lost its scripts (SCRIPT FLUSH): every later command of this request was
-          // refused the same way. A new connection loads them again.
-          for (size_t j = k; j < sent.size(); ++j) pending.emplace_back(sent[j]);
-          results[i] = ReplyError(server, *reply);
-          (void)c.Fail(Error(ErrorCode::kInternal, "the server has lost hourglass's scripts"));
-          dropped = true;
-          break;
-        }
-        results[i] = impl_->Resolve(server, batches[i], *encoded[i], *reply, compactions);
-      }
-      if (!dropped) impl_->SendCompactions(c, compactions);
-    }
-    leases.clear();
-    if (redirected && ++redirects >= kMaxRedirects) break;
-    if (try_again && std::chrono::steady_clock::now() + kTryAgainWait >= deadline) break;
-    if (try_again) std::this_thread::sleep_for(kTryAgainWait);
-  }
+  Impl::Codec codec{*impl_};
+  std::vector<Result<std::vector<uint64_t>>> answers = impl_->PipelineOf(codec).Exchange(requests);
+  for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(answers[k]);
   impl_->SendDeferred();
-  impl_->CompactDue(batches, encoded);
+  impl_->CompactDue(requests);
   return results;
 }
 
 std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
   std::vector<Status> results(batches.size());
-  std::vector<std::optional<Encoded>> encoded(batches.size());
   const Instant now = impl_->clock.Now();
-  std::vector<std::pair<Node*, std::vector<size_t>>> by_node;
+  std::vector<net::Request<Encoded>> requests;
+  std::vector<size_t> requests_of;
   for (size_t i = 0; i < batches.size(); ++i) {
     results[i] = ValidateSend(batches[i]);
     if (results[i].ok()) results[i] = ValidateBatch(batches[i]);
@@ -869,83 +799,28 @@ std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
       results[i] = InvalidArgument("Store::Send takes batches without guards");
     }
     if (!results[i].ok()) continue;
-    Result<Node*> node = impl_->NodeFor(batches[i].group);
-    if (!node.ok()) {
-      results[i] = node.error();
-      continue;
-    }
-    encoded[i] = Encode(batches[i], now);
-    GroupOf(by_node, *node).push_back(i);
+    Encoded encoded = Encode(batches[i], now);
+    encoded.resendable = impl_->options.cluster;  // a redirection sends it again where it belongs
+    requests.push_back({batches[i].group, std::move(encoded), !batches[i].increments.empty(), {}});
+    requests_of.push_back(i);
   }
-  for (auto& [node, indices] : by_node) {
-    net::Lease c(*node->pool);
-    Status s = impl_->Ready(c);
-    const bool ready = s.ok();
-    if (ready) {
-      std::string request;
-      for (size_t i : indices) request += encoded[i]->command;
-      s = c->socket->Send(request);
-      if (!s.ok()) s = c.Fail(s.error());
-    }
-    if (s.ok()) {
-      RedisConnection& state = StateOf(*c);
-      for (size_t i : indices)
-        state.unanswered.push_back(impl_->options.cluster ? encoded[i]->command : "");
-      c->unread += static_cast<int>(indices.size());
-      continue;
-    }
-    for (size_t i : indices) results[i] = ready ? Status(MaybeApplied(s.error(), batches[i])) : s;
-  }
+  Impl::Codec codec{*impl_};
+  std::vector<Status> sent = impl_->PipelineOf(codec).SendOnly(requests);
+  for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(sent[k]);
   impl_->SendDeferred();
-  impl_->CompactDue(batches, encoded);
+  impl_->CompactDue(requests);
   return results;
 }
 
 Status RedisStore::Delete(const std::string& group, std::span<const std::string> keys) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
-  Status deleted = impl_->Delete(group, keys);
+  net::Request<Encoded> request{group, Encoded::Command(EncodeDelete(group, keys)), false, {}};
+  Impl::Codec codec{*impl_};
+  Result<std::vector<uint64_t>> deleted =
+      std::move(impl_->PipelineOf(codec).Exchange({&request, 1})[0]);
   impl_->SendDeferred();
-  return deleted;
-}
-
-Status RedisStore::Impl::Delete(const std::string& group, std::span<const std::string> keys) {
-  const std::string command = EncodeDelete(group, keys);
-  std::optional<Redirect> redirect;
-  const auto deadline = std::chrono::steady_clock::now() + options.io_timeout;
-  for (int redirects = 0; redirects < kMaxRedirects;) {
-    Result<Node*> node = redirect ? NodeAt(redirect->node) : NodeFor(group);
-    if (!node.ok()) return node.error();
-    net::Lease c(*(*node)->pool);
-    if (Status s = Ready(c); !s.ok()) return s;
-    std::string request;
-    if (redirect && redirect->ask) redis::AppendCommand({"ASKING"}, request);
-    request += command;
-    if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
-    if (Status s = ReadUnread(*c); !s.ok()) return c.Fail(s.error());
-    if (redirect && redirect->ask) {
-      if (Result<Reply> asking = StateOf(*c).reader.Read(*c->socket); !asking.ok()) {
-        return c.Fail(asking.error());
-      }
-    }
-    Result<Reply> reply = StateOf(*c).reader.Read(*c->socket);
-    if (!reply.ok()) return c.Fail(reply.error());
-    redirect = RedirectOf(*reply);
-    if (redirect) {
-      ++redirects;
-      if (!redirect->ask) Moved(*redirect);
-      continue;
-    }
-    if (reply->error_kind() == "TRYAGAIN" &&
-        std::chrono::steady_clock::now() + kTryAgainWait < deadline) {
-      std::this_thread::sleep_for(kTryAgainWait);
-      continue;
-    }
-    if (reply->error()) return ReplyError((*node)->pool->name(), *reply);
-    return {};
-  }
-  return Error(
-      ErrorCode::kUnavailable,
-      fmt::format("redis: deleting {}'s keys was redirected {} times", group, kMaxRedirects));
+  if (!deleted.ok()) return deleted.error();
+  return {};
 }
 
 std::vector<Result<ServerStats>> RedisStore::Stats() {

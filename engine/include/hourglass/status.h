@@ -25,6 +25,7 @@ enum class ErrorCode {
   kNotFound,           // a name the caller gave is not defined (an event the policy lacks)
   kDataLoss,           // the store lost data a decision needs (memcached evicted live buckets)
   kResourceExhausted,  // this process ran out of descriptors or memory; the store may be fine
+  kStoreFull,  // the store has no room and refuses writes (an LMDB map, a Redis without eviction)
 };
 
 // "invalid argument", "unavailable", ...
