@@ -1,7 +1,8 @@
 // LmdbStore's own behaviour beyond the Store contract: URLs; processes sharing one file; counts
 // that survive a restart and writers killed mid-run; expired values read as absent and their
 // pages reused; a full map and a directory that cannot be used are clear errors; busy seconds
-// compacted as they are written; a batch that fails fails alone.
+// compacted as they are written; a batch that fails fails alone; the stores of one process on a
+// directory share one environment.
 #include "hourglass/lmdb_store.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -118,6 +121,63 @@ TEST_F(LmdbStoreTest, ProcessesSharingTheDirectoryCountEveryHit) {
   EXPECT_EQ(HourCount(*store, "g", kHourStart), uint64_t{kProcesses * kHits});
 }
 
+// The files of `dir` this process holds open, by name ("lock.mdb": 2 for two descriptors).
+std::map<std::string, int> OpenFilesUnder(const std::string& dir) {
+  std::map<std::string, int> open;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(fd.path(), ec);
+    if (!ec && target.parent_path() == dir) ++open[target.filename().string()];
+  }
+  return open;
+}
+
+// LMDB must not be opened twice in one process: a second open finds no other process holding the
+// lock file (fcntl locks never conflict within a process) and initializes it again, writer mutex
+// included, under the first; two write transactions then run at once and counts are lost. Two
+// stores of one process on one directory share one environment: one descriptor of each file.
+TEST_F(LmdbStoreTest, TwoStoresOfOneProcessOnADirectoryShareOneEnvironment) {
+  std::unique_ptr<LmdbStore> first = Open(SystemClock::Get());
+  ASSERT_NE(first, nullptr);
+  const std::map<std::string, int> one = OpenFilesUnder(path_);
+  EXPECT_EQ(one.at("lock.mdb"), 1);
+  std::unique_ptr<LmdbStore> second = Open(SystemClock::Get(), uint64_t{128} << 20);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(OpenFilesUnder(path_), one) << "the files opened again: the lock can be reset";
+  ASSERT_TRUE(first->Apply(Hit("g", kHourStart)).ok());
+  EXPECT_EQ(HourCount(*second, "g", kHourStart), 1u);
+  EXPECT_EQ(second->Stats().front()->limit_maxbytes, uint64_t{128} << 20) << "the larger map wins";
+  first.reset();  // the other store keeps the environment open
+  ASSERT_TRUE(second->Apply(Hit("g", kHourStart)).ok());
+  EXPECT_EQ(HourCount(*second, "g", kHourStart), 2u);
+  second.reset();
+  EXPECT_TRUE(OpenFilesUnder(path_).empty()) << "closed with its last store";
+}
+
+// Threads writing through one store while others of the same process open, write through and
+// close stores of their own on the same directory: every increment is counted once.
+TEST_F(LmdbStoreTest, StoresOpenedAndClosedWhileOthersWriteLoseNoIncrement) {
+  std::unique_ptr<LmdbStore> store = Open(SystemClock::Get());
+  ASSERT_NE(store, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> applied{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 3; ++w) {
+    writers.emplace_back([&] {
+      while (!stop) applied += store->Apply(Hit("g", kHourStart + 1)).ok() ? 1 : 0;
+    });
+  }
+  for (int i = 0; i < 100; ++i) {
+    std::unique_ptr<LmdbStore> own = Open(SystemClock::Get());
+    ASSERT_NE(own, nullptr);
+    ASSERT_TRUE(own->Apply(Hit("g", kHourStart + 2)).ok());
+    applied += 1;
+  }
+  stop = true;
+  for (std::thread& t : writers) t.join();
+  EXPECT_EQ(HourCount(*store, "g", kHourStart), applied.load());
+}
+
 // Writers killed with SIGKILL at random instants, some while holding LMDB's write lock: the file
 // opens again, every hit a writer saw committed is there (at most the one it was writing when
 // killed is there too), and new writers are not locked out.
@@ -212,7 +272,7 @@ TEST_F(LmdbStoreTest, AFullMapIsAClearErrorAndTheStoreServesOn) {
     last = store->Apply(Batch{group, {{group + ":k", 1, Seconds{60}}}, {}});
   }
   ASSERT_FALSE(last.ok()) << "1 MiB holds fewer than 100,000 values";
-  EXPECT_EQ(last.error().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(last.error().code(), ErrorCode::kStoreFull);
   EXPECT_NE(last.error().message().find("map_size"), std::string::npos) << last.error().message();
   EXPECT_EQ(*store->Apply(Batch{"g1", {}, {"g1:k"}}), (std::vector<uint64_t>{1}))
       << "what was written stays readable";

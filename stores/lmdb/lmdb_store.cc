@@ -64,6 +64,37 @@ Result<uint64_t> ParseBytes(std::string_view text) {
   return InvalidArgument("not a size");
 }
 
+// One LMDB environment, shared by every LmdbStore of this process on its directory: LMDB must
+// not be opened twice in one process. A second open there finds no other process holding the lock
+// file (fcntl locks never conflict within a process), takes itself for the file's only user and
+// initializes the lock file again, writer mutex included, under the first: two write
+// transactions at once, and counts lost.
+struct Environment {
+  Environment() = default;
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  ~Environment() {
+    if (env != nullptr) mdb_env_close(env);
+  }
+  MDB_env* env = nullptr;
+  MDB_dbi values = 0;
+  MDB_dbi expiries = 0;
+  // Serializes this process's write transactions and map resizes (LMDB's own lock serializes
+  // processes; a resize needs no transaction of this process open).
+  std::mutex mu;
+  bool grown = false;  // the map grew to make room once (Reclaim); guarded by mu
+};
+
+// The environments open in this process, by their directory's device and inode.
+struct OpenEnvironments {
+  std::mutex mu;
+  std::map<std::pair<dev_t, ino_t>, std::weak_ptr<Environment>> by_directory;  // guarded by mu
+  static OpenEnvironments& Get() {
+    static OpenEnvironments* open = new OpenEnvironments();  // outlives every store
+    return *open;
+  }
+};
+
 // One value as read in a transaction.
 struct Stored {
   uint64_t expiry = 0;
@@ -119,29 +150,26 @@ Result<LmdbOptions> ParseLmdbUrl(std::string_view url) {
 
 struct LmdbStore::Impl {
   Impl(LmdbOptions o, const Clock& c) : options(std::move(o)), clock(c) {}
-  ~Impl() {
-    if (env != nullptr) mdb_env_close(env);
-  }
 
   const LmdbOptions options;
   const Clock& clock;
+  std::shared_ptr<Environment> shared;  // with every store of this process on the directory
+  // shared's, for short
   MDB_env* env = nullptr;
   MDB_dbi values = 0;
   MDB_dbi expiries = 0;
-  // Serializes this process's write transactions and map resizes (LMDB's own lock serializes
-  // processes; a resize needs no transaction of this process open).
-  std::mutex mu;
-  bool grown = false;  // the map grew to make room once (Reclaim); guarded by mu
+
+  // The environment of options.path in this process: the one other stores opened, or a new one.
+  Status Open();
+  Result<std::shared_ptr<Environment>> OpenEnvironment() const;
 
   // Whether `s` is the error of a full map.
-  bool Full(const Status& s) const { return !s.ok() && Full(s.error()); }
-  bool Full(const Error& e) const {
-    return e.message().find("the map is full") != std::string::npos;
-  }
+  static bool Full(const Status& s) { return !s.ok() && Full(s.error()); }
+  static bool Full(const Error& e) { return e.code() == ErrorCode::kStoreFull; }
 
   Error Failed(std::string_view what, int rc) const {
     if (rc == MDB_MAP_FULL) {
-      return Error(ErrorCode::kUnavailable,
+      return Error(ErrorCode::kStoreFull,
                    fmt::format("lmdb {}: the map is full ({} bytes): raise map_size in the store "
                                "URL (lmdb://{}?map_size=...), or shorten --retention",
                                options.path, options.map_bytes, options.path));
@@ -154,7 +182,7 @@ struct LmdbStore::Impl {
   // map grown by another process is adopted and the transaction run again.
   template <typename Body>
   Status Write(Body&& body) {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(shared->mu);
     for (int attempt = 0; attempt < 2; ++attempt) {
       MDB_txn* txn = nullptr;
       int rc = mdb_txn_begin(env, nullptr, 0, &txn);
@@ -269,10 +297,10 @@ struct LmdbStore::Impl {
   // an eighth, once, so that a full store can always make room.
   Result<uint64_t> Reclaim() {
     Result<uint64_t> reclaimed = ReclaimInPlace();
-    if (reclaimed.ok() || !Full(reclaimed.error()) || grown) return reclaimed;
+    if (reclaimed.ok() || !Full(reclaimed.error()) || shared->grown) return reclaimed;
     {
-      std::lock_guard lock(mu);
-      grown = true;
+      std::lock_guard lock(shared->mu);
+      shared->grown = true;
       MDB_envinfo info{};
       mdb_env_info(env, &info);
       if (int rc = mdb_env_set_mapsize(env, info.me_mapsize + info.me_mapsize / 8); rc != 0) {
@@ -407,6 +435,71 @@ LmdbStore::LmdbStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 LmdbStore::~LmdbStore() = default;
 
+Status LmdbStore::Impl::Open() {
+  struct stat dir {};
+  if (stat(options.path.c_str(), &dir) != 0) {
+    return Error(ErrorCode::kUnavailable,
+                 fmt::format("lmdb {}: {}", options.path, std::strerror(errno)));
+  }
+  OpenEnvironments& open = OpenEnvironments::Get();
+  std::lock_guard lock(open.mu);
+  std::weak_ptr<Environment>& known = open.by_directory[{dir.st_dev, dir.st_ino}];
+  shared = known.lock();
+  if (shared == nullptr) {
+    Result<std::shared_ptr<Environment>> opened = OpenEnvironment();
+    if (!opened.ok()) return opened.error();
+    shared = std::move(*opened);
+    known = shared;
+  } else {
+    // A store asking for a larger map than the environment has: the largest one given wins.
+    std::lock_guard write(shared->mu);  // no write transaction of this process is open
+    MDB_envinfo info{};
+    mdb_env_info(shared->env, &info);
+    if (info.me_mapsize < options.map_bytes) mdb_env_set_mapsize(shared->env, options.map_bytes);
+  }
+  env = shared->env;
+  values = shared->values;
+  expiries = shared->expiries;
+  return {};
+}
+
+Result<std::shared_ptr<Environment>> LmdbStore::Impl::OpenEnvironment() const {
+  auto e = std::make_shared<Environment>();
+  if (int rc = mdb_env_create(&e->env); rc != 0) return Failed("creating", rc);
+  mdb_env_set_maxdbs(e->env, 2);
+  if (int rc = mdb_env_set_mapsize(e->env, options.map_bytes); rc != 0) {
+    return Failed("setting the map size", rc);
+  }
+  unsigned flags = MDB_NOTLS;
+  if (options.sync == LmdbSync::kNone) flags |= MDB_NOSYNC;
+  if (options.sync == LmdbSync::kMeta) flags |= MDB_NOMETASYNC;
+  if (int rc = mdb_env_open(e->env, options.path.c_str(), flags, 0640); rc != 0) {
+    return Error(ErrorCode::kUnavailable,
+                 fmt::format("lmdb {}: cannot open the environment: {} (the directory must be "
+                             "writable by this user)",
+                             options.path, mdb_strerror(rc)));
+  }
+  // Another process may have made the map bigger: adopt the larger size.
+  MDB_envinfo info{};
+  mdb_env_info(e->env, &info);
+  if (info.me_mapsize < options.map_bytes) mdb_env_set_mapsize(e->env, options.map_bytes);
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(e->env, nullptr, 0, &txn);
+  if (rc == MDB_MAP_RESIZED) {  // grown by another process meanwhile
+    mdb_env_set_mapsize(e->env, 0);
+    rc = mdb_txn_begin(e->env, nullptr, 0, &txn);
+  }
+  if (rc != 0) return Failed("beginning a transaction", rc);
+  for (auto [name, dbi] : {std::pair{"values", &e->values}, std::pair{"expiries", &e->expiries}}) {
+    if (rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi); rc != 0) {
+      mdb_txn_abort(txn);
+      return Failed("opening its tables", rc);
+    }
+  }
+  if (rc = mdb_txn_commit(txn); rc != 0) return Failed("committing", rc);
+  return e;
+}
+
 Result<std::unique_ptr<LmdbStore>> LmdbStore::Create(const LmdbOptions& options,
                                                      const Clock& clock) {
   if (options.path.empty()) return InvalidArgument("lmdb: no directory given");
@@ -424,31 +517,7 @@ Result<std::unique_ptr<LmdbStore>> LmdbStore::Create(const LmdbOptions& options,
   if (access(options.path.c_str(), R_OK | W_OK | X_OK) != 0) {
     return unavailable(std::string("cannot write it: ") + std::strerror(errno));
   }
-  if (int rc = mdb_env_create(&impl->env); rc != 0) return impl->Failed("creating", rc);
-  mdb_env_set_maxdbs(impl->env, 2);
-  if (int rc = mdb_env_set_mapsize(impl->env, options.map_bytes); rc != 0) {
-    return impl->Failed("setting the map size", rc);
-  }
-  unsigned flags = MDB_NOTLS;
-  if (options.sync == LmdbSync::kNone) flags |= MDB_NOSYNC;
-  if (options.sync == LmdbSync::kMeta) flags |= MDB_NOMETASYNC;
-  if (int rc = mdb_env_open(impl->env, options.path.c_str(), flags, 0640); rc != 0) {
-    return unavailable(fmt::format("cannot open the environment: {}", mdb_strerror(rc)));
-  }
-  // Another process may have made the map bigger: adopt the larger size.
-  MDB_envinfo info{};
-  mdb_env_info(impl->env, &info);
-  if (info.me_mapsize < options.map_bytes) mdb_env_set_mapsize(impl->env, options.map_bytes);
-  Status opened = impl->Write([&](MDB_txn* txn) -> Status {
-    if (int rc = mdb_dbi_open(txn, "values", MDB_CREATE, &impl->values); rc != 0) {
-      return impl->Failed("opening its tables", rc);
-    }
-    if (int rc = mdb_dbi_open(txn, "expiries", MDB_CREATE, &impl->expiries); rc != 0) {
-      return impl->Failed("opening its tables", rc);
-    }
-    return {};
-  });
-  if (!opened.ok()) return opened.error();
+  if (Status s = impl->Open(); !s.ok()) return s.error();
   return std::unique_ptr<LmdbStore>(new LmdbStore(std::move(impl)));
 }
 
@@ -491,7 +560,11 @@ std::vector<Result<std::vector<uint64_t>>> LmdbStore::ApplyMany(std::span<const 
   };
   const Status all = run(valid);
   if (all.ok()) return results;
-  const bool one_batch_failed = all.error().code() != ErrorCode::kUnavailable && valid.size() > 1;
+  // A failure of the whole store (unreachable, full) is every batch's; any other may be one
+  // batch's own (a value hourglass did not write): then each batch runs alone.
+  const ErrorCode code = all.error().code();
+  const bool one_batch_failed =
+      code != ErrorCode::kUnavailable && code != ErrorCode::kStoreFull && valid.size() > 1;
   for (size_t i : valid) {
     const Status alone = one_batch_failed ? run({&i, 1}) : all;
     if (!alone.ok()) results[i] = alone.error();

@@ -19,6 +19,10 @@
 // damage the file if the file system reorders writes: delete the directory to start afresh).
 // "meta" flushes data on every commit (integrity through a crash), "full" data and metadata.
 //
+// The stores a process opens on one directory share one LMDB environment (LMDB must not be
+// opened twice in a process: the second open would reset the lock file under the first); the
+// first of them sets its sync, the largest map_size given wins.
+//
 // Thread-safety: all methods may be called from many threads (and processes) at once; write
 // transactions take turns.
 #pragma once
