@@ -26,7 +26,7 @@ done
 failed_runs=0
 for run in $(seq "$runs"); do
   start=$SECONDS
-  if (cd build && ctest -j"$cores" --timeout 600 "$@") >"$out/run-$run.log" 2>&1; then
+  if (cd build && ctest --output-on-failure -j"$cores" --timeout 600 "$@") >"$out/run-$run.log" 2>&1; then
     echo "under load: run $run of $runs passed in $((SECONDS - start)) s"
   else
     failed_runs=$((failed_runs + 1))

@@ -473,26 +473,10 @@ HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
                          fmt::format("event {} takes no settlements: its policy needs settle: true",
                                      Dump(json(settle->event))));
   }
-  // Another service's clock may run ahead of this one's by up to the settle margin.
-  const Instant now = options_.clock->Now();
-  if (settle->at > now + engine_.options().settle_margin ||
-      settle->at <= now - engine_.options().retention) {
-    return ErrorResponse(
-        http::status::bad_request,
-        fmt::format("\"at\" {} is not the instant of a decision whose hits are still kept: it "
-                    "must lie within the last {} (now is {})",
-                    ToUnix(settle->at), FormatDuration(engine_.options().retention), ToUnix(now)));
-  }
-  const int64_t delta = static_cast<int64_t>(settle->actual) - static_cast<int64_t>(settle->cost);
-  Result<Cost> cost = Cost{};
-  if (delta > 0) {
-    cost =
-        engine_.Record(settle->event, resolved->feature, static_cast<uint64_t>(delta), settle->at);
-  } else if (delta < 0) {
-    cost = engine_.Unrecord(settle->event, resolved->feature, static_cast<uint64_t>(-delta),
-                            settle->at);
-  }
-  if (!cost.ok()) return StoreErrorResponse(cost.error());
+  Result<Engine::Settlement> settled =
+      engine_.Settle(settle->event, resolved->feature, settle->at, settle->cost, settle->actual);
+  if (!settled.ok()) return StoreErrorResponse(settled.error());  // 400 for a bad "at"
+  const int64_t delta = settled->delta;
   if (options_.metrics != nullptr) options_.metrics->CountSettlement(settle->event, delta);
   if (options_.top != nullptr && delta > 0) {
     options_.top->Record(settle->event, resolved->feature, static_cast<uint64_t>(delta), true,
@@ -503,7 +487,7 @@ HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
                                              {"cost", settle->cost},
                                              {"actual", settle->actual},
                                              {"delta", delta},
-                                             {"keys_written", cost->keys_written}});
+                                             {"keys_written", settled->cost.keys_written}});
 }
 
 HttpResponse DecisionApi::Reset(const HttpRequest& request,

@@ -16,6 +16,7 @@
 #include "redis_server.h"
 #include "run_process.h"
 #include "sliding_log.h"
+#include "temp_path.h"
 
 namespace hourglass {
 namespace {
@@ -45,7 +46,7 @@ class CliTest : public ::testing::Test {
     return j;
   }
   std::string TempFile(const std::string& name, const std::string& content) {
-    const std::string path = ::testing::TempDir() + "/hourglass_" + name;
+    const std::string path = testing::UniqueTempPath(name);
     std::ofstream(path) << content;
     return path;
   }
@@ -905,7 +906,7 @@ TEST(CliRedisTest, ReplayCountCheckAndResetOnRedis) {
     trace += std::to_string(t) + "\tsignup\tann\t1\n";
     log.Add(t, 1);
   }
-  const std::string path = ::testing::TempDir() + "/hourglass_redis_trace.tsv";
+  const std::string path = testing::UniqueTempPath("redis_trace.tsv");
   std::ofstream(path) << trace;
   ProcessResult r = run({"replay", path, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -395,6 +395,51 @@ TEST_P(EngineTest, UnrecordTakesBackAnAdmittedCheckAtItsInstant) {
   EXPECT_FALSE(engine.Unrecord("signup", "ann", 0, d->at).ok());
 }
 
+// A settlement records the difference between a decision's charge and its true cost at the
+// decision's instant, up or down, and returns once the store applied it: another engine counts
+// it at once (no Flush). Instants other services' decisions cannot have are refused.
+TEST_P(EngineTest, SettleRecordsTheDifferenceAtTheDecisionsInstant) {
+  const Engine a = MakeEngine();
+  const Engine b = MakeEngine();
+  const Policy policy = MakePolicy("1000/m, 5000/h");
+  clock_->Set(FromUnix(kStart + 59));
+  Result<Decision> d = a.Check("llm", "t1", policy, 300);
+  ASSERT_TRUE(d.ok() && d->allowed);
+  clock_->Set(FromUnix(kStart + 61));  // the response took two seconds
+  const std::vector<Window> windows = Windows({60, 3600});
+  const auto count_at_decision = [&] {
+    Result<Counts> c = b.Count("llm", "t1", windows, d->at);
+    EXPECT_TRUE(c.ok()) << c.error().ToString();
+    return c.ok() ? c->windows[0].count : 0;
+  };
+  Result<Engine::Settlement> up = a.Settle("llm", "t1", d->at, 300, 420);
+  ASSERT_TRUE(up.ok()) << up.error().ToString();
+  EXPECT_EQ(up->delta, 120);
+  EXPECT_GT(up->cost.keys_written, 0u);
+  EXPECT_EQ(count_at_decision(), 420u);
+  Result<Engine::Settlement> down = a.Settle("llm", "t1", d->at, 420, 20);
+  ASSERT_TRUE(down.ok()) << down.error().ToString();
+  EXPECT_EQ(down->delta, -400);
+  EXPECT_EQ(count_at_decision(), 20u);
+  Result<Engine::Settlement> same = a.Settle("llm", "t1", d->at, 20, 20);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->delta, 0);
+  EXPECT_EQ(same->cost.keys_written, 0u);
+  EXPECT_EQ(count_at_decision(), 20u);
+  const Instant now = clock_->Now();
+  for (const Instant bad : {now + Seconds{6}, now - Seconds{86400}}) {  // margin 5 s, retention 1 d
+    Result<Engine::Settlement> refused = a.Settle("llm", "t1", bad, 1, 900);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(refused.error().message().find("is not the instant of a decision"),
+              std::string::npos)
+        << refused.error().message();
+  }
+  EXPECT_TRUE(a.Settle("llm", "t1", now + Seconds{5}, 1, 2).ok()) << "a host 5 s ahead";
+  EXPECT_FALSE(a.Settle("", "t1", d->at, 1, 2).ok());
+  EXPECT_EQ(count_at_decision(), 20u) << "refused settlements changed nothing";
+}
+
 TEST_P(EngineTest, FixedAndCalendarWindows) {
   const Engine engine = MakeEngine();
   const Policy policy{{Limit{*Window::Fixed(Seconds{60}), 2},

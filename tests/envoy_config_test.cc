@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_path.h"
+
 namespace hourglass {
 namespace {
 
@@ -417,8 +419,7 @@ TEST(EnvoyConfig, BadFilesAreRefusedNamingFileAndLine) {
 }
 
 TEST(EnvoyConfig, LoadsFoldersOfFilesAndRefusesADomainTwice) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "hourglass_envoy_config";
+  const std::filesystem::path dir = std::filesystem::path(testing::UniqueTempPath("envoy_config"));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "a.yaml") << "domain: one\ndescriptors:\n  - key: k\n    rate_limit: "

@@ -20,6 +20,7 @@
 #include "run_process.h"
 #include "serve_process.h"
 #include "silent_connections.h"
+#include "temp_path.h"
 
 namespace hourglass {
 namespace {
@@ -194,8 +195,8 @@ class EnvoyRlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(memcached_.running()) << memcached_.error();
-    dir_ = ::testing::TempDir() + "/hourglass_envoy_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = testing::UniqueTempPath(std::string("envoy_") +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ + "/config");
     const std::vector<std::pair<std::string, const char*>> files = {

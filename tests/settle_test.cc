@@ -3,7 +3,9 @@
 // `hourglass serve` processes share a real memcached (each with its hot-path caches); every count
 // and every decision is held against a brute-force log of what was settled.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <atomic>
 #include <deque>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include "memcached_server.h"
 #include "prometheus_sample.h"
 #include "serve_process.h"
+#include "temp_path.h"
 
 namespace hourglass {
 namespace {
@@ -51,7 +54,7 @@ class SettleTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(memcached_.running()) << memcached_.error();
-    policy_ = ::testing::TempDir() + "/hourglass_settle_policy.yaml";
+    policy_ = testing::UniqueTempPath("settle_policy.yaml");
     std::ofstream(policy_) << kPolicy;
   }
   // A service with a 1 s settle margin: a settlement 2 s after its decision writes into buckets
@@ -140,7 +143,10 @@ TEST_F(SettleTest, CountsAndDecisionsFollowEverySettlementOnEveryService) {
 }
 
 // Two gateways settle the same tenant's charges at once: the day's count is the sum of what was
-// settled, not of what was estimated.
+// settled, not of what was estimated. It is read once both services have stopped: a denied
+// check's take-back is sent before its 429 but answered later, and until then another service
+// reading on another connection may still count the denied hit; a service that stops waits for
+// every answer it is owed.
 TEST_F(SettleTest, ConcurrentSettlementsOfOneFeatureLoseNothing) {
   auto a = Serve();
   auto b = Serve();
@@ -163,7 +169,12 @@ TEST_F(SettleTest, ConcurrentSettlementsOfOneFeatureLoseNothing) {
   std::thread second(gateway, b->port(), 2);
   first.join();
   second.join();
-  HttpClient client(a->port());
+  for (ServeProcess* serve : {a.get(), b.get()}) {
+    serve->Signal(SIGTERM);
+    ASSERT_EQ(serve->Wait(), 0) << serve->log();
+  }
+  auto reader = Serve();
+  HttpClient client(reader->port());
   HttpReply c = client.Get("/v1/count?event=tokens&feature=shared&window=1h");
   ASSERT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(json::parse(c.body)["windows"][0]["count"].get<uint64_t>(), settled.load());

@@ -201,6 +201,36 @@ Result<Cost> Engine::Unrecord(std::string_view event, std::string_view feature, 
   return Cost{undo.increments.size(), 0, 0};
 }
 
+Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_view feature,
+                                          Instant at, uint64_t cost, uint64_t actual) const {
+  Result<std::string> group = GroupKeyFor(event, feature);
+  if (!group.ok()) return group.error();
+  if (Status s = CheckInstant(at); !s.ok()) return s.error();
+  const Instant now = core_->clock->Now();
+  const EngineOptions& o = core_->options;
+  // Another service's clock may run ahead of this one's by up to the settle margin.
+  if (at > now + o.settle_margin || at <= now - o.retention) {
+    return InvalidArgument(
+        fmt::format("\"at\" {} is not the instant of a decision whose hits are still kept: it "
+                    "must lie within the last {} (now is {})",
+                    ToUnix(at), FormatDuration(o.retention), ToUnix(now)));
+  }
+  const int64_t delta = static_cast<int64_t>(actual) - static_cast<int64_t>(cost);
+  if (delta == 0) return Settlement{};
+  if (Status s = CheckHits(static_cast<uint64_t>(delta > 0 ? delta : -delta)); !s.ok()) {
+    return s.error();
+  }
+  const int64_t t = ToUnix(at);
+  Batch batch{*group, core_->keys.HitIncrements(*group, t, delta), {}};
+  core_->AnnounceIfSettled(batch, t, now);
+  // Applied and answered, not sent and forgotten: a settlement the caller was told of is what
+  // every service counts next (a read on another connection could overtake a sent write).
+  Result<std::vector<uint64_t>> applied = core_->store->Apply(batch);
+  core_->ForgetCachedIfSettled(*group, t, now);
+  if (!applied.ok()) return applied.error();
+  return Settlement{delta, Cost{batch.increments.size(), 0, 1}};
+}
+
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
                              std::span<const Window> windows, std::optional<Instant> at) const {
   Result<std::string> group = GroupKeyFor(event, feature);

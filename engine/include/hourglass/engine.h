@@ -143,6 +143,19 @@ class Engine {
   Result<Cost> Unrecord(std::string_view event, std::string_view feature, uint64_t hits,
                         Instant at) const;
 
+  // A decision at `at` was charged `cost` hits and its true cost is `actual` (a token budget's
+  // estimate and the tokens spent): the difference is recorded at `at`, added or taken back
+  // (floored at 0), and waited for, so that every process reading the store counts it once this
+  // returns. `at` may run ahead of this clock by the settle margin (another host's decision) and
+  // must lie within the retention: kInvalidArgument otherwise, naming the window. As Record, a
+  // settlement more than settle_margin in the past bumps the feature's generation.
+  struct Settlement {
+    int64_t delta = 0;  // actual - cost: the hits added at `at` (taken back, below 0)
+    Cost cost;
+  };
+  Result<Settlement> Settle(std::string_view event, std::string_view feature, Instant at,
+                            uint64_t cost, uint64_t actual) const;
+
   // Exact hits in each window ending at `at` (default now). One round trip. Lost data is told as
   // Check tells it: a count at the clock's instant with a window holding all of today reads the
   // day ledger too; hits the buckets lack are Counts::missing, and windows holding all of today
