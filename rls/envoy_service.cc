@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
-#include <algorithm>
-#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
@@ -69,21 +66,16 @@ class EnvoyService::Grpc final
 };
 
 EnvoyService::EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
-                           EnvoyOptions options, ServiceMetrics* metrics)
-    : engine_(engine),
-      options_(options),
+                           EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end)
+    : options_(options),
       metrics_(metrics),
-      answering_(std::max(1u, std::thread::hardware_concurrency())),
-      batcher_(engine, 256,
-               [metrics](size_t n) {
-                 if (metrics != nullptr) metrics->CountBatch(n);
-               }),
       grpc_(std::make_unique<Grpc>(*this)),
-      config_(std::move(config)) {}
+      config_(std::move(config)),
+      own_front_end_(front_end != nullptr ? nullptr
+                                          : std::make_unique<CheckFrontEnd>(engine, metrics)),
+      front_end_(front_end != nullptr ? *front_end : *own_front_end_) {}
 
-// Every request was answered by then (the callers' servers are shut down first): the pool has
-// nothing left to run.
-EnvoyService::~EnvoyService() { answering_.join(); }
+EnvoyService::~EnvoyService() = default;
 
 std::shared_ptr<const EnvoyConfig> EnvoyService::Config() const {
   std::lock_guard lock(mu_);
@@ -100,29 +92,11 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
   Result<EnvoyRequest> made = EnvoyRequest::Make(*Config(), request, options_);
   if (!made.ok()) return done(made.error());
   auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
-  // A request every check of which is a client denied moments ago is decided without the store.
-  if (std::optional<Engine::RequestDecision> local =
-          engine_.CheckAllIfBlocked(RequestsOf(plan->checks()))) {
-    return done(plan->Answer(std::move(*local), metrics_));
-  }
-  if (plan->checks().empty())
-    return done(plan->Answer(Engine::RequestDecision{true, {}}, metrics_));
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
-  CheckJob job{plan->checks(), nullptr};
-  job.done = [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
-                                                  Result<Engine::RequestDecision> decided) {
-    auto shared = std::make_shared<Result<Engine::RequestDecision>>(std::move(decided));
-    auto answer = [this, plan, shared, done] {
-      Result<RateLimitResponse> response = plan->Answer(*shared, metrics_);
-      in_flight_.fetch_sub(1, std::memory_order_relaxed);
-      done(std::move(response));
-    };
-    // Alone, the request is answered here at once. Otherwise the answer is built off the sending
-    // thread, which serves every request's batches.
-    if (in_flight_.load(std::memory_order_relaxed) == 1) return answer();
-    boost::asio::post(answering_, std::move(answer));
-  };
-  batcher_.Submit(std::move(job));
+  front_end_.Submit(plan->checks(),
+                    [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
+                                                         Result<Engine::RequestDecision> decided) {
+                      done(plan->Answer(decided, metrics_));
+                    });
 }
 
 void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond) {

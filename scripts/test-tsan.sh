@@ -21,6 +21,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/.
 suites="AtomicConcurrencyTest|CheckAllConcurrency|ConcurrencyTest|ConcurrentExactnessTest|FaultTest"
 suites+="|HotPathTest|BlockedCache|BucketCache|StoreContract|ConditionalStoreContract"
 suites+="|MemcachedStore[A-Za-z]*|MemcachedPackedLayoutTest|RedisStore[A-Za-z]*|RedisClusterTest"
-suites+="|LmdbStoreTest|NetConnection|TransitionStoreTest|CheckBatcherTest|HttpServerTest"
+suites+="|LmdbStoreTest|NetConnection|TransitionStoreTest|CheckBatcherTest|CheckFrontEndTest"
+suites+="|HttpServerTest"
 suites+="|StoreWatchTest|ClockFollower|DecisionApiTest|EnvoyServiceTest|GrpcListener[A-Za-z]*"
 ctest --output-on-failure -j"$(nproc)" --timeout 900 -R "(^|/)($suites)\\."

@@ -116,11 +116,11 @@ DecisionApi::DecisionApi(const Engine& engine, std::shared_ptr<const PolicySourc
                          DecisionApiOptions options)
     : engine_(engine),
       options_(std::move(options)),
-      batcher_(engine, 256,
-               [metrics = options_.metrics](size_t checks) {
-                 if (metrics != nullptr) metrics->CountBatch(checks);
-               }),
-      policies_(std::move(policies)) {}
+      policies_(std::move(policies)),
+      own_front_end_(options_.front_end != nullptr
+                         ? nullptr
+                         : std::make_unique<CheckFrontEnd>(engine, options_.metrics)),
+      front_end_(options_.front_end != nullptr ? *options_.front_end : *own_front_end_) {}
 
 void DecisionApi::SetPolicies(std::shared_ptr<const PolicySource> policies) {
   std::lock_guard lock(mu_);
@@ -167,27 +167,14 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
     ObserveRequest(route, start);
     return respond(std::move(*refused));
   }
-  // Clients denied moments ago are answered at once.
-  if (std::optional<Engine::RequestDecision> d =
-          engine_.CheckAllIfBlocked(RequestsOf(pending->checks))) {
-    HttpResponse response = Decided(*pending, pending->checks, std::move(*d));
+  std::vector<OwnedCheck> checks = std::move(pending->checks);
+  front_end_.Submit(std::move(checks), [this, pending, respond = std::move(respond), start, route](
+                                           std::vector<OwnedCheck> decided_checks,
+                                           Result<Engine::RequestDecision> decided) {
+    HttpResponse response = Decided(*pending, decided_checks, std::move(decided));
     ObserveRequest(route, start);
-    return respond(std::move(response));
-  }
-  CheckJob job{std::move(pending->checks), nullptr};
-  // The sending thread serves every connection: the response is built on the connection's own.
-  job.done = [this, pending, respond = std::move(respond), start, route](
-                 std::vector<OwnedCheck> checks, Result<Engine::RequestDecision> decided) {
-    auto shared =
-        std::make_shared<std::pair<std::vector<OwnedCheck>, Result<Engine::RequestDecision>>>(
-            std::move(checks), std::move(decided));
-    respond.Later([this, pending, shared, start, route] {
-      HttpResponse response = Decided(*pending, shared->first, std::move(shared->second));
-      ObserveRequest(route, start);
-      return response;
-    });
-  };
-  batcher_.Submit(std::move(job));
+    respond(std::move(response));
+  });
 }
 
 void DecisionApi::ObserveRequest(const ApiRoute& route,

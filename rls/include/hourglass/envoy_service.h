@@ -6,22 +6,21 @@
 //   Result<std::unique_ptr<GrpcEndpoint>> grpc = rls.Listen({.host = "127.0.0.1", .port = 8081});
 //   http handler: if (request.target() == "/json") rls.HandleJson(std::move(request), respond);
 //
-// Checks go through a CheckBatcher: requests arriving while others are at the store share its
-// round trips. A bad request is INVALID_ARGUMENT (gRPC) or 400 (JSON) naming the problem.
+// Checks go through a CheckFrontEnd (its own, or the one the service's HTTP API shares):
+// requests arriving while others are at the store share its round trips. A bad request is
+// INVALID_ARGUMENT (gRPC) or 400 (JSON) naming the problem.
 //
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
-#include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include "hourglass/check_batcher.h"
+#include "hourglass/check_front_end.h"
 #include "hourglass/envoy_config.h"
 #include "hourglass/envoy_request.h"
 #include "hourglass/grpc_listener.h"
@@ -40,16 +39,16 @@ struct GrpcEndpoint {
 
 class EnvoyService {
  public:
-  // `engine` and `metrics` (may be null) must outlive this.
+  // `engine`, `metrics` (may be null) and `front_end` (null: the service makes its own) must
+  // outlive this.
   EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
-               EnvoyOptions options, ServiceMetrics* metrics);
+               EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end = nullptr);
   ~EnvoyService();
   EnvoyService(const EnvoyService&) = delete;
   EnvoyService& operator=(const EnvoyService&) = delete;
 
-  // Decides `request`; `done` is called once and must not block: on this thread, on the thread
-  // that sent its checks to the store when no other request was in flight, or else on one of
-  // the service's answering threads (one per core).
+  // Decides `request`; `done` is called once and must not block, on a thread as
+  // CheckFrontEnd::Submit calls its own.
   void ShouldRateLimit(const RateLimitRequest& request,
                        std::function<void(Result<RateLimitResponse>)> done);
   // POST /json.
@@ -66,15 +65,14 @@ class EnvoyService {
   class Grpc;
   std::shared_ptr<const EnvoyConfig> Config() const;
 
-  const Engine& engine_;
   const EnvoyOptions options_;
   ServiceMetrics* const metrics_;
-  std::atomic<int> in_flight_{0};       // requests sent to the store and not yet answered
-  boost::asio::thread_pool answering_;  // builds answers; declared before the batcher it serves
-  CheckBatcher batcher_;
   std::unique_ptr<Grpc> grpc_;
   mutable std::mutex mu_;
   std::shared_ptr<const EnvoyConfig> config_;  // guarded by mu_
+  // Last: destroyed first, it waits for the requests in flight, whose answers use the above.
+  std::unique_ptr<CheckFrontEnd> own_front_end_;  // when none was given
+  CheckFrontEnd& front_end_;
 };
 
 }  // namespace hourglass

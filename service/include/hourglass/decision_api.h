@@ -24,9 +24,10 @@
 // all or nothing: validated whole before anything is counted, and in admitted mode a denied list
 // counts against none of its checks.
 //
-// HandleAsync() answers checks (/v1/check, /v1/auth) through a CheckBatcher: checks arriving
-// while others are at the store are sent together with the next batch; every other request is
-// answered at once, as Handle() does.
+// HandleAsync() answers checks (/v1/check, /v1/auth) through a CheckFrontEnd (its own, or one it
+// shares with the other protocols of the service): checks arriving while others are at the store
+// are sent together with the next batch; every other request is answered at once, as Handle()
+// does.
 //
 // Thread-safety: Handle() and HandleAsync() may be called from many threads at once, and
 // SetPolicies() from any.
@@ -41,7 +42,7 @@
 #include <string>
 
 #include "hourglass/api_route.h"
-#include "hourglass/check_batcher.h"
+#include "hourglass/check_front_end.h"
 #include "hourglass/client_address.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
@@ -77,6 +78,9 @@ struct DecisionApiOptions {
   // Called with every check the store denied (not a degraded answer), when set; on the thread
   // that answers the request.
   std::function<void(std::string_view event, std::string_view feature, const Decision&)> on_denial;
+  // The front end checks go through, shared with the service's other protocols (it must outlive
+  // the API); null: the API makes its own.
+  CheckFrontEnd* front_end = nullptr;
 };
 
 class DecisionApi {
@@ -141,9 +145,11 @@ class DecisionApi {
 
   const Engine& engine_;
   DecisionApiOptions options_;
-  CheckBatcher batcher_;
   mutable std::mutex mu_;
   std::shared_ptr<const PolicySource> policies_;  // guarded by mu_
+  // Last: destroyed first, it waits for the requests in flight, whose answers use the above.
+  std::unique_ptr<CheckFrontEnd> own_front_end_;  // when options_.front_end is null
+  CheckFrontEnd& front_end_;
 };
 
 }  // namespace hourglass

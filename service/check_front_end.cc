@@ -1,0 +1,65 @@
+#include "hourglass/check_front_end.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <optional>
+#include <thread>
+
+namespace hourglass {
+
+struct CheckFrontEnd::Impl {
+  Impl(const Engine& e, ServiceMetrics* metrics)
+      : engine(e), answering(std::max(1u, std::thread::hardware_concurrency())) {
+    batcher.emplace(e, 256, [metrics](size_t checks) {
+      if (metrics != nullptr) metrics->CountBatch(checks);
+    });
+  }
+  // The batcher first: it waits for its jobs, whose answers may still go to the pool, which then
+  // runs every answer it was given.
+  ~Impl() {
+    batcher.reset();
+    answering.join();
+  }
+
+  const Engine& engine;
+  std::atomic<int> in_flight{0};       // requests at the store and not yet answered
+  boost::asio::thread_pool answering;  // builds the answers of requests that were not alone
+  std::optional<CheckBatcher> batcher;
+};
+
+CheckFrontEnd::CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics)
+    : impl_(std::make_unique<Impl>(engine, metrics)) {}
+
+CheckFrontEnd::~CheckFrontEnd() = default;
+
+void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done) {
+  if (checks.empty()) return done(std::move(checks), Engine::RequestDecision{true, {}});
+  // Clients denied moments ago are answered at once.
+  if (std::optional<Engine::RequestDecision> local =
+          impl_->engine.CheckAllIfBlocked(RequestsOf(checks))) {
+    return done(std::move(checks), std::move(*local));
+  }
+  impl_->in_flight.fetch_add(1, std::memory_order_relaxed);
+  CheckJob job{std::move(checks), nullptr};
+  job.done = [impl = impl_.get(), done = std::move(done)](std::vector<OwnedCheck> decided_checks,
+                                                          Result<Engine::RequestDecision> decided) {
+    // Alone, the request is answered here at once; otherwise off the sending thread, which
+    // serves every request's batches.
+    const bool alone = impl->in_flight.load(std::memory_order_relaxed) == 1;
+    auto answer =
+        [impl, done,
+         shared =
+             std::make_shared<std::pair<std::vector<OwnedCheck>, Result<Engine::RequestDecision>>>(
+                 std::move(decided_checks), std::move(decided))]() mutable {
+          impl->in_flight.fetch_sub(1, std::memory_order_relaxed);
+          done(std::move(shared->first), std::move(shared->second));
+        };
+    if (alone) return answer();
+    boost::asio::post(impl->answering, std::move(answer));
+  };
+  impl_->batcher->Submit(std::move(job));
+}
+
+}  // namespace hourglass

@@ -1,0 +1,120 @@
+// CheckFrontEnd, the way in of every protocol: requests without checks and clients denied
+// moments ago are answered on the caller's thread without the store; requests from many threads
+// (two protocols' I/O threads) share batches, each answered once with the decision a lone
+// CheckAll gives; destroying the front end waits for every request in flight to be answered.
+#include "hourglass/check_front_end.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "counting_store.h"
+#include "hourglass/memcached_store.h"
+#include "memcached_server.h"
+
+namespace hourglass {
+namespace {
+
+class CheckFrontEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.running()) << server_.error();
+    MemcachedOptions options;
+    options.servers = {server_.address()};
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(*store);
+    counting_ = std::make_unique<testing::CountingStore>(*store_);
+    EngineOptions engine_options;
+    engine_options.hot_path = HotPathOptions::LongRunning(1024);
+    engine_ = std::make_unique<Engine>(
+        *Engine::Create(*counting_, SystemClock::Get(), std::move(engine_options)));
+  }
+
+  testing::MemcachedServer server_;
+  std::unique_ptr<MemcachedStore> store_;
+  std::unique_ptr<testing::CountingStore> counting_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(CheckFrontEndTest, NoChecksAndBlockedClientsAreAnsweredAtOnceWithoutTheStore) {
+  ServiceMetrics metrics;
+  CheckFrontEnd front(*engine_, &metrics);
+  const std::thread::id caller = std::this_thread::get_id();
+  bool answered = false;
+  front.Submit({}, [&](std::vector<OwnedCheck> checks, Result<Engine::RequestDecision> d) {
+    answered = true;
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_TRUE(checks.empty());
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->allowed);
+  });
+  EXPECT_TRUE(answered);
+  const Policy one{*ParseLimits("1/m")};
+  for (int i = 0; i < 2; ++i) {  // admitted, then denied: the client is now known as blocked
+    std::atomic<bool> done{false};
+    front.Submit({{"e", "ann", one, 1}},
+                 [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision>) { done = true; });
+    while (!done) std::this_thread::yield();
+  }
+  const int sends = counting_->applies + counting_->apply_manys;
+  answered = false;
+  front.Submit({{"e", "ann", one, 1}},
+               [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> d) {
+                 answered = true;
+                 EXPECT_EQ(std::this_thread::get_id(), caller);
+                 ASSERT_TRUE(d.ok());
+                 EXPECT_FALSE(d->allowed);
+                 EXPECT_EQ(d->decisions[0].cost.blocked_hits, 1u);
+               });
+  EXPECT_TRUE(answered) << "answered before Submit returned";
+  EXPECT_EQ(counting_->applies + counting_->apply_manys, sends) << "nothing read";
+}
+
+// Requests of one feature are decided one after another (a round holds distinct features), so
+// the shared limit admits exactly its limit; requests of distinct features share round trips.
+TEST_F(CheckFrontEndTest, RequestsFromManyThreadsShareBatchesAndEachIsAnsweredOnce) {
+  const Policy shared_limit{*ParseLimits("40/h")};
+  const Policy roomy{*ParseLimits("1000/h")};
+  constexpr int kThreads = 6, kRequests = 50;
+  std::atomic<int> answered{0}, admitted_shared{0}, wrong{0};
+  const auto submit_all = [&](bool shared) {
+    CheckFrontEnd front(*engine_, nullptr);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < kRequests; ++r) {
+          std::vector<OwnedCheck> checks;
+          checks.push_back({"e", "own" + std::to_string(t * kRequests + r), roomy, 1});
+          if (shared) checks.push_back({"e", "shared", shared_limit, 1});
+          front.Submit(std::move(checks), [&, shared](std::vector<OwnedCheck> decided_checks,
+                                                      Result<Engine::RequestDecision> d) {
+            ++answered;
+            const size_t n = shared ? 2 : 1;
+            if (decided_checks.size() != n || !d.ok() || d->decisions.size() != n ||
+                !d->decisions[0].allowed || d->allowed != d->decisions.back().allowed) {
+              ++wrong;
+              return;
+            }
+            admitted_shared += shared && d->allowed ? 1 : 0;
+          });
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  };  // the front end's destruction waits for every request in flight
+  submit_all(/*shared=*/true);
+  EXPECT_EQ(answered, kThreads * kRequests) << "each request answered once";
+  EXPECT_EQ(admitted_shared, 40) << "the shared limit admits exactly its limit";
+  const int before = counting_->apply_manys + counting_->applies;
+  answered = 0;
+  submit_all(/*shared=*/false);
+  EXPECT_EQ(answered, kThreads * kRequests);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LT(counting_->apply_manys + counting_->applies - before, kThreads * kRequests)
+      << "concurrent requests of distinct features shared round trips";
+}
+
+}  // namespace
+}  // namespace hourglass
