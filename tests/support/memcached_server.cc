@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -152,17 +153,29 @@ void MemcachedServer::Thaw() {
 std::string MemcachedServer::Raw(const std::string& command) const {
   const int fd = Connect(host_, port_);
   if (fd < 0) return "";
-  (void)!write(fd, command.data(), command.size());
+  // memcached answers "MN" to a meta no-op once everything before it is answered: the end of the
+  // answer is known, however long the server takes (a fixed silence would cut a slow answer).
+  const std::string request = command + "mn\r\n";
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = write(fd, request.data() + sent, request.size() - sent);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  constexpr std::string_view kEnd = "MN\r\n";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
   std::string answer;
   char buffer[4096];
-  pollfd p{fd, POLLIN, 0};
-  while (poll(&p, 1, 500) > 0) {
+  while (!answer.ends_with(kEnd)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
     const ssize_t n = read(fd, buffer, sizeof buffer);
     if (n <= 0) break;
     answer.append(buffer, static_cast<size_t>(n));
-    if (answer.ends_with("END\r\n") || answer.ends_with("ERROR\r\n")) break;
   }
   close(fd);
+  if (answer.ends_with(kEnd)) answer.resize(answer.size() - kEnd.size());
   return answer;
 }
 

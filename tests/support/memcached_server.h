@@ -45,7 +45,9 @@ class MemcachedServer {
   }
   // Sends "stats\r\n" and returns the value of `name` (e.g. "curr_items"), or -1.
   long long Stat(const std::string& name) const;
-  // Sends one raw ASCII command and returns the whole answer (up to "END\r\n" or a timeout).
+  // Sends raw ASCII commands and returns their whole answer, however long the server takes (up
+  // to a minute): a meta no-op ("mn") follows them, and its "MN" marks the end (it is not
+  // returned). "" when the server cannot be reached.
   std::string Raw(const std::string& command) const;
   // Stores `items` small items (a bucket's size, keys "<prefix><i>") in one quiet request; true
   // once the server answered after them. Enough of them make a small server (-m 8) evict.
