@@ -7,7 +7,6 @@
 #include "hourglass/store_factory.h"
 
 namespace hourglass::cli {
-namespace {
 
 std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
                                     ServerTransitionHandler on_transition) {
@@ -54,8 +53,6 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
   if (g.exact_cover) options.hot_path = HotPathOptions::Off();
   return options;
 }
-
-}  // namespace
 
 std::string StoreUrl(const Globals& g) {
   if (IsStoreUrl(g.store)) {

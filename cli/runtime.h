@@ -27,6 +27,13 @@ std::string StoreUrl(const Globals& g);
 // Cluster counts the nodes named, not those it will find).
 size_t StoreConnections(const Globals& g);
 
+// The store the global options name, on `clock` when it runs on the engine's (the memory store),
+// else on the real one. Leaves with exit 2 for bad options, 3 when it cannot be set up.
+std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
+                                    ServerTransitionHandler on_transition);
+// The engine options of the global options for a command of `use`.
+EngineOptions EngineOptionsFor(const Globals& g, EngineUse use);
+
 class Runtime {
  public:
   // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime. The

@@ -13,16 +13,13 @@
 
 #include "../commands.h"
 #include "../runtime.h"
-#include "hourglass/api_route.h"
 #include "hourglass/client_address.h"
-#include "hourglass/decision_api.h"
-#include "hourglass/denial_sampler.h"
 #include "hourglass/descriptor_budget.h"
-#include "hourglass/envoy_service.h"
+#include "hourglass/envoy_protocol.h"
 #include "hourglass/http_server.h"
 #include "hourglass/log.h"
 #include "hourglass/policy_source.h"
-#include "hourglass/store_watch.h"
+#include "hourglass/service.h"
 
 namespace hourglass::cli {
 namespace {
@@ -81,23 +78,6 @@ void ParseListen(const std::string& flag, const std::string& text, HttpServerOpt
   options.port = static_cast<uint16_t>(std::stoi(port));
 }
 
-// The policy file, checked against the engine's retention: a limit that could never be answered
-// refuses the file (at start: exit 2; on reload: the old one stays).
-Result<PolicySource> LoadPolicy(const ServeArgs& a, Seconds retention) {
-  if (a.policy.empty()) return PolicySource();  // Envoy's service alone: no limits of its own
-  Result<PolicySource> source = PolicySource::FromFile(a.policy);
-  if (!source.ok()) return source;
-  if (Status s = source->CheckWindows(retention); !s.ok()) return s.error();
-  return source;
-}
-
-Result<EnvoyConfig> LoadEnvoy(const ServeArgs& a, Seconds retention) {
-  Result<EnvoyConfig> config = EnvoyConfig::Load(a.envoy_config);
-  if (!config.ok()) return config;
-  if (Status s = config->CheckWindows(retention); !s.ok()) return s.error();
-  return config;
-}
-
 // The policy's events and their limits, a line each.
 void LogPolicy(const Logger& log, const ServeArgs& a, const PolicySource& policy) {
   if (a.policy.empty()) return;
@@ -106,59 +86,34 @@ void LogPolicy(const Logger& log, const ServeArgs& a, const PolicySource& policy
   for (const auto& [event, summary] : events) log->info("  event {}: {}", event, summary);
 }
 
-// Reloads the policy file and the Envoy configuration; a bad one keeps both in force.
-void Reload(const Logger& log, const ServeArgs& a, Seconds retention, DecisionApi& api,
-            EnvoyService* envoy) {
-  Result<PolicySource> policy = LoadPolicy(a, retention);
-  std::optional<Result<EnvoyConfig>> config;
-  if (envoy != nullptr) config.emplace(LoadEnvoy(a, retention));
-  const Error* failed = !policy.ok()              ? &policy.error()
-                        : config && !config->ok() ? &config->error()
-                                                  : nullptr;
-  if (failed != nullptr) {
-    log->error("reload failed, keeping the configuration in force: {}", failed->message());
-    api.CountReload(false);
-    return;
-  }
-  const std::vector<std::string> changes = PolicyChanges(*api.Policies(), *policy);
-  api.SetPolicies(std::make_shared<const PolicySource>(std::move(*policy)));
-  if (config) {
-    log->info("reloaded Envoy configuration {}: domains {}", fmt::join(a.envoy_config, " "),
-              fmt::join((*config)->domains(), ", "));
-    envoy->SetConfig(std::make_shared<const EnvoyConfig>(std::move(**config)));
-  }
-  api.CountReload(true);
-  if (a.policy.empty()) return;
-  log->info("reloaded {}: {}", a.policy,
-            changes.empty() ? std::string("no event changed")
-                            : fmt::format("{} event{} changed", changes.size(),
-                                          changes.size() == 1 ? "" : "s"));
-  for (const std::string& change : changes) log->info("  {}", change);
-}
-
 // Waits for SIGHUP (reload), SIGTERM or SIGINT (drain and stop).
-void HandleSignals(const Logger& log, const sigset_t& signals, const ServeArgs& a,
-                   Seconds retention, DecisionApi& api, EnvoyService* envoy, HttpServer& server) {
+void HandleSignals(const Logger& log, const sigset_t& signals, Service& service) {
   for (;;) {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) continue;
     if (signal != SIGHUP) {
       log->info("{}: draining requests in flight", strsignal(signal));
-      server.Stop();
+      service.Stop();
       return;
     }
-    Reload(log, a, retention, api, envoy);
+    service.Reload();
   }
 }
 
-// The path of a request target, without its query.
-std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
-
-// A listener, or exit 4 naming the address (in use, or not ours to listen on).
-template <typename T>
-T Listening(Result<T> listener) {
-  if (!listener.ok()) Fail(kCannotListen, listener.error().message());
-  return std::move(*listener);
+// The service's lines into the log.
+ServiceLog ToLog(const Logger& log) {
+  return [log](LogLevel level, const std::string& line) {
+    switch (level) {
+      case LogLevel::kDebug:
+        return log->debug("{}", line);
+      case LogLevel::kInfo:
+        return log->info("{}", line);
+      case LogLevel::kWarning:
+        return log->warn("{}", line);
+      case LogLevel::kError:
+        return log->error("{}", line);
+    }
+  };
 }
 
 // Which proxies /v1/auth believes about X-Forwarded-For (exit 2 for a contradiction).
@@ -209,102 +164,55 @@ void FitCaps(const Logger& log, const Globals& g, const ServeArgs& a, bool grpc,
   grpc_cap = plan.grpc;
 }
 
-// Logs every store server (memcached, Redis) that stops answering, and answers again.
-ServerTransitionHandler LogTransitions(const Logger& log) {
-  return [log](const ServerTransition& t) {
-    if (t.reachable) {
-      log->info("{} {} answers again", t.kind, t.server);
-    } else {
-      std::string_view error = t.error;
-      if (const std::string name = t.kind + " " + t.server + ": "; error.starts_with(name)) {
-        error.remove_prefix(name.size());
-      }
-      log->error(
-          "{} {} unreachable ({}): checks of its features answer per their failure mode "
-          "(fail open or closed) until it answers",
-          t.kind, t.server, error);
-    }
-  };
-}
-
+// A bad option or file leaves with exit 2, a store that cannot be reached with 3, an address
+// that cannot be listened on with 4.
 int RunServe(const Globals& g, const ServeArgs& a) {
   if (a.policy.empty() && a.envoy_config.empty()) {
     Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
   }
   const Logger log = MakeLogger({.level = Unwrap(ParseLogLevel(a.log_level)),
                                  .format = Unwrap(ParseLogFormat(a.log_format))});
-  const Seconds retention = RetentionOf(g);
-  auto policies = std::make_shared<const PolicySource>(Unwrap(LoadPolicy(a, retention)));
-  std::shared_ptr<const EnvoyConfig> envoy_config;
-  if (!a.envoy_config.empty()) {
-    envoy_config = std::make_shared<const EnvoyConfig>(Unwrap(LoadEnvoy(a, retention)));
-  }
-  HttpServerOptions http, grpc;
-  ParseListen("--listen", a.listen, http);
+  ServiceOptions options;
+  options.policy_path = a.policy;
+  options.engine = EngineOptionsFor(
+      g, a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning);
+  HttpServerOptions grpc;
+  ParseListen("--listen", a.listen, options.http);
   ParseListen("--grpc-listen", a.grpc_listen, grpc);
-  http.threads = a.threads;
+  options.http.threads = a.threads;
   size_t grpc_cap = 0;
-  FitCaps(log, g, a, envoy_config != nullptr, http, grpc_cap);
-  DecisionApiOptions api_options;
-  api_options.feature_header = a.feature_header;
-  api_options.trusted_proxies = TrustedProxiesOf(a);
-  api_options.admin = !a.no_admin;
-  api_options.admin_token = ReadAdminToken(a.admin_token_file);
+  FitCaps(log, g, a, !a.envoy_config.empty(), options.http, grpc_cap);
+  options.api.feature_header = a.feature_header;
+  options.api.trusted_proxies = TrustedProxiesOf(a);
+  options.api.admin = !a.no_admin;
+  options.api.admin_token = ReadAdminToken(a.admin_token_file);
+  options.stats_interval = std::chrono::seconds{a.stats_interval};
+  options.top_capacity = a.top_capacity;
+  options.log_denials = a.log_denials;
+  if (!a.envoy_config.empty()) {
+    options.protocols.push_back(EnvoyProtocol(
+        {.config = a.envoy_config,
+         .envoy = EnvoyOptionsOf(a),
+         .grpc = {.host = grpc.host, .port = grpc.port, .max_connections = grpc_cap}}));
+  }
   // Signals go to the signal thread only: block them before any other thread starts.
   sigset_t signals;
   sigemptyset(&signals);
   for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ServiceMetrics metrics;
-  api_options.metrics = &metrics;
-  std::optional<RecentTop> top;
-  if (a.top_capacity > 0) api_options.top = &top.emplace(a.top_capacity);
-  api_options.policy_path = a.policy;
-  DenialSampler denials(std::chrono::seconds{1});
-  if (a.log_denials) {
-    api_options.on_denial = [&denials, log](std::string_view event, std::string_view feature,
-                                            const Decision& d) {
-      if (std::optional<std::string> line = denials.Offer(event, feature, d.at)) {
-        log->info("{}", *line);
-      }
-    };
-  }
-  // The engine follows the store's clock when this host's is off by 2 s or more (StoreWatch).
+  // The engine follows the store's clock when this host's is off by 2 s or more.
   OffsetClock clock(SystemClock::Get());
-  Runtime rt(g, clock, a.exact_retry_after ? EngineUse::kLongRunningExact : EngineUse::kLongRunning,
-             LogTransitions(log));
-  api_options.store = &rt.store();
-  api_options.clock = &clock;
-  DecisionApi api(rt.engine(), policies, api_options);
-  StoreWatch watch(rt.store(), metrics, [log](const std::string& line) { log->warn("{}", line); });
-  watch.FollowClock(SystemClock::Get(), clock);
-  if (a.stats_interval > 0) watch.Start(std::chrono::seconds{a.stats_interval});
-  std::unique_ptr<EnvoyService> envoy;
-  std::unique_ptr<GrpcEndpoint> grpc_endpoint;
-  if (envoy_config) {
-    envoy = std::make_unique<EnvoyService>(rt.engine(), envoy_config, EnvoyOptionsOf(a), &metrics);
-    grpc_endpoint = Listening(envoy->Listen({.host = grpc.host,
-                                             .port = grpc.port,
-                                             .max_connections = grpc_cap,
-                                             .on_connection_event = [&metrics](ConnectionEvent e) {
-                                               metrics.CountConnection("grpc", e);
-                                             }}));
-    log->info("gRPC rate limit service listening on {}:{} (at most {} connections); domains {}",
-              grpc.host, grpc_endpoint->listener->port(), grpc_cap,
-              fmt::join(envoy_config->domains(), ", "));
+  const std::unique_ptr<Store> store = OpenCliStore(g, clock, TransitionLog(ToLog(log)));
+  Result<std::unique_ptr<Service>> made = Service::Create(options, *store, clock, ToLog(log));
+  if (!made.ok()) {
+    // A file or option the service refused is the caller's; an address it cannot take is not.
+    Fail(CodeFor(made.error()) == kUsage ? kUsage : kCannotListen, made.error().message());
   }
-  http.on_connection_event = [&metrics](ConnectionEvent e) { metrics.CountConnection("http", e); };
-  std::unique_ptr<HttpServer> server = Listening(
-      HttpServer::Create(http, [&api, envoy = envoy.get()](HttpRequest r, HttpResponder respond) {
-        if (envoy != nullptr && RouteOf(PathOf(r.target())).endpoint == Endpoint::kEnvoyJson) {
-          return envoy->HandleJson(r, respond);
-        }
-        api.HandleAsync(std::move(r), std::move(respond));
-      }));
+  Service& service = **made;
   log->info("hourglass {} listening on {}:{} with {} threads (at most {} connections); store {}",
-            HOURGLASS_VERSION, http.host, server->port(), a.threads, http.max_connections,
-            rt.store().Describe());
+            HOURGLASS_VERSION, options.http.host, service.http_port(), a.threads,
+            options.http.max_connections, store->Describe());
   if (!g.previous_servers.empty()) {
     log->info(
         "in transition from memcached {}: features whose server changed are read on both and "
@@ -312,13 +220,10 @@ int RunServe(const Globals& g, const ServeArgs& a) {
         "has switched",
         g.previous_servers, g.retention);
   }
-  LogPolicy(log, a, *policies);
-  std::thread signal_thread(
-      [&] { HandleSignals(log, signals, a, retention, api, envoy.get(), *server); });
-  server->Run();
+  LogPolicy(log, a, *service.policies());
+  std::thread signal_thread([&] { HandleSignals(log, signals, service); });
+  const uint64_t refused = service.Run();
   signal_thread.join();
-  grpc_endpoint.reset();                // stops accepting, then gives calls in flight 5 s
-  const uint64_t refused = rt.Flush();  // settle fire-and-forget writes before leaving
   if (refused == 0) {
     log->info("stopped");
   } else {
