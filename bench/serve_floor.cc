@@ -40,10 +40,10 @@ int main(int argc, char** argv) {
   http.port = static_cast<uint16_t>(port);
   http.threads = threads;
   auto server = HttpServer::Create(http, [&](const HttpRequest& request) {
-    HttpResponse response{boost::beast::http::status::ok, 11};
+    HttpResponse response(HttpStatus::kOk);
     const nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
     if (!body.is_object() || !body.contains("event") || !body.contains("feature")) {
-      response.result(boost::beast::http::status::bad_request);
+      response.set_status(HttpStatus::kBadRequest);
       return response;
     }
     const std::string group =
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     Batch batch{group, keys.HitIncrements(group, ToUnix(SystemClock::Get().Now()), 1), {}};
     for (const Increment& inc : batch.increments) batch.reads.push_back(inc.key);
     Result<std::vector<uint64_t>> values = (*store)->Apply(batch);
-    response.set(boost::beast::http::field::content_type, "application/json");
+    response.Set("Content-Type", "application/json");
     response.body() = values.ok() ? "{\"allowed\":true}\n" : "{\"error\":\"store\"}\n";
     return response;
   });

@@ -1,6 +1,5 @@
 // Fuzzes GET /v1/top's query with arbitrary request targets: a JSON answer or an error naming
 // the problem, never a crash, whatever the bytes, over a summary holding hostile features.
-#include <boost/url/parse.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -32,9 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return t;
   }();
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto url = boost::urls::parse_origin_form(text);
-  if (!url) return 0;
-  const Result<std::string> view = TopView(*top, policies, *url, FromUnix(1'800'000'030));
+  const Result<RequestTarget> target = ParseTarget(text);
+  if (!target.ok()) return 0;
+  const Result<std::string> view = TopView(*top, policies, target->params, FromUnix(1'800'000'030));
   if (view.ok()) {
     FUZZ_CHECK(nlohmann::json::parse(*view, nullptr, false).is_object());
   } else {

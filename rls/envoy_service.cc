@@ -10,31 +10,28 @@
 namespace hourglass {
 namespace {
 
-namespace http = boost::beast::http;
-
 // A Request larger than this is refused by gRPC (RESOURCE_EXHAUSTED) before it is read.
 constexpr int kMaxRequestBytes = 1 << 20;
 
-HttpResponse JsonResponse(http::status status, std::string body) {
-  HttpResponse res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = std::move(body);
+HttpResponse JsonResponse(HttpStatus status, std::string body) {
+  HttpResponse res(status, std::move(body));
+  res.Set("Content-Type", "application/json");
   return res;
 }
 
-HttpResponse JsonError(http::status status, const std::string& message) {
+HttpResponse JsonError(HttpStatus status, const std::string& message) {
   return JsonResponse(status, nlohmann::json{{"error", message}}.dump());
 }
 
 HttpResponse JsonAnswer(const Result<RateLimitResponse>& answer) {
-  if (!answer.ok()) return JsonError(http::status::bad_request, answer.error().message());
+  if (!answer.ok()) return JsonError(HttpStatus::kBadRequest, answer.error().message());
   std::string body;
   if (!google::protobuf::util::MessageToJsonString(*answer, &body).ok()) {
-    return JsonError(http::status::internal_server_error, "the response cannot be written as JSON");
+    return JsonError(HttpStatus::kInternalServerError, "the response cannot be written as JSON");
   }
   return JsonResponse(answer->overall_code() == RateLimitResponse::OVER_LIMIT
-                          ? http::status::too_many_requests
-                          : http::status::ok,
+                          ? HttpStatus::kTooManyRequests
+                          : HttpStatus::kOk,
                       std::move(body));
 }
 
@@ -100,9 +97,9 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
 }
 
 void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond) {
-  if (request.method() != http::verb::post) {
-    HttpResponse res = JsonError(http::status::method_not_allowed, "/json takes POST");
-    res.set(http::field::allow, "POST");
+  if (request.method() != HttpMethod::kPost) {
+    HttpResponse res = JsonError(HttpStatus::kMethodNotAllowed, "/json takes POST");
+    res.Set("Allow", "POST");
     return respond(std::move(res));
   }
   RateLimitRequest parsed;
@@ -110,7 +107,7 @@ void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond)
   strict.ignore_unknown_fields = false;
   const auto status = google::protobuf::util::JsonStringToMessage(request.body(), &parsed, strict);
   if (!status.ok()) {
-    return respond(JsonError(http::status::bad_request,
+    return respond(JsonError(HttpStatus::kBadRequest,
                              "the body is not a RateLimitRequest in JSON: " + status.ToString()));
   }
   ShouldRateLimit(parsed, [respond](Result<RateLimitResponse> answer) {

@@ -39,9 +39,9 @@ Result<size_t> ParseRows(std::string_view text) {
   return n;
 }
 
-Result<TopQuery> ParseTopQuery(const boost::urls::url_view& url) {
+Result<TopQuery> ParseTopQuery(const std::vector<QueryParam>& params) {
   TopQuery q;
-  for (const auto& param : url.params()) {
+  for (const QueryParam& param : params) {
     if (param.key == "event") {
       q.event = param.value;
     } else if (param.key == "window") {
@@ -92,8 +92,8 @@ json PolicyJson(const Policy& policy) {
 }  // namespace
 
 Result<std::string> TopView(const RecentTop& top, const PolicySource& policies,
-                            const boost::urls::url_view& url, Instant now) {
-  Result<TopQuery> q = ParseTopQuery(url);
+                            const std::vector<QueryParam>& params, Instant now) {
+  Result<TopQuery> q = ParseTopQuery(params);
   if (!q.ok()) return q.error();
   if (Status known = policies.HasEvent(q->event); !known.ok()) return known.error();
   const TopAnswer answer = top.Query(q->event, q->minutes, q->by, q->n, now);

@@ -5,27 +5,25 @@
 namespace hourglass {
 namespace {
 
-using boost::beast::http::verb;
-
 struct Fixed {
   std::string_view path;
   Endpoint endpoint;
-  verb method;
+  HttpMethod method;
 };
 
 constexpr std::array<Fixed, 12> kFixed = {{
-    {"/v1/check", Endpoint::kCheck, verb::post},
-    {"/v1/count", Endpoint::kCount, verb::get},
-    {"/v1/inspect", Endpoint::kInspect, verb::get},
-    {"/v1/hit", Endpoint::kHit, verb::post},
-    {"/v1/settle", Endpoint::kSettle, verb::post},
-    {"/v1/counters", Endpoint::kCounters, verb::delete_},
-    {"/healthz", Endpoint::kHealthz, verb::get},
-    {"/readyz", Endpoint::kReadyz, verb::get},
-    {"/metrics", Endpoint::kMetrics, verb::get},
-    {"/v1/top", Endpoint::kTop, verb::get},
-    {"/v1/policy", Endpoint::kPolicy, verb::get},
-    {"/json", Endpoint::kEnvoyJson, verb::post},
+    {"/v1/check", Endpoint::kCheck, HttpMethod::kPost},
+    {"/v1/count", Endpoint::kCount, HttpMethod::kGet},
+    {"/v1/inspect", Endpoint::kInspect, HttpMethod::kGet},
+    {"/v1/hit", Endpoint::kHit, HttpMethod::kPost},
+    {"/v1/settle", Endpoint::kSettle, HttpMethod::kPost},
+    {"/v1/counters", Endpoint::kCounters, HttpMethod::kDelete},
+    {"/healthz", Endpoint::kHealthz, HttpMethod::kGet},
+    {"/readyz", Endpoint::kReadyz, HttpMethod::kGet},
+    {"/metrics", Endpoint::kMetrics, HttpMethod::kGet},
+    {"/v1/top", Endpoint::kTop, HttpMethod::kGet},
+    {"/v1/policy", Endpoint::kPolicy, HttpMethod::kGet},
+    {"/json", Endpoint::kEnvoyJson, HttpMethod::kPost},
 }};
 
 constexpr std::string_view kAuthPrefix = "/v1/auth/";
@@ -37,7 +35,7 @@ ApiRoute RouteOf(std::string_view path) {
     if (path == f.path) return ApiRoute{f.endpoint, f.method, f.path, std::nullopt};
   }
   if (path.starts_with(kAuthPrefix) && path.size() > kAuthPrefix.size()) {
-    return ApiRoute{Endpoint::kAuth, verb::get, "/v1/auth",
+    return ApiRoute{Endpoint::kAuth, HttpMethod::kGet, "/v1/auth",
                     std::string(path.substr(kAuthPrefix.size()))};
   }
   return ApiRoute{};

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <boost/url/parse.hpp>
-#include <boost/url/src.hpp>  // Boost.URL compiled here, header-only: Debian ships no library
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,33 +18,31 @@
 namespace hourglass {
 namespace {
 
-namespace http = boost::beast::http;
 using nlohmann::json;
 
 // A response with a JSON body already written.
-HttpResponse JsonText(http::status status, std::string body) {
-  HttpResponse res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = std::move(body);
+HttpResponse JsonText(HttpStatus status, std::string body) {
+  HttpResponse res(status, std::move(body));
+  res.Set("Content-Type", "application/json");
   return res;
 }
 
-HttpResponse JsonResponse(http::status status, const json& body) {
+HttpResponse JsonResponse(HttpStatus status, const json& body) {
   return JsonText(status, Dump(body) + "\n");
 }
 
-HttpResponse ErrorResponse(http::status status, const std::string& message) {
+HttpResponse ErrorResponse(HttpStatus status, const std::string& message) {
   return JsonResponse(status, json{{"error", message}});
 }
 
-http::status StatusFor(const Error& e) {
+HttpStatus StatusFor(const Error& e) {
   switch (e.code()) {
     case ErrorCode::kInvalidArgument:
-      return http::status::bad_request;
+      return HttpStatus::kBadRequest;
     case ErrorCode::kNotFound:
-      return http::status::not_found;
+      return HttpStatus::kNotFound;
     default:
-      return http::status::service_unavailable;
+      return HttpStatus::kServiceUnavailable;
   }
 }
 
@@ -54,9 +50,9 @@ HttpResponse ErrorResponse(const Error& e) { return ErrorResponse(StatusFor(e), 
 
 void SetDecisionFields(HttpResponse& res, const Decision& d) {
   const RateLimitFields fields = RateLimitFieldsFor(d);
-  if (!fields.policy.empty()) res.set("RateLimit-Policy", fields.policy);
-  if (!fields.current.empty()) res.set("RateLimit", fields.current);
-  if (fields.retry_after) res.set(http::field::retry_after, *fields.retry_after);
+  if (!fields.policy.empty()) res.Set("RateLimit-Policy", fields.policy);
+  if (!fields.current.empty()) res.Set("RateLimit", fields.current);
+  if (fields.retry_after) res.Set("Retry-After", *fields.retry_after);
 }
 
 // An answer given by the failure mode because the store failed says so in a header, so that an
@@ -69,7 +65,7 @@ void SetDegraded(HttpResponse& res, const std::vector<Decision>& decisions) {
     for (char& c : why) {
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
     }
-    res.set("Hourglass-Degraded", why);
+    res.Set("Hourglass-Degraded", why);
     return;
   }
 }
@@ -80,9 +76,9 @@ struct Query {
   std::vector<std::string> windows;
 };
 
-Result<Query> ParseQuery(const boost::urls::url_view& url) {
+Result<Query> ParseQuery(const RequestTarget& target) {
   Query q;
-  for (const auto& param : url.params()) {
+  for (const QueryParam& param : target.params) {
     if (param.key == "event") {
       q.event = param.value;
     } else if (param.key == "feature") {
@@ -100,13 +96,13 @@ Result<Query> ParseQuery(const boost::urls::url_view& url) {
 }
 
 HttpResponse NoSuchEndpoint() {
-  return ErrorResponse(http::status::not_found, "no such endpoint: see `hourglass serve --help`");
+  return ErrorResponse(HttpStatus::kNotFound, "no such endpoint: see `hourglass serve --help`");
 }
 
 HttpResponse MethodNotAllowed(std::string_view allow) {
-  HttpResponse res = ErrorResponse(http::status::method_not_allowed,
+  HttpResponse res = ErrorResponse(HttpStatus::kMethodNotAllowed,
                                    fmt::format("method not allowed here: use {}", allow));
-  res.set(http::field::allow, allow);
+  res.Set("Allow", std::string(allow));
   return res;
 }
 
@@ -137,8 +133,8 @@ void DecisionApi::CountReload(bool ok) const {
 }
 
 HttpResponse DecisionApi::StoreErrorResponse(const Error& e) const {
-  const http::status status = StatusFor(e);
-  if (status == http::status::service_unavailable && options_.metrics != nullptr) {
+  const HttpStatus status = StatusFor(e);
+  if (status == HttpStatus::kServiceUnavailable && options_.metrics != nullptr) {
     options_.metrics->CountStoreError(e);
   }
   return ErrorResponse(status, e.message());
@@ -146,10 +142,9 @@ HttpResponse DecisionApi::StoreErrorResponse(const Error& e) const {
 
 HttpResponse DecisionApi::Handle(const HttpRequest& request, std::string_view peer) const {
   const auto start = std::chrono::steady_clock::now();
-  boost::system::result<boost::urls::url_view> url =
-      boost::urls::parse_origin_form(request.target());
-  if (!url) return ErrorResponse(http::status::bad_request, "malformed request target");
-  const ApiRoute route = RouteOf(url->path());
+  Result<RequestTarget> url = ParseTarget(request.target());
+  if (!url.ok()) return ErrorResponse(url.error());
+  const ApiRoute route = RouteOf(url->path);
   HttpResponse response = Route(request, peer, route, *url);
   ObserveRequest(route, start);
   return response;
@@ -157,9 +152,8 @@ HttpResponse DecisionApi::Handle(const HttpRequest& request, std::string_view pe
 
 void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
   const auto start = std::chrono::steady_clock::now();
-  boost::system::result<boost::urls::url_view> url =
-      boost::urls::parse_origin_form(request.target());
-  const ApiRoute route = url ? RouteOf(url->path()) : ApiRoute{};
+  Result<RequestTarget> url = ParseTarget(request.target());
+  const ApiRoute route = url.ok() ? RouteOf(url->path) : ApiRoute{};
   if (!IsCheck(route, request.method())) return respond(Handle(request, respond.peer()));
   auto pending = std::make_shared<PendingChecks>();
   if (std::optional<HttpResponse> refused =
@@ -184,14 +178,14 @@ void DecisionApi::ObserveRequest(const ApiRoute& route,
 }
 
 HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view peer,
-                                const ApiRoute& route, const boost::urls::url_view& url) const {
+                                const ApiRoute& route, const RequestTarget& url) const {
   // Envoy's /json is its service's, and /metrics is served only with metrics.
   const bool served = route.endpoint != Endpoint::kUnknown &&
                       route.endpoint != Endpoint::kEnvoyJson &&
                       (route.endpoint != Endpoint::kMetrics || options_.metrics != nullptr);
   if (!served) return NoSuchEndpoint();
   if (request.method() != route.method) {
-    return MethodNotAllowed(std::string(boost::beast::http::to_string(route.method)));
+    return MethodNotAllowed(MethodName(route.method));
   }
   switch (route.endpoint) {
     case Endpoint::kCheck:
@@ -209,7 +203,7 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
     case Endpoint::kCounters:
       return Reset(request, url);
     case Endpoint::kHealthz:
-      return JsonResponse(http::status::ok, json{{"status", "alive"}});
+      return JsonResponse(HttpStatus::kOk, json{{"status", "alive"}});
     case Endpoint::kReadyz:
       return Ready();
     case Endpoint::kMetrics:
@@ -218,7 +212,7 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
       return Top(request, url);
     case Endpoint::kPolicy:
       if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
-      return JsonText(http::status::ok, PolicyView(*Policies(), options_.policy_path));
+      return JsonText(HttpStatus::kOk, PolicyView(*Policies(), options_.policy_path));
     case Endpoint::kEnvoyJson:
     case Endpoint::kUnknown:
       break;
@@ -227,8 +221,8 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
 }
 
 HttpResponse DecisionApi::Metrics() const {
-  HttpResponse res{http::status::ok, 11};
-  res.set(http::field::content_type, "text/plain; version=0.0.4");
+  HttpResponse res(HttpStatus::kOk);
+  res.Set("Content-Type", "text/plain; version=0.0.4");
   if (options_.store != nullptr) {
     options_.metrics->SyncUnconfirmedFailures(options_.store->unconfirmed_failures());
   }
@@ -249,22 +243,22 @@ bool DecisionApi::LetThrough(const PolicySource& policies, std::string_view even
 Result<std::string> DecisionApi::AuthFeature(const HttpRequest& request,
                                              std::string_view peer) const {
   const std::string& name = options_.feature_header;
-  if (boost::beast::iequals(name, "X-Forwarded-For")) {
+  if (SameFieldName(name, "X-Forwarded-For")) {
     // Several header lines are one list, in their order.
     std::string joined;
-    for (const auto& field : request) {
-      if (!boost::beast::iequals(field.name_string(), name)) continue;
+    for (const HttpField& field : request.fields()) {
+      if (!SameFieldName(field.name, name)) continue;
       if (!joined.empty()) joined += ',';
-      joined += std::string(field.value());
+      joined += field.value;
     }
     return ClientAddress(peer, joined, options_.trusted_proxies);
   }
-  const auto header = request.find(name);
-  if (header == request.end()) {
+  const std::string* header = request.Find(name);
+  if (header == nullptr) {
     return InvalidArgument(
         fmt::format("header {} is missing: the proxy must set it to the feature", name));
   }
-  return std::string(header->value());
+  return *header;
 }
 
 std::optional<HttpResponse> DecisionApi::PrepareChecks(const HttpRequest& request,
@@ -338,13 +332,13 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
     if (!shown && !decisions[i].allowed) shown = i;
   }
   if (pending.auth) {
-    HttpResponse res{allowed ? http::status::no_content : http::status::forbidden, 11};
+    HttpResponse res(allowed ? HttpStatus::kNoContent : HttpStatus::kForbidden);
     SetDecisionFields(res, decisions[shown.value_or(0)]);
     SetDegraded(res, decisions);
     return res;
   }
-  HttpResponse res{allowed ? http::status::ok : http::status::too_many_requests, 11};
-  res.set(http::field::content_type, "application/json");
+  HttpResponse res(allowed ? HttpStatus::kOk : HttpStatus::kTooManyRequests);
+  res.Set("Content-Type", "application/json");
   std::string& body = res.body();
   if (checks.size() == 1) {
     AppendDecisionJson(decisions.front(), shadow_denied.front(), body);
@@ -371,7 +365,7 @@ std::optional<HttpResponse> DecisionApi::Resolve(std::string_view event, std::st
   return std::nullopt;
 }
 
-HttpResponse DecisionApi::Count(const boost::urls::url_view& url) const {
+HttpResponse DecisionApi::Count(const RequestTarget& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   Seconds block_for{0};
@@ -391,14 +385,14 @@ HttpResponse DecisionApi::Count(const boost::urls::url_view& url) const {
     if (!until.ok()) return StoreErrorResponse(until.error());
     body["blocked_until"] = *until ? json(ToUnix(**until)) : json(nullptr);
   }
-  return JsonResponse(http::status::ok, body);
+  return JsonResponse(HttpStatus::kOk, body);
 }
 
-HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const {
+HttpResponse DecisionApi::InspectFeature(const RequestTarget& url) const {
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
   if (!q->windows.empty()) {
-    return ErrorResponse(http::status::bad_request,
+    return ErrorResponse(HttpStatus::kBadRequest,
                          "inspect takes no window: it shows 1s 1m 1h 1d (within the retention)");
   }
   Seconds block_for{0};
@@ -408,33 +402,33 @@ HttpResponse DecisionApi::InspectFeature(const boost::urls::url_view& url) const
   Result<Inspection> inspection =
       Inspect(engine_, *q->event, *q->feature, options_.clock->Now(), block_for);
   if (!inspection.ok()) return StoreErrorResponse(inspection.error());
-  return JsonResponse(http::status::ok, InspectionJson(*q->event, *q->feature, *inspection));
+  return JsonResponse(HttpStatus::kOk, InspectionJson(*q->event, *q->feature, *inspection));
 }
 
 std::optional<HttpResponse> DecisionApi::RefuseAdmin(const HttpRequest& request) const {
   if (!options_.admin) {
-    return ErrorResponse(http::status::forbidden,
+    return ErrorResponse(HttpStatus::kForbidden,
                          "admin calls are turned off on this server (hourglass serve --no-admin)");
   }
   if (!options_.admin_token) return std::nullopt;
-  const auto header = request.find(http::field::authorization);
-  if (header == request.end() || header->value() != "Bearer " + *options_.admin_token) {
-    HttpResponse res = ErrorResponse(http::status::unauthorized,
+  const std::string* header = request.Find("Authorization");
+  if (header == nullptr || *header != "Bearer " + *options_.admin_token) {
+    HttpResponse res = ErrorResponse(HttpStatus::kUnauthorized,
                                      "admin calls need \"Authorization: Bearer <token>\"");
-    res.set(http::field::www_authenticate, "Bearer");
+    res.Set("WWW-Authenticate", "Bearer");
     return res;
   }
   return std::nullopt;
 }
 
-HttpResponse DecisionApi::Top(const HttpRequest& request, const boost::urls::url_view& url) const {
+HttpResponse DecisionApi::Top(const HttpRequest& request, const RequestTarget& url) const {
   if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
   if (options_.top == nullptr) {
-    return ErrorResponse(http::status::not_found, "this server keeps no top (--top-capacity 0)");
+    return ErrorResponse(HttpStatus::kNotFound, "this server keeps no top (--top-capacity 0)");
   }
-  Result<std::string> view = TopView(*options_.top, *Policies(), url, options_.clock->Now());
+  Result<std::string> view = TopView(*options_.top, *Policies(), url.params, options_.clock->Now());
   if (!view.ok()) return ErrorResponse(view.error());
-  return JsonText(http::status::ok, std::move(*view));
+  return JsonText(HttpStatus::kOk, std::move(*view));
 }
 
 HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
@@ -445,7 +439,7 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
   Result<Cost> cost = engine_.Record(hit->event, hit->feature, hit->cost);
   if (!cost.ok()) return StoreErrorResponse(cost.error());
   return JsonResponse(
-      http::status::ok,
+      HttpStatus::kOk,
       json{{"recorded", true}, {"cost", hit->cost}, {"keys_written", cost->keys_written}});
 }
 
@@ -456,7 +450,7 @@ HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
   Result<Resolved> resolved = policies->Resolve(settle->event, settle->feature);
   if (!resolved.ok()) return ErrorResponse(resolved.error());
   if (!policies->Settles(settle->event)) {
-    return ErrorResponse(http::status::bad_request,
+    return ErrorResponse(HttpStatus::kBadRequest,
                          fmt::format("event {} takes no settlements: its policy needs settle: true",
                                      Dump(json(settle->event))));
   }
@@ -469,20 +463,19 @@ HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
     options_.top->Record(settle->event, resolved->feature, static_cast<uint64_t>(delta), true,
                          settle->at);
   }
-  return JsonResponse(http::status::ok, json{{"settled", true},
-                                             {"at", ToUnix(settle->at)},
-                                             {"cost", settle->cost},
-                                             {"actual", settle->actual},
-                                             {"delta", delta},
-                                             {"keys_written", settled->cost.keys_written}});
+  return JsonResponse(HttpStatus::kOk, json{{"settled", true},
+                                            {"at", ToUnix(settle->at)},
+                                            {"cost", settle->cost},
+                                            {"actual", settle->actual},
+                                            {"delta", delta},
+                                            {"keys_written", settled->cost.keys_written}});
 }
 
-HttpResponse DecisionApi::Reset(const HttpRequest& request,
-                                const boost::urls::url_view& url) const {
+HttpResponse DecisionApi::Reset(const HttpRequest& request, const RequestTarget& url) const {
   if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
   Result<Query> q = ParseQuery(url);
   if (!q.ok()) return ErrorResponse(q.error());
-  if (!q->windows.empty()) return ErrorResponse(http::status::bad_request, "reset takes no window");
+  if (!q->windows.empty()) return ErrorResponse(HttpStatus::kBadRequest, "reset takes no window");
   Seconds block_for{0};
   if (std::optional<HttpResponse> refused = Resolve(*q->event, *q->feature, &block_for)) {
     return *refused;
@@ -490,17 +483,17 @@ HttpResponse DecisionApi::Reset(const HttpRequest& request,
   Result<Engine::ResetOutcome> reset =
       engine_.Reset(*q->event, *q->feature, std::nullopt, block_for);  // lifts a penalty too
   if (!reset.ok()) return StoreErrorResponse(reset.error());
-  return JsonResponse(http::status::ok, json{{"deleted", reset->deleted}});
+  return JsonResponse(HttpStatus::kOk, json{{"deleted", reset->deleted}});
 }
 
 HttpResponse DecisionApi::Ready() const {
   const Window second = *Window::Sliding(Seconds{1});
   Result<Counts> probe = engine_.Count("hourglass", "readyz", {&second, 1});
   if (!probe.ok()) {
-    return ErrorResponse(http::status::service_unavailable,
+    return ErrorResponse(HttpStatus::kServiceUnavailable,
                          fmt::format("the store cannot be reached: {}", probe.error().message()));
   }
-  return JsonResponse(http::status::ok, json{{"status", "ready"}});
+  return JsonResponse(HttpStatus::kOk, json{{"status", "ready"}});
 }
 
 }  // namespace hourglass

@@ -103,12 +103,55 @@ void Refuse(tcp::socket socket) {
   });
 }
 
-HttpResponse ErrorResponse(http::status status, std::string_view message) {
-  HttpResponse res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = fmt::format("{{\"error\":\"{}\"}}\n", message);  // messages here are plain ASCII
-  res.keep_alive(false);
+HttpResponse ErrorResponse(HttpStatus status, std::string_view message) {
+  HttpResponse res(status, fmt::format("{{\"error\":\"{}\"}}\n", message));  // plain ASCII
+  res.Set("Content-Type", "application/json");
+  res.set_keep_alive(false);
   return res;
+}
+
+using BeastRequest = http::request<http::string_body>;
+using BeastResponse = http::response<http::string_body>;
+
+HttpMethod MethodOf(http::verb verb) {
+  switch (verb) {
+    case http::verb::get:
+      return HttpMethod::kGet;
+    case http::verb::head:
+      return HttpMethod::kHead;
+    case http::verb::post:
+      return HttpMethod::kPost;
+    case http::verb::put:
+      return HttpMethod::kPut;
+    case http::verb::delete_:
+      return HttpMethod::kDelete;
+    case http::verb::patch:
+      return HttpMethod::kPatch;
+    case http::verb::options:
+      return HttpMethod::kOptions;
+    default:
+      return HttpMethod::kOther;
+  }
+}
+
+// The request as the handlers see it.
+HttpRequest Plain(BeastRequest&& message) {
+  HttpRequest request(MethodOf(message.method()), std::string(message.target()),
+                      std::move(message.body()));
+  for (const auto& field : message) {
+    request.Add(std::string(field.name_string()), std::string(field.value()));
+  }
+  return request;
+}
+
+// The response as Beast writes it, in HTTP/1.`version`, closing unless `keep_alive`.
+BeastResponse Wire(HttpResponse&& response, unsigned version, bool keep_alive) {
+  BeastResponse message{static_cast<http::status>(static_cast<int>(response.status())), version};
+  for (const HttpField& field : response.fields()) message.set(field.name, field.value);
+  message.body() = std::move(response.body());
+  message.keep_alive(keep_alive);
+  message.prepare_payload();
+  return message;
 }
 
 // A request the parser refused (not a closed connection or a timeout): it deserves a 400.
@@ -220,22 +263,23 @@ class Session : public std::enable_shared_from_this<Session> {
     const HttpServerOptions& o = server_->options;
     if (ec == http::error::header_limit) {
       return Write(
-          ErrorResponse(http::status::request_header_fields_too_large,
+          ErrorResponse(HttpStatus::kRequestHeaderFieldsTooLarge,
                         fmt::format("request header larger than {} bytes", o.max_header_bytes)));
     }
     if (ec == http::error::body_limit) {
       return Write(
-          ErrorResponse(http::status::payload_too_large,
+          ErrorResponse(HttpStatus::kPayloadTooLarge,
                         fmt::format("request body larger than {} bytes", o.max_body_bytes)));
     }
     if (IsMalformed(ec)) {
-      return Write(ErrorResponse(http::status::bad_request,
+      return Write(ErrorResponse(HttpStatus::kBadRequest,
                                  fmt::format("malformed HTTP request: {}", ec.message())));
     }
     if (ec) return Close();  // closed, timed out or reset: nobody to answer
-    HttpRequest request = parser_->release();
-    const unsigned version = request.version();
-    const bool keep_alive = request.keep_alive();
+    BeastRequest message = parser_->release();
+    const unsigned version = message.version();
+    const bool keep_alive = message.keep_alive();
+    HttpRequest request = Plain(std::move(message));
     // The response is built and written on this connection's strand; until then the server's
     // work is kept alive.
     auto pending = std::make_shared<PendingAnswer>(server_->ioc, shared_from_this());
@@ -249,12 +293,11 @@ class Session : public std::enable_shared_from_this<Session> {
                 try {
                   response = build();
                 } catch (const std::exception&) {
-                  response = ErrorResponse(http::status::internal_server_error, "internal error");
+                  response = ErrorResponse(HttpStatus::kInternalServerError, "internal error");
                 }
-                response.version(version);
-                response.keep_alive(keep_alive && response.keep_alive() &&
-                                    !self->server_->stopping && !self->leaving_);
-                self->Write(std::move(response));
+                const bool keep = keep_alive && response.keep_alive() && !self->server_->stopping &&
+                                  !self->leaving_;
+                self->Write(std::move(response), version, keep);
               });
           pending->Answered();
         },
@@ -262,13 +305,13 @@ class Session : public std::enable_shared_from_this<Session> {
     try {
       server_->handler(std::move(request), respond);
     } catch (const std::exception&) {
-      respond(ErrorResponse(http::status::internal_server_error, "internal error"));
+      respond(ErrorResponse(HttpStatus::kInternalServerError, "internal error"));
     }
   }
 
-  void Write(HttpResponse response) {
-    auto message = std::make_shared<HttpResponse>(std::move(response));
-    message->prepare_payload();
+  // `version` and `keep_alive`: the request's (HTTP/1.1, and closing, when there was none).
+  void Write(HttpResponse response, unsigned version = 11, bool keep_alive = false) {
+    auto message = std::make_shared<BeastResponse>(Wire(std::move(response), version, keep_alive));
     stream_.expires_after(server_->options.request_timeout);
     http::async_write(stream_, *message,
                       [self = shared_from_this(), message](beast::error_code ec, size_t) {
@@ -400,7 +443,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   return Create(std::move(options),
                 [handler = std::move(handler)](HttpRequest request, HttpResponder respond) {
                   HttpResponse response = handler(request);
-                  response.keep_alive(true);
+                  response.set_keep_alive(true);
                   respond(std::move(response));
                 });
 }

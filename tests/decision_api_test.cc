@@ -17,15 +17,20 @@
 namespace hourglass {
 namespace {
 
-namespace http = boost::beast::http;
+// The value of `response`'s field `name`, or "" when it has none.
+std::string FieldOf(const HttpResponse& response, std::string_view name) {
+  const std::string* value = response.Find(name);
+  return value != nullptr ? *value : "";
+}
+
 using nlohmann::json;
 
 constexpr int64_t kStart = 1'700'000'000;
 
 TEST(RouteOf, ClassifiesEveryEndpointInOnePlace) {
   EXPECT_EQ(RouteOf("/v1/check").endpoint, Endpoint::kCheck);
-  EXPECT_EQ(RouteOf("/v1/check").method, http::verb::post);
-  EXPECT_EQ(RouteOf("/v1/counters").method, http::verb::delete_);
+  EXPECT_EQ(RouteOf("/v1/check").method, HttpMethod::kPost);
+  EXPECT_EQ(RouteOf("/v1/counters").method, HttpMethod::kDelete);
   const ApiRoute auth = RouteOf("/v1/auth/url_shorten");
   EXPECT_EQ(auth.endpoint, Endpoint::kAuth);
   EXPECT_EQ(auth.auth_event, "url_shorten");
@@ -34,9 +39,9 @@ TEST(RouteOf, ClassifiesEveryEndpointInOnePlace) {
   EXPECT_EQ(RouteOf("/json").endpoint, Endpoint::kEnvoyJson);
   EXPECT_EQ(RouteOf("/v1/check/").endpoint, Endpoint::kUnknown);
   EXPECT_EQ(RouteOf("/v1/nothing").label, "other");
-  EXPECT_TRUE(IsCheck(RouteOf("/v1/check"), http::verb::post));
-  EXPECT_FALSE(IsCheck(RouteOf("/v1/check"), http::verb::get));
-  EXPECT_FALSE(IsCheck(RouteOf("/v1/count"), http::verb::get));
+  EXPECT_TRUE(IsCheck(RouteOf("/v1/check"), HttpMethod::kPost));
+  EXPECT_FALSE(IsCheck(RouteOf("/v1/check"), HttpMethod::kGet));
+  EXPECT_FALSE(IsCheck(RouteOf("/v1/count"), HttpMethod::kGet));
 }
 
 class DecisionApiTest : public ::testing::Test {
@@ -64,19 +69,17 @@ class DecisionApiTest : public ::testing::Test {
     o.exact_retry_after = true;
     return o;
   }
-  HttpResponse Send(http::verb method, const std::string& target, const std::string& body = "") {
-    HttpRequest request{method, target, 11};
-    request.body() = body;
-    request.prepare_payload();
-    return api_->Handle(request);
+  HttpResponse Send(HttpMethod method, const std::string& target, const std::string& body = "") {
+    return api_->Handle(HttpRequest(method, target, body));
   }
   HttpResponse Check(const std::string& event, const std::string& feature) {
-    return Send(http::verb::post, "/v1/check", json{{"event", event}, {"feature", feature}}.dump());
+    return Send(HttpMethod::kPost, "/v1/check",
+                json{{"event", event}, {"feature", feature}}.dump());
   }
   uint64_t CountOf(const std::string& event, const std::string& feature) {
     HttpResponse r =
-        Send(http::verb::get, "/v1/count?event=" + event + "&feature=" + feature + "&window=1m");
-    EXPECT_EQ(r.result(), http::status::ok) << r.body();
+        Send(HttpMethod::kGet, "/v1/count?event=" + event + "&feature=" + feature + "&window=1m");
+    EXPECT_EQ(r.status(), HttpStatus::kOk) << r.body();
     return json::parse(r.body())["windows"][0]["count"].get<uint64_t>();
   }
 
@@ -89,17 +92,17 @@ class DecisionApiTest : public ::testing::Test {
 };
 
 TEST_F(DecisionApiTest, DeniesAtTheLimitAndAdmitsAgainOnceTheFirstHitLeavesTheWindow) {
-  EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+  EXPECT_EQ(Check("signup", "ann").status(), HttpStatus::kOk);
   clock_.Advance(Seconds{20});
-  EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+  EXPECT_EQ(Check("signup", "ann").status(), HttpStatus::kOk);
   HttpResponse denied = Check("signup", "ann");
-  ASSERT_EQ(denied.result(), http::status::too_many_requests);
-  EXPECT_EQ(denied[http::field::retry_after], "40") << "the first hit leaves at +60";
-  EXPECT_EQ(denied["RateLimit"], "\"2/m\";r=0;t=40");
+  ASSERT_EQ(denied.status(), HttpStatus::kTooManyRequests);
+  EXPECT_EQ(FieldOf(denied, "Retry-After"), "40") << "the first hit leaves at +60";
+  EXPECT_EQ(FieldOf(denied, "RateLimit"), "\"2/m\";r=0;t=40");
   clock_.Advance(Seconds{39});
-  EXPECT_EQ(Check("signup", "ann").result(), http::status::too_many_requests);
+  EXPECT_EQ(Check("signup", "ann").status(), HttpStatus::kTooManyRequests);
   clock_.Advance(Seconds{1});
-  EXPECT_EQ(Check("signup", "ann").result(), http::status::ok);
+  EXPECT_EQ(Check("signup", "ann").status(), HttpStatus::kOk);
 }
 
 // The store lost an hour of today (as memcached evicts): the answer says so, the day still
@@ -115,7 +118,7 @@ TEST_F(DecisionApiTest, HitsTheStoreLostAreToldAndStillCounted) {
   }
   ASSERT_TRUE(store_.Delete(group, lost).ok());
   HttpResponse r = Check("quota", "ann");
-  ASSERT_EQ(r.result(), http::status::too_many_requests) << r.body();
+  ASSERT_EQ(r.status(), HttpStatus::kTooManyRequests) << r.body();
   const json body = json::parse(r.body());
   EXPECT_TRUE(body["degraded"].get<bool>());
   EXPECT_NE(body["error"].get<std::string>().find("data loss: 20 of today's hits"),
@@ -127,8 +130,8 @@ TEST_F(DecisionApiTest, HitsTheStoreLostAreToldAndStillCounted) {
       << "the store did not fail";
   // A count tells it as well: the day holds the lost hits (and the denied check's was taken back).
   HttpResponse count =
-      Send(http::verb::get, "/v1/count?event=quota&feature=ann&window=1d&window=1m");
-  ASSERT_EQ(count.result(), http::status::ok) << count.body();
+      Send(HttpMethod::kGet, "/v1/count?event=quota&feature=ann&window=1d&window=1m");
+  ASSERT_EQ(count.status(), HttpStatus::kOk) << count.body();
   const json counted = json::parse(count.body());
   EXPECT_EQ(counted["missing"], 20) << counted;
   EXPECT_EQ(counted["windows"][0]["count"], 20) << counted;
@@ -137,9 +140,9 @@ TEST_F(DecisionApiTest, HitsTheStoreLostAreToldAndStillCounted) {
 
 TEST_F(DecisionApiTest, ABannedFeatureIsToldNoRetryTime) {
   HttpResponse r = Check("url_shorten", "203.0.113.66");
-  ASSERT_EQ(r.result(), http::status::too_many_requests);
-  EXPECT_EQ(r["RateLimit"], "\"0/s\";r=0");
-  EXPECT_EQ(r.count(http::field::retry_after), 0u);
+  ASSERT_EQ(r.status(), HttpStatus::kTooManyRequests);
+  EXPECT_EQ(FieldOf(r, "RateLimit"), "\"0/s\";r=0");
+  EXPECT_EQ(r.Find("Retry-After"), nullptr);
 }
 
 TEST_F(DecisionApiTest, AListStandsOrFallsTogether) {
@@ -147,10 +150,10 @@ TEST_F(DecisionApiTest, AListStandsOrFallsTogether) {
                                  {{{"event", "url_shorten"}, {"feature", "198.51.100.1"}},
                                   {{"event", "signup"}, {"feature", "bob"}}}}}
                                .dump();
-  EXPECT_EQ(Send(http::verb::post, "/v1/check", list).result(), http::status::ok);
-  EXPECT_EQ(Send(http::verb::post, "/v1/check", list).result(), http::status::ok);
-  HttpResponse denied = Send(http::verb::post, "/v1/check", list);
-  ASSERT_EQ(denied.result(), http::status::too_many_requests);
+  EXPECT_EQ(Send(HttpMethod::kPost, "/v1/check", list).status(), HttpStatus::kOk);
+  EXPECT_EQ(Send(HttpMethod::kPost, "/v1/check", list).status(), HttpStatus::kOk);
+  HttpResponse denied = Send(HttpMethod::kPost, "/v1/check", list);
+  ASSERT_EQ(denied.status(), HttpStatus::kTooManyRequests);
   const json body = json::parse(denied.body());
   EXPECT_TRUE(body["checks"][0]["allowed"].get<bool>()) << "the address itself had room";
   EXPECT_FALSE(body["checks"][0]["recorded"].get<bool>());
@@ -159,11 +162,11 @@ TEST_F(DecisionApiTest, AListStandsOrFallsTogether) {
 }
 
 TEST_F(DecisionApiTest, AResetReachesThisProcesssCachedDenialAtOnce) {
-  for (int i = 0; i < 2; ++i) ASSERT_EQ(Check("signup", "cy").result(), http::status::ok);
-  ASSERT_EQ(Check("signup", "cy").result(), http::status::too_many_requests);
-  ASSERT_EQ(Send(http::verb::delete_, "/v1/counters?event=signup&feature=cy").result(),
-            http::status::ok);
-  EXPECT_EQ(Check("signup", "cy").result(), http::status::ok) << "no cached denial survives";
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(Check("signup", "cy").status(), HttpStatus::kOk);
+  ASSERT_EQ(Check("signup", "cy").status(), HttpStatus::kTooManyRequests);
+  ASSERT_EQ(Send(HttpMethod::kDelete, "/v1/counters?event=signup&feature=cy").status(),
+            HttpStatus::kOk);
+  EXPECT_EQ(Check("signup", "cy").status(), HttpStatus::kOk) << "no cached denial survives";
 }
 
 // X-Forwarded-For in several lines is one list, even with other headers between them: the line a
@@ -175,27 +178,28 @@ TEST_F(DecisionApiTest, ForwardedForLinesAnywhereInTheRequestAreOneList) {
   options.trusted_proxies.hops = 1;
   DecisionApi api(engine_, std::make_shared<const PolicySource>(*PolicySource::FromFile(path_)),
                   options);
-  HttpRequest request{http::verb::get, "/v1/auth/url_shorten", 11};
-  request.insert("X-Forwarded-For", "6.6.6.6");
-  request.insert(http::field::accept, "*/*");
-  request.insert("x-forwarded-for", "203.0.113.7");
-  EXPECT_EQ(api.Handle(request, "10.0.0.2").result(), http::status::no_content);
+  HttpRequest request(HttpMethod::kGet, "/v1/auth/url_shorten");
+  request.Add("X-Forwarded-For", "6.6.6.6");
+  request.Add("Accept", "*/*");
+  request.Add("x-forwarded-for", "203.0.113.7");
+  EXPECT_EQ(api.Handle(request, "10.0.0.2").status(), HttpStatus::kNoContent);
   EXPECT_EQ(CountOf("url_shorten", "203.0.113.7"), 1u);
   EXPECT_EQ(CountOf("url_shorten", "6.6.6.6"), 0u);
 }
 
 TEST_F(DecisionApiTest, StrictBodiesAndRoutes) {
-  HttpResponse r = Send(http::verb::post, "/v1/check", R"({"event":"signup","feature":"d","n":1})");
-  EXPECT_EQ(r.result(), http::status::bad_request);
+  HttpResponse r =
+      Send(HttpMethod::kPost, "/v1/check", R"({"event":"signup","feature":"d","n":1})");
+  EXPECT_EQ(r.status(), HttpStatus::kBadRequest);
   EXPECT_NE(r.body().find("unknown field \\\"n\\\""), std::string::npos) << r.body();
-  r = Send(http::verb::get, "/v1/check");
-  EXPECT_EQ(r.result(), http::status::method_not_allowed);
-  EXPECT_EQ(r[http::field::allow], "POST");
-  EXPECT_EQ(Send(http::verb::get, "/v1/nothing").result(), http::status::not_found);
-  EXPECT_EQ(Send(http::verb::post, "/json", "{}").result(), http::status::not_found)
+  r = Send(HttpMethod::kGet, "/v1/check");
+  EXPECT_EQ(r.status(), HttpStatus::kMethodNotAllowed);
+  EXPECT_EQ(FieldOf(r, "Allow"), "POST");
+  EXPECT_EQ(Send(HttpMethod::kGet, "/v1/nothing").status(), HttpStatus::kNotFound);
+  EXPECT_EQ(Send(HttpMethod::kPost, "/json", "{}").status(), HttpStatus::kNotFound)
       << "Envoy's endpoint is not the API's";
-  EXPECT_EQ(Send(http::verb::get, "/v1/inspect?event=nosuch&feature=d").result(),
-            http::status::not_found);
+  EXPECT_EQ(Send(HttpMethod::kGet, "/v1/inspect?event=nosuch&feature=d").status(),
+            HttpStatus::kNotFound);
   EXPECT_EQ(CountOf("signup", "d"), 0u);
   EXPECT_NE(metrics_.Render().find("endpoint=\"/v1/check\""), std::string::npos);
 }

@@ -14,7 +14,6 @@
 namespace hourglass {
 namespace {
 
-namespace http = boost::beast::http;
 constexpr int64_t kStart = 1'700'000'000;
 
 class EnvoyServiceTest : public ::testing::Test {
@@ -93,7 +92,7 @@ TEST_F(EnvoyServiceTest, ADeniedRequestCountsNothingOfItsOtherDescriptors) {
 
 TEST_F(EnvoyServiceTest, JsonAnswersTheSameAndRefusesBadRequests) {
   const auto post = [&](const std::string& body) {
-    HttpRequest request{http::verb::post, "/json", 11};
+    HttpRequest request(HttpMethod::kPost, "/json");
     request.body() = body;
     std::promise<HttpResponse> answer;
     service_.HandleJson(
@@ -102,18 +101,18 @@ TEST_F(EnvoyServiceTest, JsonAnswersTheSameAndRefusesBadRequests) {
   };
   const std::string body =
       R"({"domain":"edge","descriptors":[{"entries":[{"key":"client","value":"j"}]}]})";
-  EXPECT_EQ(post(body).result(), http::status::ok);
-  EXPECT_EQ(post(body).result(), http::status::ok);
+  EXPECT_EQ(post(body).status(), HttpStatus::kOk);
+  EXPECT_EQ(post(body).status(), HttpStatus::kOk);
   HttpResponse over = post(body);
-  EXPECT_EQ(over.result(), http::status::too_many_requests);
+  EXPECT_EQ(over.status(), HttpStatus::kTooManyRequests);
   EXPECT_EQ(nlohmann::json::parse(over.body())["overallCode"], "OVER_LIMIT");
-  EXPECT_EQ(post(R"({"domain":"edge","descriptorz":[]})").result(), http::status::bad_request);
+  EXPECT_EQ(post(R"({"domain":"edge","descriptorz":[]})").status(), HttpStatus::kBadRequest);
   const std::string too_long = std::string(R"({"domain":"edge","descriptors":[)") +
                                R"({"entries":[{"key":"client","value":"k"}]},)" +
                                R"({"entries":[{"key":"client","value":")" +
                                std::string(kMaxFieldBytes + 1, 'x') + R"("}]}]})";
   HttpResponse refused = post(too_long);
-  EXPECT_EQ(refused.result(), http::status::bad_request);
+  EXPECT_EQ(refused.status(), HttpStatus::kBadRequest);
   EXPECT_NE(refused.body().find("descriptor 1"), std::string::npos)
       << refused.body().substr(0, 200);
   EXPECT_EQ(Overall(RequestOf({{"client", "k"}})), RateLimitResponse::OK);

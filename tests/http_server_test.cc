@@ -26,7 +26,6 @@
 namespace hourglass {
 namespace {
 
-namespace http = boost::beast::http;
 using std::chrono::milliseconds;
 
 // A blocking loopback client on raw sockets: what a slow or hostile client can do.
@@ -116,7 +115,7 @@ class HttpServerTest : public ::testing::Test {
   }
   void Start(HttpServerOptions options) {
     Start(std::move(options), [](HttpRequest, HttpResponder respond) {
-      HttpResponse res{http::status::ok, 11};
+      HttpResponse res(HttpStatus::kOk);
       res.body() = "ok";
       respond(std::move(res));
     });
@@ -191,7 +190,7 @@ class HeldAnswers {
   }
   void AnswerAll() {
     std::lock_guard lock(mu_);
-    for (HttpResponder& r : held_) r(HttpResponse{http::status::ok, 11});
+    for (HttpResponder& r : held_) r(HttpResponse(HttpStatus::kOk));
     held_.clear();
   }
 
@@ -315,7 +314,7 @@ TEST_F(HttpServerTest, AsyncAnswersComeFromOtherThreadsAndStopWaitsForThem) {
   std::atomic<int> calls{0};
   Start(HttpServerOptions{}, [&](HttpRequest request, HttpResponder respond) {
     if (++calls == 1) return pending.set_value(std::move(respond));  // answered later
-    HttpResponse res{http::status::ok, 11};
+    HttpResponse res(HttpStatus::kOk);
     res.body() = std::string(request.target());
     respond(std::move(res));
   });
@@ -329,11 +328,11 @@ TEST_F(HttpServerTest, AsyncAnswersComeFromOtherThreadsAndStopWaitsForThem) {
   std::thread answer([&] {
     std::this_thread::sleep_for(milliseconds{200});
     later.Later([] {
-      HttpResponse res{http::status::accepted, 11};
+      HttpResponse res(HttpStatus::kAccepted);
       res.body() = "built on the connection's thread";
       return res;
     });
-    later(HttpResponse{http::status::internal_server_error, 11});  // a second answer is ignored
+    later(HttpResponse(HttpStatus::kInternalServerError));  // a second answer is ignored
   });
   const std::string got = waiting.ReadUntilClosed();
   answer.join();
@@ -349,7 +348,7 @@ TEST_F(HttpServerTest, AHandlerThatThrowsIsAnswered500AndTheServerGoesOn) {
   std::atomic<int> calls{0};
   Start(HttpServerOptions{}, [&](HttpRequest, HttpResponder respond) {
     if (++calls == 1) throw std::runtime_error("boom");
-    respond(HttpResponse{http::status::ok, 11});
+    respond(HttpResponse(HttpStatus::kOk));
   });
   RawClient client(port());
   EXPECT_EQ(client.Exchange(kGet).rfind("HTTP/1.1 500", 0), 0u);

@@ -6,11 +6,11 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include <boost/beast/http/verb.hpp>
 #include <optional>
-#include <ostream>  // boost::core::string_view, which verb.hpp uses, prints with it
 #include <string>
 #include <string_view>
+
+#include "hourglass/http_message.h"
 
 namespace hourglass {
 
@@ -33,7 +33,7 @@ enum class Endpoint {
 
 struct ApiRoute {
   Endpoint endpoint = Endpoint::kUnknown;
-  boost::beast::http::verb method = boost::beast::http::verb::get;  // the one it takes
+  HttpMethod method = HttpMethod::kGet;   // the one it takes
   std::string_view label = "other";       // the endpoint in metrics: "/v1/check", "/v1/auth", ...
   std::optional<std::string> auth_event;  // kAuth: the event named by the path
 };
@@ -41,7 +41,7 @@ struct ApiRoute {
 // The route of a decoded path (no query); kUnknown for anything else.
 ApiRoute RouteOf(std::string_view path);
 // Whether a request with `method` to `route` is a check (decided through the batcher).
-inline bool IsCheck(const ApiRoute& route, boost::beast::http::verb method) {
+inline bool IsCheck(const ApiRoute& route, HttpMethod method) {
   return (route.endpoint == Endpoint::kCheck || route.endpoint == Endpoint::kAuth) &&
          method == route.method;
 }

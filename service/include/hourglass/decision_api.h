@@ -33,7 +33,6 @@
 // SetPolicies() from any.
 #pragma once
 
-#include <boost/url/url_view.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -100,7 +99,7 @@ class DecisionApi {
 
  private:
   HttpResponse Route(const HttpRequest& request, std::string_view peer, const ApiRoute& route,
-                     const boost::urls::url_view& url) const;
+                     const RequestTarget& url) const;
   HttpResponse Metrics() const;
   // A check request (/v1/check, or /v1/auth with `auth_event`) parsed, its policies resolved.
   struct PendingChecks {
@@ -129,13 +128,13 @@ class DecisionApi {
   Result<std::string> AuthFeature(const HttpRequest& request, std::string_view peer) const;
   // Counts a request to `route` that started at `start`.
   void ObserveRequest(const ApiRoute& route, std::chrono::steady_clock::time_point start) const;
-  HttpResponse Count(const boost::urls::url_view& url) const;
-  HttpResponse InspectFeature(const boost::urls::url_view& url) const;
+  HttpResponse Count(const RequestTarget& url) const;
+  HttpResponse InspectFeature(const RequestTarget& url) const;
   HttpResponse Hit(const HttpRequest& request) const;
   // Corrects a decision's charge to its true cost, at the decision's instant.
   HttpResponse Settle(const HttpRequest& request) const;
-  HttpResponse Top(const HttpRequest& request, const boost::urls::url_view& url) const;
-  HttpResponse Reset(const HttpRequest& request, const boost::urls::url_view& url) const;
+  HttpResponse Top(const HttpRequest& request, const RequestTarget& url) const;
+  HttpResponse Reset(const HttpRequest& request, const RequestTarget& url) const;
   HttpResponse Ready() const;
   // Counts a decision in the metrics; a shadow event's denial is let through and the result
   // says so.

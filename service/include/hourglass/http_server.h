@@ -1,4 +1,5 @@
-// A small HTTP/1.1 server on Boost.Beast: keep-alive, bounded requests, timeouts, a connection
+// A small HTTP/1.1 server on Boost.Beast (kept out of this header: handlers see HttpRequest and
+// HttpResponse, plain values): keep-alive, bounded requests, timeouts, a connection
 // cap and a graceful drain. Each request is answered by one call of the handler, on one of the
 // server's threads. A plain handler returns the response, and may block (on the store), so
 // `threads` bounds how many requests are being answered at once; an asynchronous handler is given
@@ -21,7 +22,6 @@
 // threads at once.
 #pragma once
 
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -29,12 +29,11 @@
 #include <string>
 
 #include "hourglass/connection_events.h"
+#include "hourglass/http_message.h"
 #include "hourglass/status.h"
 
 namespace hourglass {
 
-using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
-using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // Answers one request: call it exactly once, from any thread (later calls are ignored). Until
 // then the connection waits, and the server's Run() does not return.

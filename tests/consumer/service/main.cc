@@ -28,13 +28,13 @@ int main() {
   DecisionApi api(engine, std::make_shared<const PolicySource>(std::move(*source)), options);
   bool ok = true;
   for (int i = 0; i < 3; ++i) {
-    HttpRequest request{boost::beast::http::verb::post, "/v1/check", 11};
-    request.body() = R"({"event":"signup","feature":"ann@example.com"})";
-    request.prepare_payload();
+    const HttpRequest request(HttpMethod::kPost, "/v1/check",
+                              R"({"event":"signup","feature":"ann@example.com"})");
     const HttpResponse response = api.Handle(request);
-    std::printf("%d %s", response.result_int(), response.body().c_str());
-    ok = ok && response.result_int() == (i < 2 ? 200 : 429);
-    if (i == 2) ok = ok && response.count(boost::beast::http::field::retry_after) == 1;
+    const int status = static_cast<int>(response.status());
+    std::printf("%d %s", status, response.body().c_str());
+    ok = ok && status == (i < 2 ? 200 : 429);
+    if (i == 2) ok = ok && response.Find("Retry-After") != nullptr;
   }
   return ok ? 0 : 1;
 }
