@@ -228,16 +228,18 @@ class EnvoyRlsTest : public ::testing::Test {
     std::ofstream(dir_ + "/" + name) << text;
   }
 
-  // `hourglass serve` on the files of `config` (under the test's folder).
+  // `hourglass serve` on the files of `config` (under the test's folder), with `env` added to its
+  // environment.
   std::unique_ptr<ServeProcess> Serve(std::vector<std::string> extra = {},
-                                      const std::string& config = "config") {
+                                      const std::string& config = "config",
+                                      const std::vector<std::string>& env = {}) {
     grpc_port_ = testing::FreeLoopbackPort();
     std::vector<std::string> args = {"--envoy-config", dir_ + "/" + config,
                                      "--grpc-listen",  "127.0.0.1:" + std::to_string(grpc_port_),
                                      "--servers",      memcached_.address(),
                                      "--timeout-ms",   "300"};
     args.insert(args.end(), extra.begin(), extra.end());
-    auto serve = std::make_unique<ServeProcess>(HOURGLASS_CLI, args);
+    auto serve = std::make_unique<ServeProcess>(HOURGLASS_CLI, args, 0, env);
     EXPECT_TRUE(serve->ready()) << serve->log();
     return serve;
   }
@@ -523,16 +525,21 @@ TEST_F(EnvoyRlsTest, ConcurrentRequestsNeverOverAdmitAndADeniedOneCountsNowhere)
 }
 
 // A client that sends the limit just before a minute ends and again just after: the reference's
-// fixed windows admit twice the limit within seconds; the sliding window admits the limit.
+// fixed windows admit twice the limit within seconds; the sliding window admits the limit. The
+// service's wall clock is libfaketime's, read from a file the test rewrites: the instant stands
+// still until the test moves it (monotonic time, which timeouts use, is left alone; nothing
+// follows the store's clock).
 TEST_F(EnvoyRlsTest, AtAWindowEdgeFixedAdmitsTwiceTheLimitAndSlidingDoesNot) {
-  auto serve = Serve();
+  ASSERT_STRNE(HOURGLASS_FAKETIME_LIB, "") << "libfaketime is missing: apt-get install faketime";
+  const std::string clock_file = dir_ + "/clock";
+  const auto set_clock = [&](const std::string& at) { std::ofstream(clock_file) << at << "\n"; };
+  set_clock("2026-01-01 00:00:58");  // two seconds before a minute ends
+  auto serve =
+      Serve({"--stats-interval", "0"}, "config",
+            testing::FaketimeEnvironment(
+                HOURGLASS_FAKETIME_LIB, {"FAKETIME_TIMESTAMP_FILE=" + clock_file,
+                                         "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
   RlsClient client(grpc_port_);
-  const auto now = [] { return std::chrono::system_clock::now().time_since_epoch(); };
-  using std::chrono::seconds;
-  // Wait for the 58th second of a minute (at most a minute).
-  while (std::chrono::duration_cast<seconds>(now()).count() % 60 != 58) {
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
-  }
   const auto burst = [&](const std::string& key) {
     int ok = 0;
     for (int i = 0; i < 5; ++i) {
@@ -543,9 +550,7 @@ TEST_F(EnvoyRlsTest, AtAWindowEdgeFixedAdmitsTwiceTheLimitAndSlidingDoesNot) {
   // Within one window both agree.
   EXPECT_EQ(burst("fixed_client"), 5);
   EXPECT_EQ(burst("client"), 5);
-  while (std::chrono::duration_cast<seconds>(now()).count() % 60 != 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
-  }
+  set_clock("2026-01-01 00:01:00");  // the next minute
   EXPECT_EQ(burst("fixed_client"), 5) << "a new fixed window: 10 in about 2 s";
   EXPECT_EQ(burst("client"), 0) << "the sliding minute still holds the 5";
 }

@@ -315,15 +315,10 @@ TEST_F(ServeTest, ForwardedForWithoutTrustedProxiesIsRefusedAtStart) {
 TEST_F(ServeTest, AServiceWhoseHostClockLagsFollowsMemcachedsAndTheLimitHolds) {
   ASSERT_STRNE(HOURGLASS_FAKETIME_LIB, "") << "libfaketime is missing: apt-get install faketime";
   const std::string policy = WritePolicy("events:\n  e:\n    limits: [5/20s]\n");
-  // Under AddressSanitizer the preloaded library comes before the sanitizer's runtime.
-  const char* inherited = std::getenv("ASAN_OPTIONS");
-  const std::string asan_options = std::string("ASAN_OPTIONS=") +
-                                   (inherited != nullptr ? std::string(inherited) + ":" : "") +
-                                   "verify_asan_link_order=0";
   ServeProcess a(HOURGLASS_CLI, {"--policy", policy, "--servers", memcached_.address()});
   ServeProcess b(HOURGLASS_CLI, {"--policy", policy, "--servers", memcached_.address()}, 0,
-                 {std::string("LD_PRELOAD=") + HOURGLASS_FAKETIME_LIB, "FAKETIME=-10s",
-                  "FAKETIME_DONT_FAKE_MONOTONIC=1", asan_options});
+                 testing::FaketimeEnvironment(HOURGLASS_FAKETIME_LIB,
+                                              {"FAKETIME=-10s", "FAKETIME_DONT_FAKE_MONOTONIC=1"}));
   ASSERT_TRUE(a.ready()) << a.log();
   ASSERT_TRUE(b.ready()) << b.log();
   EXPECT_TRUE(b.WaitForLog("s behind the store's: following the store's")) << b.log();

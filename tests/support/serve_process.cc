@@ -27,6 +27,16 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+std::vector<std::string> FaketimeEnvironment(const std::string& library,
+                                             std::vector<std::string> settings) {
+  const char* inherited = std::getenv("ASAN_OPTIONS");
+  settings.push_back("LD_PRELOAD=" + library);
+  settings.push_back(std::string("ASAN_OPTIONS=") +
+                     (inherited != nullptr ? std::string(inherited) + ":" : "") +
+                     "verify_asan_link_order=0");
+  return settings;
+}
+
 ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string>& args,
                            size_t open_files, const std::vector<std::string>& env) {
   port_ = FreeLoopbackPort();

@@ -53,6 +53,12 @@ class ServeProcess {
   std::string log_path_;
 };
 
+// The environment ("NAME=VALUE" entries) that runs a process on libfaketime's clock (Debian's
+// faketime; `library` its libfaketimeMT.so.1): `settings` ("FAKETIME=-10s", ...), the library
+// preloaded, and AddressSanitizer told that a preloaded library comes before its runtime.
+std::vector<std::string> FaketimeEnvironment(const std::string& library,
+                                             std::vector<std::string> settings);
+
 struct HttpReply {
   int status = 0;  // 0: no answer (connection refused or closed)
   std::string body;
