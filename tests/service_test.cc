@@ -20,6 +20,7 @@
 
 #include "api_requests.h"
 #include "hourglass/engine.h"
+#include "hourglass/memory_store.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
 #include "service_under_test.h"
@@ -580,13 +581,18 @@ TEST_F(ServiceTest, ChecksCarryLimitsWhereTheEventAllowsAndAPeekCountsNothing) {
   EXPECT_EQ(CountOf(client, "api", "x", "1m"), 0u);
 }
 
-// Penalties through two services on a random trace, their clocks moving together by random
+// Penalties through two services on a random trace, the clock they share moving by random
 // fractions of a second: every decision is the one a model of the limit and the blocks gives at
-// the decision's second, and so is every count.
+// the decision's second, and so is every count. They share a store that expires keys on that
+// clock (a server's TTLs, a penalty's 3 s among them, would run in real time).
 TEST_F(ServiceTest, PenaltiesThroughTwoServicesFollowTheModelOnARandomTrace) {
-  const std::string yaml = "events:\n  login:\n    limits: [3/2s]\n    block_for: 3s\n";
-  auto a = Serve(yaml);
-  auto b = Serve(yaml);
+  const ServiceOptions options =
+      Options("events:\n  login:\n    limits: [3/2s]\n    block_for: 3s\n");
+  ManualClock clock(kStart);
+  MemoryStore store(clock);
+  auto a = std::make_unique<ServiceUnderTest>(store, clock, options);
+  auto b = std::make_unique<ServiceUnderTest>(store, clock, options);
+  ASSERT_TRUE(a->ready() && b->ready()) << a->error() << b->error();
   std::deque<HttpClient> clients;
   clients.emplace_back(a->port());
   clients.emplace_back(b->port());
@@ -600,8 +606,7 @@ TEST_F(ServiceTest, PenaltiesThroughTwoServicesFollowTheModelOnARandomTrace) {
   int64_t elapsed_ms = 0;
   for (int step = 0; step < 50; ++step) {
     elapsed_ms += rng() % 350;
-    for (ServiceUnderTest* s : {a.get(), b.get()})
-      s->clock().Set(kStart + Seconds{elapsed_ms / 1000});
+    clock.Set(kStart + Seconds{elapsed_ms / 1000});
     const std::string feature = rng() % 2 == 0 ? "ann" : "bob";
     HttpReply r = clients[rng() % 2].Post("/v1/check", CheckBody("login", feature));
     ASSERT_TRUE(r.status == 200 || r.status == 429) << r.body;

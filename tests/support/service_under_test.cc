@@ -23,13 +23,8 @@ std::string_view LevelName(LogLevel level) {
 
 ServiceUnderTest::ServiceUnderTest(const std::string& store_url, ServiceOptions options,
                                    Instant start, StoreOptions store_options)
-    : base_(start) {
-  ServiceLog log = [this](LogLevel level, const std::string& line) {
-    std::lock_guard lock(log_mu_);
-    log_ += std::to_string(ToUnix(clock_.Now())) + " " + std::string(LevelName(level)) + " " +
-            line + "\n";
-  };
-  store_options.network.on_transition = TransitionLog(log);
+    : own_clock_(start) {
+  store_options.network.on_transition = TransitionLog(log_to_text_);
   // As `hourglass serve`: the memory store expires keys on the engine's clock; the others live
   // in real time (TTLs, and the fail-fast window after a server failed).
   const Clock& store_clock =
@@ -39,11 +34,21 @@ ServiceUnderTest::ServiceUnderTest(const std::string& store_url, ServiceOptions 
     error_ = store.error().ToString();
     return;
   }
-  store_ = std::move(*store);
+  own_store_ = std::move(*store);
+  store_ = own_store_.get();
+  Start(std::move(options));
+}
+
+ServiceUnderTest::ServiceUnderTest(Store& store, ManualClock& clock, ServiceOptions options)
+    : base_(&clock), clock_(clock), store_(&store) {
+  Start(std::move(options));
+}
+
+void ServiceUnderTest::Start(ServiceOptions options) {
   options.http.host = "127.0.0.1";
   options.http.port = 0;
   Result<std::unique_ptr<Service>> service =
-      Service::Create(std::move(options), *store_, clock_, std::move(log));
+      Service::Create(std::move(options), *store_, clock_, log_to_text_);
   if (!service.ok()) {
     error_ = service.error().ToString();
     return;
@@ -60,6 +65,12 @@ StoreOptions ServiceUnderTest::DefaultStoreOptions() {
 }
 
 ServiceUnderTest::~ServiceUnderTest() { Stop(); }
+
+void ServiceUnderTest::Log(LogLevel level, const std::string& line) {
+  std::lock_guard lock(log_mu_);
+  log_ += std::to_string(ToUnix(clock_.Now())) + " " + std::string(LevelName(level)) + " " + line +
+          "\n";
+}
 
 uint64_t ServiceUnderTest::Stop() {
   if (!serving_.joinable()) return refused_;

@@ -31,6 +31,10 @@ class ServiceUnderTest {
   // port are set to a free loopback port.
   ServiceUnderTest(const std::string& store_url, ServiceOptions options, Instant start,
                    StoreOptions store_options = DefaultStoreOptions());
+  // On `store` and `clock`, the test's own (both must outlive the service), which other services
+  // may share: services of one deployment, on one store (a MemoryStore on `clock` expires its
+  // keys as the clock moves, where a server's TTLs would run in real time).
+  ServiceUnderTest(Store& store, ManualClock& clock, ServiceOptions options);
   // Timeouts of 2 s: a loaded machine must not fail a request.
   static StoreOptions DefaultStoreOptions();
   // Stops the service and waits for its threads.
@@ -41,7 +45,7 @@ class ServiceUnderTest {
   bool ready() const { return service_ != nullptr; }
   const std::string& error() const { return error_; }  // why it is not ready
   int port() const { return ready() ? service_->http_port() : 0; }
-  ManualClock& clock() { return base_; }
+  ManualClock& clock() { return *base_; }
   Service& service() { return *service_; }
   Store& store() { return *store_; }
   // Every line logged so far, one per line, as "<the clock's Unix time> <level> <line>" (the
@@ -54,9 +58,17 @@ class ServiceUnderTest {
   uint64_t Stop();
 
  private:
-  ManualClock base_;
-  OffsetClock clock_{base_};
-  std::unique_ptr<Store> store_;
+  // Starts the service on store_ and clock_.
+  void Start(ServiceOptions options);
+  // Keeps a line the service logged.
+  void Log(LogLevel level, const std::string& line);
+
+  ManualClock own_clock_{Instant{}};
+  ManualClock* base_ = &own_clock_;
+  OffsetClock clock_{*base_};
+  std::unique_ptr<Store> own_store_;
+  Store* store_ = nullptr;
+  ServiceLog log_to_text_ = [this](LogLevel level, const std::string& line) { Log(level, line); };
   std::unique_ptr<Service> service_;
   std::string error_;
   mutable std::mutex log_mu_;
