@@ -19,6 +19,7 @@ cores=$(nproc)
 loops=()
 stop_loops() { for pid in "${loops[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap stop_loops EXIT
+trap 'exit 130' INT TERM  # stopped from outside: the EXIT trap still stops the loops
 for _ in $(seq "$cores"); do
   (while :; do :; done) &
   loops+=($!)

@@ -41,6 +41,13 @@ using testing::ServiceUnderTest;
 using testing::SfItem;
 using testing::UrlEncode;
 
+// How many times `needle` occurs in `text`.
+size_t Occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // Early in a minute: a client blocked now stays blocked for most of it.
 const Instant kStart = FromUnix(1'800'000'010);
 
@@ -300,13 +307,8 @@ TEST_F(ServiceTest, LogDenialsWritesASampledLineNeverOnePerRequest) {
   }
   EXPECT_EQ(quiet->log().find("denied:"), std::string::npos) << "off by default";
   ASSERT_TRUE(sampled->WaitForLog("info denied: signup \"ann\\x0aforged\" (")) << sampled->log();
-  const std::string log = sampled->log();
-  size_t lines = 0;
-  for (size_t at = log.find("denied: "); at != std::string::npos;
-       at = log.find("denied: ", at + 1)) {
-    ++lines;
-  }
-  EXPECT_LE(lines, 3u) << "19 denials within a second or two: " << log;
+  EXPECT_LE(Occurrences(sampled->log(), "denied: "), 3u)
+      << "19 denials within a second: " << sampled->log();
 }
 
 TEST_F(ServiceTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
@@ -352,13 +354,9 @@ TEST_F(ServiceTest, AKilledStoreMakesItUnreadyAndChecksFollowTheFailureMode) {
   EXPECT_EQ(back.status, 200);
   EXPECT_EQ(back.Header("hourglass-degraded"), "");
   EXPECT_TRUE(serve->WaitForLog(" info " + failed_server + " answers again")) << serve->log();
-  const std::string log = serve->log();
-  size_t lost = 0;
-  for (size_t at = log.find(" unreachable ("); at != std::string::npos;
-       at = log.find(" unreachable (", at + 1)) {
-    ++lost;
-  }
-  EXPECT_EQ(lost, 1u) << "one line per transition, not per request:\n" << log;
+  EXPECT_EQ(Occurrences(serve->log(), " unreachable ("), 1u)
+      << "one line per transition, not per request:\n"
+      << serve->log();
 }
 
 TEST_F(ServiceTest, MetricsCountDecisionsByEventAndResultNeverByFeature) {
