@@ -160,6 +160,36 @@ TEST_F(RedisClusterTest, ABatchOverKeysSplitByAMigrationIsTriedAgainUntilItEnds)
   EXPECT_EQ(*values, (std::vector<uint64_t>{2, 2}));
 }
 
+// A migration ended on the source before the target (each names the other: the source sends
+// clients on with MOVED, the importing target sends them back) is followed until the target
+// learns it owns the slot, within io_timeout: the ping-pong is not an error.
+TEST_F(RedisClusterTest, TwoNodesThatSendAClientToEachOtherAreAskedAgainUntilTheyAgree) {
+  const std::string group = "hg:signup:erin";
+  const std::string key = group + ":k";
+  ASSERT_TRUE(store_->Apply(Batch{group, {{key, 3, Seconds{600}}}, {}}).ok());
+  const int slot = cluster_.KeySlot("{" + group + "}");
+  const int from = NodeOf(group);
+  const size_t to = static_cast<size_t>((from + 1) % 3);
+  testing::RedisServer& source = cluster_.node(static_cast<size_t>(from));
+  testing::RedisServer& target = cluster_.node(to);
+  ASSERT_TRUE(cluster_.MoveSlot(slot, to, /*finish=*/false));
+  const std::string s = std::to_string(slot);
+  ASSERT_EQ(source.Command({"CLUSTER", "SETSLOT", s, "NODE", cluster_.NodeId(to)}), "OK");
+  ASSERT_EQ(source.Command({"GET", "{" + group + "}:k"}).rfind("MOVED", 0), 0u);
+  ASSERT_EQ(target.Command({"GET", "{" + group + "}:k"}).rfind("MOVED", 0), 0u)
+      << "the importing target sends the client back";
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(milliseconds{300});
+    (void)cluster_.Finish(slot, to);
+  });
+  Result<std::vector<uint64_t>> value =
+      store_->Apply(Batch{group, {{key, 1, Seconds{600}}}, {key}});
+  finisher.join();
+  ASSERT_TRUE(value.ok()) << value.error().ToString();
+  EXPECT_EQ(*value, (std::vector<uint64_t>{4}));
+  EXPECT_EQ(IndexOf(*store_->ServerFor(group)), to);
+}
+
 // Fire-and-forget writes (take-backs) sent to a node that no longer serves their slot are sent
 // again where it lives: nothing is lost.
 TEST_F(RedisClusterTest, FireAndForgetWritesFollowARedirect) {

@@ -281,10 +281,16 @@ bool RedisCluster::MoveSlot(int slot, size_t to, bool finish) {
   return !finish || Finish(slot, to);
 }
 
+// The target first, then the rest, as redis-cli does: a source told first would send clients to
+// a target that, still importing, sends them back.
 bool RedisCluster::Finish(int slot, size_t to) {
   const std::string id = NodeId(to);
-  for (const auto& node : nodes_) {
-    if (node->Command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id}) != "OK") {
+  std::vector<size_t> order = {to};
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (i != to) order.push_back(i);
+  }
+  for (size_t i : order) {
+    if (nodes_[i]->Command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id}) != "OK") {
       return false;
     }
   }

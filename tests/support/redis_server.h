@@ -82,9 +82,10 @@ class RedisCluster {
   bool Finish(int slot, size_t to);
   // The slot of `key` as the cluster computes it (CLUSTER KEYSLOT).
   int KeySlot(const std::string& key) const;
+  // Node `i`'s cluster id (CLUSTER MYID).
+  std::string NodeId(size_t i) const;
 
  private:
-  std::string NodeId(size_t i) const;
   bool WaitUntilOk();
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   bool ready_ = false;

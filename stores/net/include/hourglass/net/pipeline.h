@@ -8,9 +8,11 @@
 // a redirection (MOVED, ASK), "try again", scripts lost, or a broken connection. A request that
 // left and got no answer may have been applied (now, or when a stalled server resumes): its error
 // says so, and nothing takes it back. Redirected requests go again where they were sent, and a
-// server that lost its scripts is asked again on a new connection, at most kMaxResends rounds;
-// requests told to try again (a migration split their slot's keys) go again after kTryAgainWait
-// while the io_timeout since the first send lasts, by the injected clock's monotonic time.
+// server that lost its scripts is asked again on a new connection, at once for kMaxResends rounds;
+// requests told to try again (a migration split their slot's keys), and redirected ones after
+// those rounds (two nodes that each name the other while a migration ends), go again after
+// kTryAgainWait while the io_timeout since the first send lasts, by the injected clock's monotonic
+// time.
 //
 // Fire-and-forget requests (Send) leave the same way; their answers are owed on their connection
 // (Codec::Owe) and read by its next user.
@@ -85,9 +87,9 @@ Error MaybeApplied(const Error& error, bool writes);
 // More answers owed than this on one connection and a request reads them first, so the answers
 // of fire-and-forget requests never pile up in the socket.
 inline constexpr int kMaxOwed = 32;
-// Rounds that send requests again because of a redirection or lost scripts.
+// Rounds that send requests again at once because of a redirection or lost scripts.
 inline constexpr int kMaxResends = 5;
-// The wait before sending again a request told to try again.
+// The wait before sending again a request told to try again, or redirected once more.
 inline constexpr std::chrono::milliseconds kTryAgainWait{20};
 
 // Takes a connection of `pool` into `c`, ready for a request: the exchange's deadline started,
@@ -128,8 +130,8 @@ class Pipeline {
       for (Sent& sent : round) ReadAnswers(requests, sent, results, pending, again);
       round.clear();  // hands the connections back before any wait
       if (pending.empty()) break;
-      if (again.resend && ++resends >= kMaxResends) break;
-      if (again.try_again) {
+      const bool at_once = again.resend && !again.try_again && ++resends <= kMaxResends;
+      if (!at_once) {
         if (clock_.Monotonic() + kTryAgainWait >= deadline || ++tries >= max_tries) break;
         std::this_thread::sleep_for(kTryAgainWait);
       }
