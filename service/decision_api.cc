@@ -318,7 +318,6 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   std::vector<Decision>& decisions = result->decisions;
   std::vector<bool> shadow_denied;
   const bool allowed = result->allowed;
-  std::optional<size_t> shown;  // the first binding denial, else the first
   for (size_t i = 0; i < checks.size(); ++i) {
     // Who is limited: the engine's decision (a shadow event's would-be denials count as denied).
     if (options_.top != nullptr && checks[i].record && !decisions[i].degraded) {
@@ -329,11 +328,10 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
       options_.on_denial(checks[i].event, checks[i].feature, decisions[i]);
     }
     shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions[i]));
-    if (!shown && !decisions[i].allowed) shown = i;
   }
   if (pending.auth) {
     HttpResponse res(allowed ? HttpStatus::kNoContent : HttpStatus::kForbidden);
-    SetDecisionFields(res, decisions[shown.value_or(0)]);
+    SetDecisionFields(res, decisions[BindingDecision(decisions)]);
     SetDegraded(res, decisions);
     return res;
   }
@@ -351,7 +349,7 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
     body += "]}";
   }
   body += '\n';
-  SetDecisionFields(res, decisions[shown.value_or(0)]);
+  SetDecisionFields(res, decisions[BindingDecision(decisions)]);
   SetDegraded(res, decisions);
   return res;
 }

@@ -34,6 +34,19 @@ size_t MostConstrainingLimit(const Decision& d) {
   return best;
 }
 
+size_t BindingDecision(std::span<const Decision> decisions) {
+  std::optional<size_t> binding;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    const Decision& d = decisions[i];
+    if (d.allowed) continue;
+    const std::optional<Seconds>& best =
+        binding ? decisions[*binding].retry_after : std::optional<Seconds>(Seconds{-1});
+    const bool later = best && (!d.retry_after || *d.retry_after > *best);  // never is latest
+    if (later) binding = i;
+  }
+  return binding.value_or(0);
+}
+
 RateLimitFields RateLimitFieldsFor(const Decision& d) {
   RateLimitFields fields;
   for (const LimitOutcome& o : d.limits) {

@@ -53,6 +53,7 @@ class DecisionApiTest : public ::testing::Test {
     std::ofstream(path_) << "events:\n"
                             "  signup:\n    limits: [2/m]\n"
                             "  quota:\n    limits: [5/m, 20/d]\n"
+                            "  login:\n    limits: [2/s]\n"
                             "  url_shorten:\n    limits: [100/m]\n"
                             "    overrides:\n      \"203.0.113.66\": {deny: true}\n";
     DecisionApiOptions options;
@@ -159,6 +160,30 @@ TEST_F(DecisionApiTest, AListStandsOrFallsTogether) {
   EXPECT_FALSE(body["checks"][0]["recorded"].get<bool>());
   EXPECT_EQ(CountOf("url_shorten", "198.51.100.1"), 2u);
   EXPECT_EQ(CountOf("signup", "bob"), 2u);
+}
+
+// A list denied by a second's limit and a minute's waits for the minute: its Retry-After is when
+// every denied check fits, never earlier, and its RateLimit names the limit that binds.
+TEST_F(DecisionApiTest, ADeniedListIsToldToComeBackWhenEveryDenialFits) {
+  const std::string list = json{{"checks",
+                                 {{{"event", "login"}, {"feature", "198.51.100.7"}},
+                                  {{"event", "signup"}, {"feature", "dee"}}}}}
+                               .dump();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(Send(HttpMethod::kPost, "/v1/check", list).status(), HttpStatus::kOk);
+  }
+  HttpResponse denied = Send(HttpMethod::kPost, "/v1/check", list);
+  ASSERT_EQ(denied.status(), HttpStatus::kTooManyRequests) << denied.body();
+  const json body = json::parse(denied.body());
+  ASSERT_EQ(body["checks"][0]["retry_after"], 1) << body;
+  ASSERT_EQ(body["checks"][1]["retry_after"], 60) << body;
+  EXPECT_EQ(FieldOf(denied, "Retry-After"), "60");
+  EXPECT_EQ(FieldOf(denied, "RateLimit"), "\"2/m\";r=0;t=60");
+  clock_.Advance(Seconds{59});
+  EXPECT_EQ(Send(HttpMethod::kPost, "/v1/check", list).status(), HttpStatus::kTooManyRequests);
+  clock_.Advance(Seconds{1});
+  EXPECT_EQ(Send(HttpMethod::kPost, "/v1/check", list).status(), HttpStatus::kOk)
+      << "it fits when Retry-After said";
 }
 
 TEST_F(DecisionApiTest, AResetReachesThisProcesssCachedDenialAtOnce) {

@@ -69,5 +69,24 @@ TEST(RateLimitFields, ADegradedDecisionHasOnlyRetryAfter) {
   EXPECT_EQ(f.retry_after, "1");
 }
 
+Decision Denied(std::optional<int64_t> retry) {
+  Decision d;
+  d.allowed = false;
+  d.retry_after = retry ? std::optional(Seconds{*retry}) : std::nullopt;
+  return d;
+}
+
+TEST(BindingDecision, AListIsToldTheDenialThatFreesUpLast) {
+  Decision allowed;
+  allowed.allowed = true;
+  EXPECT_EQ(BindingDecision(std::vector<Decision>{}), 0u);
+  EXPECT_EQ(BindingDecision(std::vector<Decision>{allowed, allowed}), 0u);
+  EXPECT_EQ(BindingDecision(std::vector<Decision>{allowed, Denied(1), Denied(60), Denied(5)}), 2u);
+  EXPECT_EQ(BindingDecision(std::vector<Decision>{Denied(60), Denied(60)}), 0u) << "the first tie";
+  EXPECT_EQ(BindingDecision(std::vector<Decision>{Denied(60), Denied(std::nullopt), Denied(90)}),
+            1u)
+      << "one that never fits binds the list: no wait helps";
+}
+
 }  // namespace
 }  // namespace hourglass

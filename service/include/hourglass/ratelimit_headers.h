@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "hourglass/decision.h"
@@ -30,5 +31,9 @@ struct RateLimitFields {
 RateLimitFields RateLimitFieldsFor(const Decision& decision);
 // The index of the limit RateLimit names (0 when there is none): what Envoy's status reports too.
 size_t MostConstrainingLimit(const Decision& decision);
+// The decision whose fields a list of checks answers with (0 for an empty list): the denied one
+// that frees up last (one that never fits before all), so that the list's Retry-After is when
+// every denied check fits and its RateLimit names the limit that binds; else the first.
+size_t BindingDecision(std::span<const Decision> decisions);
 
 }  // namespace hourglass
