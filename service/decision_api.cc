@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hourglass/admin_views.h"
@@ -104,6 +107,25 @@ HttpResponse MethodNotAllowed(std::string_view allow) {
                                    fmt::format("method not allowed here: use {}", allow));
   res.Set("Allow", std::string(allow));
   return res;
+}
+
+// Whether `authorization` is "Bearer <token>": the scheme in any case (RFC 9110 11.1), one or
+// more spaces, then exactly `token`, compared in time that does not depend on where they differ.
+bool BearerTokenMatches(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view kScheme = "bearer";
+  if (authorization.size() <= kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
+  }
+  std::string_view given = authorization.substr(kScheme.size());
+  if (given.front() != ' ') return false;
+  given.remove_prefix(std::min(given.find_first_not_of(' '), given.size()));
+  if (given.size() != token.size()) return false;
+  unsigned char differ = 0;
+  for (size_t i = 0; i < token.size(); ++i) {
+    differ |= static_cast<unsigned char>(given[i] ^ token[i]);
+  }
+  return differ == 0;
 }
 
 }  // namespace
@@ -410,7 +432,7 @@ std::optional<HttpResponse> DecisionApi::RefuseAdmin(const HttpRequest& request)
   }
   if (!options_.admin_token) return std::nullopt;
   const std::string* header = request.Find("Authorization");
-  if (header == nullptr || *header != "Bearer " + *options_.admin_token) {
+  if (header == nullptr || !BearerTokenMatches(*header, *options_.admin_token)) {
     HttpResponse res = ErrorResponse(HttpStatus::kUnauthorized,
                                      "admin calls need \"Authorization: Bearer <token>\"");
     res.Set("WWW-Authenticate", "Bearer");

@@ -219,6 +219,26 @@ TEST_F(ServiceTest, HitCountAndResetWithAnAdminToken) {
   EXPECT_EQ(CountOf(client, "signup", "bob", "1m"), 0u);
 }
 
+// The scheme is case-insensitive (RFC 9110), the token is not.
+TEST_F(ServiceTest, AnAdminTokensSchemeIsAnyCaseAndItsTokenExact) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n",
+                     [](ServiceOptions& o) { o.api.admin_token = "s3cret"; });
+  HttpClient client(serve->port());
+  for (const char* accepted : {"Bearer s3cret", "bearer s3cret", "BEARER  s3cret"}) {
+    const std::map<std::string, std::string> auth = {{"Authorization", accepted}};
+    EXPECT_EQ(client.Send("POST", "/v1/hit", CheckBody("signup", "bob"), auth).status, 200)
+        << accepted;
+  }
+  for (const char* refused : {"Bearer S3CRET", "Bearer s3cre", "Bearer s3crett", "Bearers3cret",
+                              "Basic s3cret", "Bearer", "s3cret"}) {
+    const std::map<std::string, std::string> auth = {{"Authorization", refused}};
+    HttpReply r = client.Send("POST", "/v1/hit", CheckBody("signup", "bob"), auth);
+    EXPECT_EQ(r.status, 401) << refused;
+    EXPECT_EQ(r.Header("www-authenticate"), "Bearer") << refused;
+  }
+  EXPECT_EQ(CountOf(client, "signup", "bob", "1m"), 3u) << "only the accepted hits counted";
+}
+
 TEST_F(ServiceTest, InspectShowsEachLevelsBucketsAndTheWindows) {
   auto serve = Serve("events:\n  signup:\n    limits: [10/m]\n");
   HttpClient client(serve->port());
