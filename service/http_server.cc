@@ -154,6 +154,19 @@ BeastResponse Wire(HttpResponse&& response, unsigned version, bool keep_alive) {
   return message;
 }
 
+// Why a request's body length cannot be trusted (RFC 9112 6.1, 6.3), or nullopt: a
+// Transfer-Encoding whose last coding is not chunked, or one beside a Content-Length. Either can
+// smuggle a second request past a proxy that frames the bytes otherwise; it is refused with a 400
+// and the connection closed.
+std::optional<std::string> UntrustedFraming(const BeastRequest& message, bool chunked) {
+  if (message.find(http::field::transfer_encoding) == message.end()) return std::nullopt;
+  if (!chunked) return "a Transfer-Encoding whose last coding is not chunked";
+  if (message.find(http::field::content_length) != message.end()) {
+    return "both Transfer-Encoding and Content-Length";
+  }
+  return std::nullopt;
+}
+
 // A request the parser refused (not a closed connection or a timeout): it deserves a 400.
 bool IsMalformed(beast::error_code ec) {
   return ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
@@ -276,7 +289,12 @@ class Session : public std::enable_shared_from_this<Session> {
                                  fmt::format("malformed HTTP request: {}", ec.message())));
     }
     if (ec) return Close();  // closed, timed out or reset: nobody to answer
+    const bool chunked = parser_->chunked();
     BeastRequest message = parser_->release();
+    if (std::optional<std::string> why = UntrustedFraming(message, chunked)) {
+      return Write(
+          ErrorResponse(HttpStatus::kBadRequest, fmt::format("malformed HTTP request: {}", *why)));
+    }
     const unsigned version = message.version();
     const bool keep_alive = message.keep_alive();
     HttpRequest request = Plain(std::move(message));

@@ -356,5 +356,37 @@ TEST_F(HttpServerTest, AHandlerThatThrowsIsAnswered500AndTheServerGoesOn) {
   EXPECT_EQ(again.Exchange(kGet).rfind("HTTP/1.1 200", 0), 0u);
 }
 
+// A body whose length two readers could frame differently (RFC 9112 6.1, 6.3) is refused with a
+// 400 and the connection closed: nothing reaches the handler, and no bytes after it are read as a
+// second request.
+TEST_F(HttpServerTest, ARequestWhoseFramingCanBeReadTwoWaysIsRefusedAndClosed) {
+  std::atomic<int> calls{0};
+  Start(HttpServerOptions{}, [&](HttpRequest, HttpResponder respond) {
+    ++calls;
+    respond(HttpResponse(HttpStatus::kOk));
+  });
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
+  for (const std::string& framing :
+       {std::string("Transfer-Encoding: xchunked\r\nContent-Length: 2\r\n\r\nhi"),
+        std::string("Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\nhi\r\n0\r\n\r\n"),
+        std::string("Transfer-Encoding: gzip\r\n\r\n")}) {
+    RawClient client(port());
+    ASSERT_TRUE(client.Send("POST /x HTTP/1.1\r\nHost: t\r\n" + framing + smuggled));
+    const std::string answer = client.ReadUntilClosed();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << framing << "\n" << answer;
+    EXPECT_TRUE(client.closed()) << framing;
+    EXPECT_EQ(answer.find("HTTP/1.1 200"), std::string::npos) << framing << "\n" << answer;
+  }
+  EXPECT_EQ(calls.load(), 0);
+  RawClient plain(port());
+  EXPECT_EQ(plain
+                .Exchange("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          "2\r\nhi\r\n0\r\n\r\n")
+                .rfind("HTTP/1.1 200", 0),
+            0u)
+      << "a chunked body alone is fine";
+  EXPECT_EQ(calls.load(), 1);
+}
+
 }  // namespace
 }  // namespace hourglass
