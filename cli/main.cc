@@ -15,6 +15,7 @@
 
 #include "app.h"
 #include "commands.h"
+#include "hourglass/display_text.h"
 
 namespace hourglass::cli {
 namespace {
@@ -183,7 +184,8 @@ int Main(int argc, char** argv) {
     }
   } catch (const Exit& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "hourglass: %s\n", e.message.c_str());
+    // A message may quote a feature or a file's bytes: spelled out, never written raw.
+    std::fprintf(stderr, "hourglass: %s\n", DisplayText(e.message).c_str());
     return e.code;
   }
   return kUsage;

@@ -22,11 +22,12 @@ function(hourglass_install_set set_name)
     DESTINATION ${hourglass_cmake_dir} COMPONENT development)
 endfunction()
 
-hourglass_install_set(Core hourglass_engine hourglass_memory_store hourglass_net
+hourglass_install_set(Core hourglass_display hourglass_engine hourglass_memory_store hourglass_net
                       hourglass_packed_layout hourglass_memcached_store hourglass_redis_store
                       hourglass_lmdb_store
                       hourglass_transition_store hourglass_stores)
 install(DIRECTORY
+  ${PROJECT_SOURCE_DIR}/display/include/
   ${PROJECT_SOURCE_DIR}/engine/include/
   ${PROJECT_SOURCE_DIR}/stores/memory/include/
   ${PROJECT_SOURCE_DIR}/stores/net/include/

@@ -2,11 +2,12 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <spdlog/pattern_formatter.h>
+#include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <nlohmann/json.hpp>
 
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
 namespace hourglass {
@@ -36,6 +37,22 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
+// "<time> <level> <message>", the message as DisplayText: a message quoting a feature or a
+// file's bytes stays one line and cannot write escape sequences to a terminal tailing the log.
+class TextFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const auto level = spdlog::level::to_string_view(msg.level);
+    const std::string text =
+        fmt::format("{} {} {}\n", Timestamp(msg.time), std::string_view(level.data(), level.size()),
+                    DisplayText(std::string_view(msg.payload.data(), msg.payload.size())));
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<TextFormatter>();
+  }
+};
+
 }  // namespace
 
 Result<spdlog::level::level_enum> ParseLogLevel(std::string_view name) {
@@ -62,8 +79,7 @@ std::shared_ptr<spdlog::logger> MakeLogger(const LogOptions& options, spdlog::si
   if (options.format == LogFormat::kJson) {
     logger->set_formatter(std::make_unique<JsonFormatter>());
   } else {
-    logger->set_formatter(std::make_unique<spdlog::pattern_formatter>(
-        "%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc));
+    logger->set_formatter(std::make_unique<TextFormatter>());
   }
   logger->set_level(options.level);
   logger->flush_on(spdlog::level::trace);

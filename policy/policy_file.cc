@@ -13,6 +13,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "hourglass/display_text.h"
 #include "yaml_fields.h"
 
 namespace hourglass {
@@ -525,8 +526,8 @@ std::string PolicyFile::Explain() const {
   for (const auto& [event, entry] : events_) {
     const Policy& p = entry.policy;
     out += fmt::format(
-        "{}: {} ({} mode: {}; store unreachable: fail {}{})\n", event, DescribeLimits(p.limits),
-        CountingModeName(p.mode),
+        "{}: {} ({} mode: {}; store unreachable: fail {}{})\n", DisplayText(event),
+        DescribeLimits(p.limits), CountingModeName(p.mode),
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
         FailureModeName(p.on_store_failure),
         entry.shadow ? "; shadow: decided and reported, every hit allowed" : "");
@@ -548,7 +549,8 @@ std::string PolicyFile::Explain() const {
                              : limit.window.ToString());
     }
     for (const auto& [feature, policy] : entry.overrides) {
-      out += fmt::format("  override \"{}\": {}\n", feature, DescribeLimits(policy.limits));
+      out += fmt::format("  override \"{}\": {}\n", DisplayText(feature),
+                         DescribeLimits(policy.limits));
     }
   }
   return out;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hourglass/display_text.h"
 #include "memcached_server.h"
 #include "redis_server.h"
 #include "run_process.h"
@@ -324,6 +325,42 @@ TEST_F(CliTest, HostileFeatureIsCountedAsItselfAndTouchesNothingElse) {
   EXPECT_EQ(Json(Run({"count", "signup", "plain", "--json"}))["windows"][3]["count"], 1);
   EXPECT_EQ(Json(Run({"count", "signup", "a b", "--json"}))["windows"][3]["count"], 1);
   EXPECT_EQ(Json(Run({"count", "signup", "x", "--json"}))["windows"][3]["count"], 0);
+}
+
+// A feature or a policy file may hold bytes that rewrite or recolour a terminal: every text output
+// and message shows them spelled out, never raw.
+TEST_F(CliTest, TextOutputSpellsOutBytesThatWouldRewriteTheTerminal) {
+  const std::string hostile = "x\r\nInjected: 1 \x1b[31mred\xe2\x80\xae";
+  const std::string shown = "x\\r\\nInjected: 1 \\x1b[31mred\\u{202e}";
+  const std::string overrides = TempFile("overrides.yaml",
+                                         "events:\n  signup:\n    limits: [5/m]\n    overrides:\n  "
+                                         "    \"x\\r\\n\\e[31m\\u202e\": {limits: [9/m]}\n");
+  const std::string broken = TempFile("broken.yaml", "events:\n  \x1b[2J\x1b[31m: [\n");
+  const std::vector<std::pair<std::string, ProcessResult>> runs = {
+      {"hit", Run({"hit", "signup", hostile})},
+      {"count", Run({"count", "signup", hostile})},
+      {"check", Run({"check", "signup", hostile, "--limit", "5/m"})},
+      {"inspect", Run({"inspect", "signup", hostile})},
+      {"reset", Run({"reset", "signup", hostile})},
+      {"policy validate", RunBare({"policy", "validate", overrides})},
+      {"a broken policy", RunBare({"policy", "validate", broken})},
+      {"an unknown event", Run({"check", hostile, "ann", "--policy", overrides})}};
+  for (const auto& [what, r] : runs) {
+    for (const std::string& text : {r.out, r.err}) {
+      for (const char* raw : {"\r", "\x1b", "\xe2\x80\xae"}) {
+        EXPECT_EQ(text.find(raw), std::string::npos) << what << ": " << DisplayText(text);
+      }
+    }
+  }
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_NE(runs[i].second.out.find(shown), std::string::npos)
+        << runs[i].first << ": " << runs[i].second.out << runs[i].second.err;
+  }
+  EXPECT_NE(runs[5].second.out.find("override \"x\\r\\n\\x1b[31m\\u{202e}\""), std::string::npos)
+      << runs[5].second.out;
+  EXPECT_EQ(runs[6].second.code, 2);
+  EXPECT_EQ(runs[7].second.code, 2);
+  EXPECT_NE(runs[7].second.err.find(shown), std::string::npos) << runs[7].second.err;
 }
 
 // Replay, then count at past instants: a trace replayed into memcached, then `count --at` at random

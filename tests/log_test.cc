@@ -39,6 +39,20 @@ TEST(Log, TextLinesCarryAUtcTimestampAndTheLevel) {
   EXPECT_EQ(line.substr(space), " warning memcached 127.0.0.1:11211 unreachable\n");
 }
 
+// A message quoting a feature or a broken file's bytes stays one line and writes no escape
+// sequence to a terminal tailing the log: such bytes are spelled out.
+TEST(Log, TextLinesSpellOutBytesThatWouldSplitOrRecolourThem) {
+  Captured c({.level = spdlog::level::info, .format = LogFormat::kText});
+  c.log->warn("policy file: bad line \"{}\"", "x\r\nInjected: 1 \x1b[31mred\xff");
+  const std::string line = c.out.str();
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+  EXPECT_EQ(line.find('\r'), std::string::npos) << line;
+  EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  EXPECT_NE(line.find(" warning policy file: bad line \"x\\r\\nInjected: 1 \\x1b[31mred\\xff\"\n"),
+            std::string::npos)
+      << line;
+}
+
 TEST(Log, LinesBelowTheLevelAreDropped) {
   Captured c({.level = spdlog::level::warn, .format = LogFormat::kText});
   c.log->info("started");

@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "hourglass/display_text.h"
 #include "memcached_server.h"
 #include "run_process.h"
 #include "serve_process.h"
@@ -148,6 +149,26 @@ TEST_F(TopCommandTest, ServicesThatDoNotAnswerAreNamedAndNoneAnsweringIsExit3) {
   EXPECT_EQ(unknown.code, 3);
   EXPECT_NE(unknown.err.find("unknown event \"sigup\""), std::string::npos) << unknown.err;
   EXPECT_EQ(Top({"--service", "ftp://x", "--event", "signup"}).code, 2);
+}
+
+// A feature is a client's own string: one that would forge a row and recolour the operator's
+// terminal is shown spelled out, on its one row.
+TEST_F(TopCommandTest, AFeaturesControlBytesAreSpelledOutNotWrittenToTheTerminal) {
+  auto a = Serve();
+  const std::string hostile = "line\r\nInjected: 1 \x1b[31mred\xe2\x80\xae\x00end";
+  HttpClient client(a->port());
+  for (int i = 0; i < 3; ++i) {
+    client.Post("/v1/check", json{{"event", "signup"}, {"feature", hostile}}.dump());
+  }
+  const testing::ProcessResult r =
+      Top({"--service", Services(a->port(), a->port()), "--event", "signup", "--by", "hits", "--once"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* raw : {"\r", "\x1b", "\xe2\x80\xae"}) {
+    EXPECT_EQ(r.out.find(raw), std::string::npos) << DisplayText(r.out);
+  }
+  EXPECT_NE(r.out.find("line\\r\\nInjected: 1 \\x1b[31mred..."), std::string::npos)
+      << r.out << "cut at 40 bytes, never inside an escape";
+  EXPECT_EQ(r.out.find("\nInjected"), std::string::npos) << "no forged row";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "../policy_args.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 #include "hourglass/policy_file.h"
 
@@ -20,7 +21,8 @@ struct CheckArgs {
 };
 
 std::string DecisionText(std::string_view event, std::string_view feature, const Decision& d) {
-  std::string out = fmt::format("{} {} {}", d.allowed ? "allowed" : "denied", event, feature);
+  std::string out = fmt::format("{} {} {}", d.allowed ? "allowed" : "denied", DisplayText(event),
+                                DisplayText(feature));
   if (d.degraded) {
     out += fmt::format(" (degraded: {})", d.store_error->ToString());
   } else if (!d.allowed) {

@@ -4,6 +4,7 @@
 #include "../commands.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
 namespace hourglass::cli {
@@ -35,9 +36,9 @@ int RunCount(const Globals& g, const CountArgs& a) {
     }
     Print(Dump(j) + "\n");
   } else {
-    Print(fmt::format("{} {} at {}\n{}{}keys read {}, round trips {}\n", a.event, feature,
-                      FormatTime(counts.at), CountsText(counts), BlockedText(blocked),
-                      counts.cost.keys_read, counts.cost.round_trips));
+    Print(fmt::format("{} {} at {}\n{}{}keys read {}, round trips {}\n", DisplayText(a.event),
+                      DisplayText(feature), FormatTime(counts.at), CountsText(counts),
+                      BlockedText(blocked), counts.cost.keys_read, counts.cost.round_trips));
   }
   return kOk;
 }

@@ -4,6 +4,7 @@
 #include "../commands.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
 namespace hourglass::cli {
@@ -31,8 +32,8 @@ int RunHit(const Globals& g, const HitArgs& a) {
                 {"round_trips", cost.round_trips}}) +
           "\n");
   } else {
-    Print(fmt::format("recorded {} hit{} of {} {} at {}\n", a.cost, a.cost == 1 ? "" : "s", a.event,
-                      feature, FormatTime(t)));
+    Print(fmt::format("recorded {} hit{} of {} {} at {}\n", a.cost, a.cost == 1 ? "" : "s",
+                      DisplayText(a.event), DisplayText(feature), FormatTime(t)));
   }
   return kOk;
 }

@@ -7,6 +7,7 @@
 #include "../commands.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "hourglass/display_text.h"
 #include "hourglass/inspection.h"
 #include "hourglass/json.h"
 
@@ -49,13 +50,14 @@ int RunInspect(const Globals& g, const InspectArgs& a) {
     Print(Dump(InspectionJson(a.event, feature, inspection)) + "\n");
     return kOk;
   }
-  std::string out = fmt::format("{} {} at {}\n\n", a.event, feature, FormatTime(t));
+  std::string out =
+      fmt::format("{} {} at {}\n\n", DisplayText(a.event), DisplayText(feature), FormatTime(t));
   for (const Timeline& timeline : inspection.timelines) out += TimelineText(timeline, ToUnix(t));
   out += fmt::format("\nwindows ending {}:\n", a.at.empty() ? "now" : "at " + FormatTime(t)) +
          CountsText(inspection.counts) + BlockedText(inspection.blocked_until);
   out +=
       fmt::format("keys read {}, round trips {}\n", inspection.keys_read, inspection.round_trips);
-  out += DeniedNote(a.event);
+  out += DeniedNote(DisplayText(a.event));
   Print(out);
   return kOk;
 }

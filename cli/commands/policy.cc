@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "../commands.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 #include "hourglass/policy_file.h"
 
@@ -37,8 +38,8 @@ int RunPolicyValidate(const Globals& g, const std::string& file) {
           "\n");
   } else {
     std::string notes;
-    for (const std::string& r : remarks) notes += "note: " + r + "\n";
-    Print(fmt::format("{}: valid\n{}{}", file, policies.Explain(), notes));
+    for (const std::string& r : remarks) notes += "note: " + DisplayText(r) + "\n";
+    Print(fmt::format("{}: valid\n{}{}", DisplayText(file), policies.Explain(), notes));
   }
   return kOk;
 }

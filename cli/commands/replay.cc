@@ -13,6 +13,7 @@
 #include "../render.h"
 #include "../runtime.h"
 #include "../trace.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
 namespace hourglass::cli {
@@ -229,8 +230,8 @@ std::string OffendersText(const ReplayArgs& a, const ReplayTally& tally) {
   const std::vector<PerFeature> ranked = tally.Ranked();
   for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(std::max(a.top, 0)); ++i) {
     const PerFeature& f = ranked[i];
-    text += fmt::format("  {:<24} {:<16} {:>8} {:>9} {:>7}\n", f.feature, f.event, f.hits,
-                        f.admitted, f.denied);
+    text += fmt::format("  {:<24} {:<16} {:>8} {:>9} {:>7}\n", DisplayText(f.feature, 64),
+                        DisplayText(f.event, 64), f.hits, f.admitted, f.denied);
   }
   return text;
 }
@@ -239,7 +240,7 @@ std::string SummaryText(const ReplayArgs& a, const Trace& trace, bool checked, c
                         ReplayTally& tally) {
   std::string text = fmt::format(
       "replayed {} hits from {} ({} out of time order, replayed in time order) into {}\n",
-      trace.hits.size(), a.file, trace.out_of_order, store.Describe());
+      trace.hits.size(), DisplayText(a.file), trace.out_of_order, store.Describe());
   if (!trace.hits.empty()) {
     text += fmt::format("  from {} to {}\n", FormatTime(FromUnix(trace.hits.front().at)),
                         FormatTime(FromUnix(trace.hits.back().at)));
@@ -255,14 +256,14 @@ std::string SummaryText(const ReplayArgs& a, const Trace& trace, bool checked, c
       const PerFeature& f = ranked.front();
       text += fmt::format(
           "most denied: {} {} ({} of {} hits denied; hits from {} to {}, denied from {} to {})\n",
-          f.event, f.feature, f.denied, f.hits, FormatTime(FromUnix(f.first_at)),
-          FormatTime(FromUnix(f.last_at)), FormatTime(FromUnix(f.first_denied_at)),
-          FormatTime(FromUnix(f.last_denied_at)));
+          DisplayText(f.event), DisplayText(f.feature), f.denied, f.hits,
+          FormatTime(FromUnix(f.first_at)), FormatTime(FromUnix(f.last_at)),
+          FormatTime(FromUnix(f.first_denied_at)), FormatTime(FromUnix(f.last_denied_at)));
     }
   }
   if (const std::optional<PerFeature> busiest = tally.Busiest()) {
-    text += fmt::format("busiest: {} {} ({} hits, last at {})\n", busiest->event, busiest->feature,
-                        busiest->hits, busiest->last_at);
+    text += fmt::format("busiest: {} {} ({} hits, last at {})\n", DisplayText(busiest->event),
+                        DisplayText(busiest->feature), busiest->hits, busiest->last_at);
   }
   const Cost& total = tally.total;
   text += fmt::format(

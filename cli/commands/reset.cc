@@ -4,6 +4,7 @@
 #include "../commands.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
 namespace hourglass::cli {
@@ -32,8 +33,9 @@ int RunReset(const Globals& g, const ResetArgs& a) {
                 {"round_trips", reset.cost.round_trips}}) +
           "\n");
   } else {
-    Print(fmt::format("reset {} {}: deleted {} bucket{} around {}\n", a.event, feature,
-                      reset.deleted, reset.deleted == 1 ? "" : "s", FormatTime(around)));
+    Print(fmt::format("reset {} {}: deleted {} bucket{} around {}\n", DisplayText(a.event),
+                      DisplayText(feature), reset.deleted, reset.deleted == 1 ? "" : "s",
+                      FormatTime(around)));
   }
   return kOk;
 }

@@ -19,6 +19,7 @@
 #include "../render.h"
 #include "../runtime.h"
 #include "../top_merge.h"
+#include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
 namespace hourglass::cli {
@@ -170,15 +171,15 @@ std::string Table(const TopArgs& a, const Snapshot& snap,
   std::string out = fmt::format(
       "hourglass top: {} by {} in the last {}, {} of {} services answered, {} {} in all; "
       "a feature not listed: at most {}   {}\n",
-      a.event, a.by, a.window, snap.answered, snap.answered + snap.failed.size(), snap.merged.total,
-      a.by == "denied" ? "denied" : "hits", snap.merged.bound, FormatTime(now));
-  for (const std::string& f : snap.failed) out += "  not answering: " + f + "\n";
+      DisplayText(a.event), a.by, a.window, snap.answered, snap.answered + snap.failed.size(),
+      snap.merged.total, a.by == "denied" ? "denied" : "hits", snap.merged.bound, FormatTime(now));
+  for (const std::string& f : snap.failed) out += "  not answering: " + DisplayText(f) + "\n";
   out += fmt::format("{:<40} {:>9} {:>7}  {:<16}", "feature", a.by + "~", "+-error", "last");
   for (int64_t w : snap.windows) out += fmt::format(" {:>7}", FormatDuration(Seconds{w}));
   out += "\n";
   for (size_t i = 0; i < snap.merged.rows.size(); ++i) {
     const TopRow& row = snap.merged.rows[i];
-    std::string shown = row.feature.size() > 40 ? row.feature.substr(0, 37) + "..." : row.feature;
+    const std::string shown = DisplayText(row.feature, 40);
     out += fmt::format(
         "{:<40} {:>9} {:>7}  {:<16}", shown, row.estimate, row.error,
         fmt::format("{} {}", row.last.allowed ? "allowed" : "denied", Ago(row.last.at, now)));
