@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -431,8 +432,7 @@ TEST_P(EngineTest, SettleRecordsTheDifferenceAtTheDecisionsInstant) {
     Result<Engine::Settlement> refused = a.Settle("llm", "t1", bad, 1, 900);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(refused.error().message().find("is not the instant of a decision"),
-              std::string::npos)
+    EXPECT_NE(refused.error().message().find("is not the instant of a decision"), std::string::npos)
         << refused.error().message();
   }
   EXPECT_TRUE(a.Settle("llm", "t1", now + Seconds{5}, 1, 2).ok()) << "a host 5 s ahead";
@@ -799,6 +799,64 @@ TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
   // After blocked_max_age the store is asked again.
   clock_->Advance(Options().hot_path.blocked_max_age);
   EXPECT_EQ(engine.Check("signup", "eve", admitted)->cost.blocked_hits, 0u);
+}
+
+// A store that runs `after_read` once, after the next batch that reads: what a reset from another
+// thread does between a check's read of the store and its decision.
+class ReadThenStore final : public Store {
+ public:
+  explicit ReadThenStore(Store& inner) : inner_(inner) {}
+  Result<std::vector<uint64_t>> Apply(const Batch& batch) override {
+    Result<std::vector<uint64_t>> r = inner_.Apply(batch);
+    if (!batch.reads.empty()) RunHook();
+    return r;
+  }
+  std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override {
+    std::vector<Result<std::vector<uint64_t>>> r = inner_.ApplyMany(batches);
+    for (const Batch& b : batches) {
+      if (!b.reads.empty()) RunHook();
+    }
+    return r;
+  }
+  std::vector<Status> Send(std::span<const Batch> batches) override { return inner_.Send(batches); }
+  Status Delete(const std::string& group, std::span<const std::string> keys) override {
+    return inner_.Delete(group, keys);
+  }
+  uint64_t Flush() override { return inner_.Flush(); }
+  bool conditional_batches() const override { return inner_.conditional_batches(); }
+  std::string Describe() const override { return inner_.Describe(); }
+
+  std::function<void()> after_read;
+
+ private:
+  void RunHook() {
+    if (!after_read) return;
+    std::function<void()> hook = std::move(after_read);
+    after_read = nullptr;
+    hook();
+  }
+  Store& inner_;
+};
+
+// A denial decided from counts read just before a reset is answered (it was true when read), but
+// not cached after the reset: the next check asks the store, which holds nothing of it.
+TEST_P(HotPathTest, ADenialReadBeforeAResetIsNotCachedAfterIt) {
+  ReadThenStore store(harness_->store());
+  const Engine engine = *Engine::Create(store, *clock_, Options());
+  const Policy attempts = MakePolicy("2/m", CountingMode::kAttempts);
+  clock_->Set(FromUnix(kStart));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(engine.Check("login", "ann", attempts)->allowed);
+  store.after_read = [&] { ASSERT_TRUE(engine.Reset("login", "ann").ok()); };
+  Result<Decision> denied = engine.Check("login", "ann", attempts);
+  ASSERT_TRUE(denied.ok());
+  ASSERT_FALSE(denied->allowed);
+  ASSERT_FALSE(store.after_read) << "the reset ran between the read and the decision";
+  store.Flush();
+  Result<Decision> next = engine.Check("login", "ann", attempts);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->allowed) << "a cached denial outlived the reset";
+  EXPECT_EQ(next->cost.blocked_hits, 0u);
+  EXPECT_EQ(next->limits[0].count, 1u) << "only this attempt since the reset";
 }
 
 // Admitted mode: a client denied at its last check is checked read-first, so that its denials

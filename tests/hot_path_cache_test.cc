@@ -94,7 +94,7 @@ BlockedCache::Entry Blocked(Instant at, Instant until, uint64_t hits) {
 TEST(BlockedCache, DeniesUntilTheEarliestRetryOnly) {
   BlockedCache cache(64, Seconds{5});
   const Instant t = FromUnix(1'700'000'000);
-  cache.Put("k", Blocked(t, t + Seconds{3}, 1));
+  cache.Put("k", Blocked(t, t + Seconds{3}, 1), cache.Epoch("k"));
   EXPECT_TRUE(cache.Get("k", t, 1).has_value());
   EXPECT_TRUE(cache.Get("k", t + Seconds{2}, 1).has_value());
   EXPECT_FALSE(cache.Get("k", t + Seconds{3}, 1).has_value()) << "until is exclusive";
@@ -104,7 +104,7 @@ TEST(BlockedCache, DeniesUntilTheEarliestRetryOnly) {
 TEST(BlockedCache, NeverAnswersPastItsMaxAgeForASmallerCostOrFromThePast) {
   BlockedCache cache(64, Seconds{5});
   const Instant t = FromUnix(1'700'000'000);
-  cache.Put("k", Blocked(t, t + Seconds{60}, 2));
+  cache.Put("k", Blocked(t, t + Seconds{60}, 2), cache.Epoch("k"));
   EXPECT_FALSE(cache.Get("k", t + Seconds{5}, 2).has_value()) << "re-checked after max age";
   EXPECT_FALSE(cache.Get("k", t, 1).has_value()) << "a cheaper hit may fit";
   EXPECT_TRUE(cache.Get("k", t, 3).has_value()) << "a dearer one certainly does not";
@@ -114,11 +114,28 @@ TEST(BlockedCache, NeverAnswersPastItsMaxAgeForASmallerCostOrFromThePast) {
 TEST(BlockedCache, StaysWithinItsEntryBound) {
   BlockedCache cache(16, Seconds{5});  // one entry per shard
   const Instant t = FromUnix(1'700'000'000);
-  for (int i = 0; i < 1000; ++i) cache.Put("k" + std::to_string(i), Blocked(t, t + Seconds{3}, 1));
+  for (int i = 0; i < 1000; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    cache.Put(key, Blocked(t, t + Seconds{3}, 1), cache.Epoch(key));
+  }
   int held = 0;
   for (int i = 0; i < 1000; ++i) held += cache.Get("k" + std::to_string(i), t, 1) ? 1 : 0;
   EXPECT_LE(held, 16);
   EXPECT_GE(held, 1);
+}
+
+// A decision read before a reset (its epoch older than the reset's Forget) is not cached after it:
+// the client it denied fits again.
+TEST(BlockedCache, ADenialReadBeforeAResetIsNotCachedAfterIt) {
+  BlockedCache cache(64, Seconds{5});
+  const Instant t = FromUnix(1'700'000'000);
+  const std::string key = std::string("hg:signup:ann") + '\x1f' + "2/m";
+  const uint64_t before = cache.Epoch(key);
+  cache.Forget("hg:signup:ann");
+  cache.Put(key, Blocked(t, t + Seconds{3}, 1), before);
+  EXPECT_FALSE(cache.Get(key, t, 1).has_value());
+  cache.Put(key, Blocked(t, t + Seconds{3}, 1), cache.Epoch(key));
+  EXPECT_TRUE(cache.Get(key, t, 1).has_value()) << "a decision read after it is";
 }
 
 }  // namespace

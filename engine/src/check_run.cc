@@ -108,6 +108,7 @@ Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
 bool CheckRun::AnswerBlocked() {
   if (core_.blocked == nullptr || !live() || mode_ == Mode::kPeek) return false;
   blocked_key_ = BlockedKey(group_, policy_);
+  blocked_epoch_ = core_.blocked->Epoch(blocked_key_);  // before any read of the store
   std::optional<BlockedCache::Entry> entry = core_.blocked->Get(blocked_key_, t_, hits_);
   if (!entry) {
     // Denied at its last check, perhaps still: in admitted mode, read first and write only once
@@ -159,7 +160,7 @@ Decision CheckRun::FinishBlocked() {
     BlockedCache::Entry updated = entry;
     updated.decision = decision;
     updated.decision.cost = Cost{};
-    core_.blocked->Put(blocked_key_, std::move(updated));
+    core_.blocked->Put(blocked_key_, std::move(updated), *blocked_epoch_);
   }
   return decision;
 }
@@ -474,15 +475,17 @@ std::optional<Seconds> CheckRun::FillRetryAfter() {
 }
 
 void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
-  if (core_.blocked == nullptr || !live() || !rememberable_ ||
+  // Without an epoch read before the store was (AnswerBlocked not asked), a reset meanwhile
+  // could not be told: nothing is cached.
+  if (core_.blocked == nullptr || !live() || !rememberable_ || !blocked_epoch_ ||
       (earliest && *earliest <= Seconds{0})) {
     return;
   }
-  if (blocked_key_.empty()) blocked_key_ = BlockedKey(group_, policy_);
   // Never fits: re-check after blocked_max_age.
   const Instant until = earliest ? t_ + *earliest : t_ + core_.options.hot_path.blocked_max_age;
   core_.blocked->Put(blocked_key_,
-                     BlockedCache::Entry{t_, until, hits_, decision_, tally_.upper_pieces});
+                     BlockedCache::Entry{t_, until, hits_, decision_, tally_.upper_pieces},
+                     *blocked_epoch_);
 }
 
 }  // namespace hourglass::internal

@@ -206,7 +206,8 @@ class CheckRun {
   WindowTally tally_;
   Decision decision_;
   std::string blocked_key_;
-  std::optional<BlockedAnswer> blocked_;  // kBlocked
+  std::optional<uint64_t> blocked_epoch_;  // the blocked cache's epoch before the store was read
+  std::optional<BlockedAnswer> blocked_;   // kBlocked
   bool rememberable_ = true;
   // A live check whose windows hold all of today: that day's first second (the ledger is read).
   std::optional<int64_t> today_;

@@ -395,8 +395,11 @@ Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_v
   if (Status s = CheckBlockFor(block_for, true); !s.ok()) return s.error();
   uint64_t deleted = 0;
   // This process's denials of the feature go at once; other processes' within blocked_max_age.
+  // Forgotten again once the store is reset: a decision that read the store before then (its
+  // epoch older than this) is not cached after it.
   if (core_->blocked) core_->blocked->Forget(*group);
   Result<Cost> cost = internal::ResetGroup(*core_, *group, ToUnix(t), block_for, deleted);
+  if (core_->blocked) core_->blocked->Forget(*group);
   if (!cost.ok()) return cost.error();
   return ResetOutcome{deleted, *cost};
 }

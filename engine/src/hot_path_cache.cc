@@ -90,6 +90,7 @@ size_t BlockedCache::ShardOf(std::string_view key) const {
 void BlockedCache::Forget(const std::string& group) {
   Shard& shard = shards_[ShardOf(group)];
   std::lock_guard lock(shard.mu);
+  ++shard.forgets;
   for (auto it = shard.entries.begin(); it != shard.entries.end();) {
     const std::string& key = it->first;
     if (key.size() > group.size() && key.starts_with(group) && key[group.size()] == '\x1f') {
@@ -130,9 +131,16 @@ void BlockedCache::Erase(const std::string& key) {
   shard.entries.erase(it);
 }
 
-void BlockedCache::Put(const std::string& key, Entry entry) {
+uint64_t BlockedCache::Epoch(const std::string& key) {
   Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
+  return shard.forgets;
+}
+
+void BlockedCache::Put(const std::string& key, Entry entry, uint64_t epoch) {
+  Shard& shard = shards_[ShardOf(key)];
+  std::lock_guard lock(shard.mu);
+  if (shard.forgets != epoch) return;  // a reset came after the decision began
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
     shard.lru.erase(it->second.second);

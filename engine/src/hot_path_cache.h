@@ -86,7 +86,11 @@ class BlockedCache {
   };
   // The entry for `key` if a check worth `hits` at `now` is certainly denied.
   std::optional<Entry> Get(const std::string& key, Instant now, uint64_t hits);
-  void Put(const std::string& key, Entry entry);
+  // What Forget has done so far where `key` lives: read before a decision reads the store, and
+  // given back to Put, it keeps a decision that started before a reset from being cached after it.
+  uint64_t Epoch(const std::string& key);
+  // Caches `entry`, unless a Forget came after `epoch` was read (the decision may predate it).
+  void Put(const std::string& key, Entry entry, uint64_t epoch);
   // Whether `key` was denied at its last check in this process, however long ago (until the entry
   // is evicted or forgotten): such a client is checked read-first.
   bool Known(const std::string& key);
@@ -103,6 +107,7 @@ class BlockedCache {
     std::mutex mu;
     std::unordered_map<std::string, std::pair<Entry, std::list<std::string>::iterator>> entries;
     std::list<std::string> lru;
+    uint64_t forgets = 0;  // Forget calls on this shard
   };
   size_t max_per_shard_;
   Seconds max_age_;
