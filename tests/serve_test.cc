@@ -288,6 +288,34 @@ TEST_F(ServeTest, UnderALowOpenFileLimitTheCapsShrinkAndAFloodLeavesTheStoreItsC
   EXPECT_EQ(degraded, 0);
 }
 
+// A network store that does not answer at start does not stop the service: it starts, says so in
+// the log, answers per each event's failure mode and is unready until the store answers; then it
+// counts. (Exit 3 is for a store that cannot be opened at all.)
+TEST_F(ServeTest, AStoreDownAtStartIsServedUnreadyUntilItAnswers) {
+  memcached_.Kill();
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n    on_store_failure: closed\n",
+                     {"--timeout-ms", "300"});
+  HttpClient client(serve->port());
+  EXPECT_EQ(client.Get("/healthz").status, 200);
+  EXPECT_EQ(client.Get("/readyz").status, 503);
+  HttpReply closed = client.Post("/v1/check", CheckBody("signup", "ann"));
+  EXPECT_EQ(closed.status, 429) << closed.body;
+  EXPECT_NE(closed.Header("hourglass-degraded"), "");
+  EXPECT_TRUE(serve->WaitForLog(" error memcached " + memcached_.address() + " unreachable ("))
+      << serve->log();
+  ASSERT_TRUE(memcached_.Start());
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {  // after the store's fail-fast interval
+    ready = client.Get("/readyz").status == 200;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  ASSERT_TRUE(ready) << serve->log();
+  HttpReply counted = client.Post("/v1/check", CheckBody("signup", "ann"));
+  EXPECT_EQ(counted.status, 200) << counted.body;
+  EXPECT_EQ(json::parse(counted.body)["limits"][0]["count"], 1)
+      << "the refused check counted nothing";
+}
+
 TEST_F(ServeTest, AnOpenFileLimitTooLowForTheStoreIsRefusedAtStart) {
   ServeProcess serve(HOURGLASS_CLI,
                      {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"),

@@ -164,8 +164,8 @@ void FitCaps(const Logger& log, const Globals& g, const ServeArgs& a, bool grpc,
   grpc_cap = plan.grpc;
 }
 
-// A bad option or file leaves with exit 2, a store that cannot be reached with 3, an address
-// that cannot be listened on with 4.
+// A bad option or file leaves with exit 2, a store that cannot be opened with 3, an address that
+// cannot be listened on with 4. A network store that does not answer yet is served unready.
 int RunServe(const Globals& g, const ServeArgs& a) {
   if (a.policy.empty() && a.envoy_config.empty()) {
     Fail(kUsage, "serve needs --policy FILE, --envoy-config FILE_OR_DIR, or both");
@@ -346,8 +346,12 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "eviction or clock followed; never a line per request. An answer given by the failure mode\n"
       "because the store failed carries `Hourglass-Degraded: <error>`.\n"
       "SIGHUP reloads the policy and Envoy files (a bad file keeps the old ones); SIGTERM drains\n"
-      "and exits 0. Exit 2: a bad option or file (a limit longer than --retention too), 3: the\n"
-      "store unreachable at start, 4: cannot listen (address in use).\n"
+      "and exits 0. Exit 2: a bad option or file (a limit longer than --retention too), 3: a\n"
+      "store that cannot be opened (an unusable LMDB directory), 4: cannot listen (address in\n"
+      "use). A memcached or Redis that does not answer at start stops nothing: the service "
+      "starts,\n"
+      "logs it, answers per each event's on_store_failure and is unready (/readyz 503) until the\n"
+      "store answers.\n"
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"
       "  hourglass serve --policy policies/example.yaml --store redis+cluster://10.0.0.7:7000\n"
