@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "hourglass/request_body.h"
 
 namespace hourglass {
 namespace {
@@ -101,6 +102,11 @@ void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond)
     HttpResponse res = JsonError(HttpStatus::kMethodNotAllowed, "/json takes POST");
     res.Set("Allow", "POST");
     return respond(std::move(res));
+  }
+  // A field given twice (protobuf takes the last) is refused as /v1 refuses it: which one a
+  // proxy in front read is anyone's guess.
+  if (Result<nlohmann::json> plain = ParseJsonBody(request.body()); !plain.ok()) {
+    return respond(JsonError(HttpStatus::kBadRequest, plain.error().message()));
   }
   RateLimitRequest parsed;
   google::protobuf::util::JsonParseOptions strict;

@@ -107,6 +107,13 @@ TEST_F(EnvoyServiceTest, JsonAnswersTheSameAndRefusesBadRequests) {
   EXPECT_EQ(over.status(), HttpStatus::kTooManyRequests);
   EXPECT_EQ(nlohmann::json::parse(over.body())["overallCode"], "OVER_LIMIT");
   EXPECT_EQ(post(R"({"domain":"edge","descriptorz":[]})").status(), HttpStatus::kBadRequest);
+  // A key twice: refused as /v1 refuses it, counting nothing (protobuf alone takes the last).
+  HttpResponse twice =
+      post(R"({"domain":"edge","descriptors":[{"entries":[{"key":"client","value":"m",)"
+           R"("value":"n"}]}]})");
+  EXPECT_EQ(twice.status(), HttpStatus::kBadRequest);
+  EXPECT_EQ(nlohmann::json::parse(twice.body())["error"],
+            "field \"value\" is given twice in one object: give each field once");
   const std::string too_long = std::string(R"({"domain":"edge","descriptors":[)") +
                                R"({"entries":[{"key":"client","value":"k"}]},)" +
                                R"({"entries":[{"key":"client","value":")" +
@@ -118,6 +125,10 @@ TEST_F(EnvoyServiceTest, JsonAnswersTheSameAndRefusesBadRequests) {
   EXPECT_EQ(Overall(RequestOf({{"client", "k"}})), RateLimitResponse::OK);
   EXPECT_EQ(Overall(RequestOf({{"client", "k"}})), RateLimitResponse::OK)
       << "the refused request counted nothing for k";
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(Overall(RequestOf({{"client", "n"}})), RateLimitResponse::OK)
+        << "the refused request counted nothing for n";
+  }
 }
 
 }  // namespace
