@@ -41,7 +41,7 @@ void StoreWatch::Poll() {
     pid = stats->pid;
     evictions = stats->evictions;
     metrics_.SetServerStats(*stats, rise);
-    if (rise > 0) warn_(Warning(*stats, rise, first));
+    if (rise > 0) warn_(EvictionWarning(*stats, rise, first));
   }
   if (follow_ == nullptr) return;
   const ClockFollower::Step step = follower_.Update(offsets);
@@ -50,18 +50,23 @@ void StoreWatch::Poll() {
   if (step.warning) warn_(*step.warning);
 }
 
-std::string StoreWatch::Warning(const ServerStats& stats, uint64_t rise, bool first) const {
+std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first) {
   const std::string_view fix =
       stats.kind == "redis"
           ? "give it more memory (maxmemory), add servers, or set maxmemory-policy noeviction "
             "(full, it then refuses writes and checks answer per their failure mode)"
           : "give it more memory (-m) or add servers";
+  // A Redis whose maxmemory was set to 0 (no limit) after it evicted has no limit to name.
+  const std::string holds =
+      stats.limit_maxbytes > 0
+          ? fmt::format("{} of {}", MiB(stats.bytes), MiB(stats.limit_maxbytes))
+          : fmt::format("{}, with no memory limit set now", MiB(stats.bytes));
   return fmt::format(
-      "{} {} evicted {} {} {} ({} since it started; it holds {} of {}): the counts they held "
-      "are lost, so limits admit more than they say until their windows pass; {}",
+      "{} {} evicted {} {} {} ({} since it started; it holds {}): the counts they held are lost, "
+      "so limits admit more than they say until their windows pass; {}",
       stats.kind, stats.server, rise, stats.kind == "redis" ? "keys" : "items",
-      first ? "before this process watched it" : "since the last look", stats.evictions,
-      MiB(stats.bytes), MiB(stats.limit_maxbytes), fix);
+      first ? "before this process watched it" : "since the last look", stats.evictions, holds,
+      fix);
 }
 
 void StoreWatch::Start(std::chrono::milliseconds interval) {

@@ -100,6 +100,23 @@ TEST_F(StoreWatchTest, AStoppedServerIsAStoreErrorAndARestartedOneCountsFromZero
             before + static_cast<double>(small_.Stat("evictions")));
 }
 
+// A Redis that evicted and then had its maxmemory set to 0 (no limit) is not said to hold its
+// bytes "of 0.0 MiB".
+TEST(EvictionWarning, NamesNoLimitWhenTheServerHasNone) {
+  ServerStats stats{.kind = "redis",
+                    .server = "127.0.0.1:6379",
+                    .evictions = 7,
+                    .bytes = 3 * 1048576,
+                    .limit_maxbytes = 0};
+  const std::string unlimited = EvictionWarning(stats, 7, false);
+  EXPECT_NE(unlimited.find("it holds 3.0 MiB, with no memory limit set now)"), std::string::npos)
+      << unlimited;
+  EXPECT_EQ(unlimited.find("of 0.0 MiB"), std::string::npos) << unlimited;
+  stats.limit_maxbytes = 8 * 1048576;
+  EXPECT_NE(EvictionWarning(stats, 7, false).find("it holds 3.0 MiB of 8.0 MiB)"),
+            std::string::npos);
+}
+
 TEST_F(StoreWatchTest, StartPollsOnItsOwnThreadUntilDestroyed) {
   Overflow(small_);
   {

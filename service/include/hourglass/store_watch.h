@@ -24,6 +24,10 @@
 
 namespace hourglass {
 
+// The warning for a server's `stats` when its evictions rose by `rise` since the last look (or,
+// `first`, before the first): what was lost, how full it is, and the fix for its kind.
+std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first);
+
 class StoreWatch {
  public:
   using Warn = std::function<void(const std::string& line)>;
@@ -49,9 +53,6 @@ class StoreWatch {
   void Start(std::chrono::milliseconds interval);
 
  private:
-  // The warning for `stats`, `rise` evictions since the last look.
-  std::string Warning(const ServerStats& stats, uint64_t rise, bool first) const;
-
   Store& store_;
   ServiceMetrics& metrics_;
   Warn warn_;
