@@ -66,13 +66,38 @@ Result<uint64_t> ParseCount(const json& j, const char* key, uint64_t min, const 
   return it->get<uint64_t>();
 }
 
+// "an object", "a number", ...: what a JSON value is, for errors.
+std::string KindOf(const json& j) {
+  if (j.is_object()) return "an object";
+  if (j.is_array()) return "a list";
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "true or false";
+  if (j.is_null()) return "null";
+  return "a number";
+}
+
 Result<std::vector<Limit>> ParseCarried(const json& list, const std::string& where) {
   constexpr std::string_view kForm =
       "\"limits\" must be a list of limits, e.g. [\"100/m\", \"10000/d\"]";
-  if (!list.is_array() || list.empty()) return InvalidArgument(where + std::string(kForm));
+  if (!list.is_array() || list.empty()) {
+    return InvalidArgument(where + std::string(kForm) +
+                           (list.is_array() ? " (an empty list limits nothing)"
+                                            : fmt::format(", not {}", KindOf(list))));
+  }
   std::vector<Limit> limits;
-  for (const json& item : list) {
-    if (!item.is_string()) return InvalidArgument(where + std::string(kForm));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& item = list[i];
+    if (item.is_object()) {
+      // The shape a decision answers with ({"window": 60, "limit": 100, ...}) sent back.
+      return InvalidArgument(fmt::format(
+          "{}\"limits\"[{}] is an object: a limit here is a spec such as \"100/m\" (the "
+          "{{\"window\", \"limit\"}} objects are how answers describe limits)",
+          where, i));
+    }
+    if (!item.is_string()) {
+      return InvalidArgument(
+          fmt::format("{}{}; \"limits\"[{}] is {}", where, kForm, i, KindOf(item)));
+    }
     Result<std::vector<Limit>> parsed = ParseLimits(item.get_ref<const std::string&>());
     if (!parsed.ok()) return InvalidArgument(where + "\"limits\": " + parsed.error().message());
     limits.insert(limits.end(), parsed->begin(), parsed->end());
