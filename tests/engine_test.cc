@@ -440,6 +440,39 @@ TEST_P(EngineTest, SettleRecordsTheDifferenceAtTheDecisionsInstant) {
   EXPECT_EQ(count_at_decision(), 20u) << "refused settlements changed nothing";
 }
 
+// A settlement with an id applies once, whichever process sends it again: the second is answered
+// replayed and writes nothing.
+TEST_P(EngineTest, ASettlementWithAnIdAppliesOnceFromAnyProcess) {
+  const Engine a = MakeEngine();
+  const Engine b = MakeEngine();
+  const Policy policy = MakePolicy("1000/m");
+  clock_->Set(FromUnix(kStart + 10));
+  Result<Decision> d = a.Check("llm", "t2", policy, 300);
+  ASSERT_TRUE(d.ok() && d->allowed);
+  const auto count = [&] { return b.Count("llm", "t2", Windows({60}), d->at)->windows[0].count; };
+  const Engine::Once once{"0123456789abcdef0123456789abcdef", Seconds{600}};
+  Result<Engine::Settlement> first = a.Settle("llm", "t2", d->at, 300, 100, once);
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  EXPECT_FALSE(first->replayed);
+  EXPECT_EQ(first->delta, -200);
+  EXPECT_EQ(count(), 100u);
+  for (const Engine* e : {&a, &b}) {
+    Result<Engine::Settlement> again = e->Settle("llm", "t2", d->at, 300, 100, once);
+    ASSERT_TRUE(again.ok()) << again.error().ToString();
+    EXPECT_TRUE(again->replayed);
+    EXPECT_EQ(again->delta, 0);
+  }
+  EXPECT_EQ(count(), 100u) << "a replay changed the count";
+  Result<Engine::Settlement> other =
+      b.Settle("llm", "t2", d->at, 0, 50, Engine::Once{"another-decision", Seconds{600}});
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->replayed);
+  EXPECT_EQ(count(), 150u);
+  EXPECT_FALSE(a.Settle("llm", "t2", d->at, 1, 2, Engine::Once{"", Seconds{600}}).ok());
+  EXPECT_FALSE(
+      a.Settle("llm", "t2", d->at, 1, 2, Engine::Once{std::string(65, 'x'), Seconds{600}}).ok());
+}
+
 TEST_P(EngineTest, FixedAndCalendarWindows) {
   const Engine engine = MakeEngine();
   const Policy policy{{Limit{*Window::Fixed(Seconds{60}), 2},

@@ -202,7 +202,8 @@ Result<Cost> Engine::Unrecord(std::string_view event, std::string_view feature, 
 }
 
 Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_view feature,
-                                          Instant at, uint64_t cost, uint64_t actual) const {
+                                          Instant at, uint64_t cost, uint64_t actual,
+                                          const std::optional<Once>& once) const {
   Result<std::string> group = GroupKeyFor(event, feature);
   if (!group.ok()) return group.error();
   if (Status s = CheckInstant(at); !s.ok()) return s.error();
@@ -216,10 +217,25 @@ Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_vi
                     ToUnix(at), FormatDuration(o.retention), ToUnix(now)));
   }
   const int64_t delta = static_cast<int64_t>(actual) - static_cast<int64_t>(cost);
-  if (delta == 0) return Settlement{};
-  if (Status s = CheckHits(static_cast<uint64_t>(delta > 0 ? delta : -delta)); !s.ok()) {
-    return s.error();
+  if (delta != 0) {
+    if (Status s = CheckHits(static_cast<uint64_t>(delta > 0 ? delta : -delta)); !s.ok()) {
+      return s.error();
+    }
   }
+  Cost marked;
+  if (once) {
+    if (once->id.empty() || once->id.size() > 64 || once->keep < Seconds{1}) {
+      return InvalidArgument("a settlement's id is 1 to 64 bytes, kept 1 s or more");
+    }
+    const std::string key = KeySpace::SettledKey(*group, once->id);
+    // The mark first: a failure after it leaves the charge as it was, never counted twice.
+    Result<std::vector<uint64_t>> mark =
+        core_->store->Apply(Batch{*group, {{key, 1, once->keep}}, {key}});
+    if (!mark.ok()) return mark.error();
+    if (mark->empty() || mark->front() != 1) return Settlement{0, true, Cost{1, 1, 1}};
+    marked = Cost{1, 1, 1};
+  }
+  if (delta == 0) return Settlement{0, false, marked};
   const int64_t t = ToUnix(at);
   Batch batch{*group, core_->keys.HitIncrements(*group, t, delta), {}};
   core_->AnnounceIfSettled(batch, t, now);
@@ -228,7 +244,9 @@ Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_vi
   Result<std::vector<uint64_t>> applied = core_->store->Apply(batch);
   core_->ForgetCachedIfSettled(*group, t, now);
   if (!applied.ok()) return applied.error();
-  return Settlement{delta, Cost{batch.increments.size(), 0, 1}};
+  return Settlement{delta, false,
+                    Cost{marked.keys_written + batch.increments.size(), marked.keys_read,
+                         marked.round_trips + 1}};
 }
 
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,

@@ -149,12 +149,23 @@ class Engine {
   // returns. `at` may run ahead of this clock by the settle margin (another host's decision) and
   // must lie within the retention: kInvalidArgument otherwise, naming the window. As Record, a
   // settlement more than settle_margin in the past bumps the feature's generation.
+  //
+  // With `once`, the settlement applies at most once however often it is sent, from any process:
+  // its id is marked in the store (kept `once->keep`) before the difference is written; a marked
+  // id is answered `replayed` and changes nothing. A failure after the mark leaves the decision
+  // at its charge: never counted twice, at worst not settled.
+  struct Once {
+    std::string id;  // unique per decision: printable, 1 to 64 bytes
+    Seconds keep{3600};
+  };
   struct Settlement {
-    int64_t delta = 0;  // actual - cost: the hits added at `at` (taken back, below 0)
+    int64_t delta = 0;      // actual - cost: the hits added at `at` (taken back, below 0)
+    bool replayed = false;  // `once`'s id was settled before: nothing was written
     Cost cost;
   };
   Result<Settlement> Settle(std::string_view event, std::string_view feature, Instant at,
-                            uint64_t cost, uint64_t actual) const;
+                            uint64_t cost, uint64_t actual,
+                            const std::optional<Once>& once = std::nullopt) const;
 
   // Exact hits in each window ending at `at` (default now). One round trip. Lost data is told as
   // Check tells it: a count at the clock's instant with a window holding all of today reads the

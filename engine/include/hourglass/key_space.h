@@ -42,6 +42,10 @@ class KeySpace {
     return KeyCodec::BucketKey(group, ladder_.width(bucket.level), bucket.index);
   }
   static std::string GenerationKey(const std::string& group) { return group + ":g"; }
+  // Marks a settlement `id` (printable, at most 64 bytes) as applied: it applies once.
+  static std::string SettledKey(const std::string& group, std::string_view id) {
+    return group + ":s:" + std::string(id);
+  }
   // The increment that bumps the generation (a reset, a write into settled buckets). The key
   // lives longer than any bucket once created, so a bump is seen.
   static Increment GenerationBump(const std::string& group) {
