@@ -138,7 +138,11 @@ DecisionApi::DecisionApi(const Engine& engine, std::shared_ptr<const PolicySourc
       own_front_end_(options_.front_end != nullptr
                          ? nullptr
                          : std::make_unique<CheckFrontEnd>(engine, options_.metrics)),
-      front_end_(options_.front_end != nullptr ? *options_.front_end : *own_front_end_) {}
+      front_end_(options_.front_end != nullptr ? *options_.front_end : *own_front_end_) {
+  if (options_.settle_tokens == nullptr) {
+    options_.settle_tokens = std::make_shared<const SettleTokens>(SettleTokens::WithRandomKey());
+  }
+}
 
 void DecisionApi::SetPolicies(std::shared_ptr<const PolicySource> policies) {
   std::lock_guard lock(mu_);
@@ -360,13 +364,17 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
   HttpResponse res(allowed ? HttpStatus::kOk : HttpStatus::kTooManyRequests);
   res.Set("Content-Type", "application/json");
   std::string& body = res.body();
+  const auto append = [&](size_t i) {
+    AppendDecisionJson(decisions[i], shadow_denied[i], body);
+    AppendSettleToken(*pending.policies, checks[i], decisions[i], body);
+  };
   if (checks.size() == 1) {
-    AppendDecisionJson(decisions.front(), shadow_denied.front(), body);
+    append(0);
   } else {
     body = allowed ? "{\"allowed\":true,\"checks\":[" : "{\"allowed\":false,\"checks\":[";
     for (size_t i = 0; i < decisions.size(); ++i) {
       if (i > 0) body += ',';
-      AppendDecisionJson(decisions[i], shadow_denied[i], body);
+      append(i);
     }
     body += "]}";
   }
@@ -463,29 +471,52 @@ HttpResponse DecisionApi::Hit(const HttpRequest& request) const {
       json{{"recorded", true}, {"cost", hit->cost}, {"keys_written", cost->keys_written}});
 }
 
+void DecisionApi::AppendSettleToken(const PolicySource& policies, const OwnedCheck& check,
+                                    const Decision& decision, std::string& body) const {
+  if (!decision.allowed || !decision.recorded || decision.degraded ||
+      !policies.Settles(check.event)) {
+    return;
+  }
+  const std::string token =
+      options_.settle_tokens->Issue(SettleClaim{check.event, check.feature, decision.at, check.hits,
+                                                decision.at + options_.settle_within, ""});
+  body.pop_back();  // the decision object's '}'; the token is URL-safe base64, no escaping
+  body += ",\"settle_token\":\"" + token + "\"}";
+}
+
 HttpResponse DecisionApi::Settle(const HttpRequest& request) const {
   Result<SettleBody> settle = ParseSettleBody(request.body());
   if (!settle.ok()) return ErrorResponse(settle.error());
-  const std::shared_ptr<const PolicySource> policies = Policies();
-  Result<Resolved> resolved = policies->Resolve(settle->event, settle->feature);
-  if (!resolved.ok()) return ErrorResponse(resolved.error());
-  if (!policies->Settles(settle->event)) {
+  const Instant now = options_.clock->Now();
+  Result<SettleClaim> claim = options_.settle_tokens->Verify(settle->token, now);
+  if (!claim.ok()) return ErrorResponse(claim.error());
+  if (!Policies()->Settles(claim->event)) {
     return ErrorResponse(HttpStatus::kBadRequest,
                          fmt::format("event {} takes no settlements: its policy needs settle: true",
-                                     Dump(json(settle->event))));
+                                     Dump(json(claim->event))));
   }
+  // The mark outlives the token, so a replay is told as one as long as it could be accepted.
+  const Engine::Once once{claim->id, claim->expires - now + Seconds{60}};
   Result<Engine::Settlement> settled =
-      engine_.Settle(settle->event, resolved->feature, settle->at, settle->cost, settle->actual);
+      engine_.Settle(claim->event, claim->feature, claim->at, claim->cost, settle->actual, once);
   if (!settled.ok()) return StoreErrorResponse(settled.error());  // 400 for a bad "at"
+  if (settled->replayed) {
+    return JsonResponse(HttpStatus::kConflict,
+                        json{{"settled", false},
+                             {"replayed", true},
+                             {"error",
+                              "this decision was settled already: a settlement applies "
+                              "once, and this one changed nothing"}});
+  }
   const int64_t delta = settled->delta;
-  if (options_.metrics != nullptr) options_.metrics->CountSettlement(settle->event, delta);
+  if (options_.metrics != nullptr) options_.metrics->CountSettlement(claim->event, delta);
   if (options_.top != nullptr && delta > 0) {
-    options_.top->Record(settle->event, resolved->feature, static_cast<uint64_t>(delta), true,
-                         settle->at);
+    options_.top->Record(claim->event, claim->feature, static_cast<uint64_t>(delta), true,
+                         claim->at);
   }
   return JsonResponse(HttpStatus::kOk, json{{"settled", true},
-                                            {"at", ToUnix(settle->at)},
-                                            {"cost", settle->cost},
+                                            {"at", ToUnix(claim->at)},
+                                            {"cost", claim->cost},
                                             {"actual", settle->actual},
                                             {"delta", delta},
                                             {"keys_written", settled->cost.keys_written}});

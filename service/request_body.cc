@@ -197,24 +197,22 @@ Result<SettleBody> ParseSettleBody(std::string_view text) {
   Result<json> body = ParseJsonBody(text);
   if (!body.ok()) return body.error();
   if (!body->is_object()) return InvalidArgument("expected a JSON object");
-  if (Status s =
-          CheckFields(*body, {"event", "feature", "at", "cost", "actual"}, "a settlement", "");
-      !s.ok()) {
+  if (body->contains("at") || body->contains("cost") || body->contains("event")) {
+    return InvalidArgument(
+        "a settlement names its decision by the check's \"settle_token\": send "
+        "{\"token\": \"<settle_token>\", \"actual\": N}");
+  }
+  if (Status s = CheckFields(*body, {"token", "actual"}, "a settlement", ""); !s.ok()) {
     return s.error();
   }
   SettleBody settle;
-  if (Status s = ParseNames(*body, "", settle.event, settle.feature); !s.ok()) return s.error();
-  const auto at = body->find("at");
-  if (at == body->end() || !at->is_number_integer()) {
-    return InvalidArgument(
-        "\"at\" must be the decision's \"at\": the Unix seconds its check answered");
+  const auto token = body->find("token");
+  if (token == body->end() || !token->is_string() || token->get_ref<const std::string&>().empty()) {
+    return InvalidArgument("\"token\" must be the \"settle_token\" the check answered");
   }
-  settle.at = FromUnix(at->get<int64_t>());
-  Result<uint64_t> cost = ParseCount(*body, "cost", 1, "", std::nullopt);
-  if (!cost.ok()) return cost.error();
+  settle.token = token->get<std::string>();
   Result<uint64_t> actual = ParseCount(*body, "actual", 0, "", std::nullopt);
   if (!actual.ok()) return actual.error();
-  settle.cost = *cost;
   settle.actual = *actual;
   return settle;
 }

@@ -187,13 +187,15 @@ def exercise(service, contract, memcached, memcached_port):
     call(check, "post", check, {"event": "login", "feature": "eve"}, expect=429)  # strikes
     call(check, "post", check, {"event": "login", "feature": "eve"}, expect=429)  # blocked
     settle = "/v1/settle"
-    at = json.loads(llm)["at"]
+    token = json.loads(llm)["settle_token"]
+    _, _, unsettled = call(check, "post", check, {"event": "llm", "feature": "t1", "cost": 5},
+                           expect=200)
+    llm_late = json.loads(unsettled)["settle_token"]
+    call(settle, "post", settle, {"token": token, "actual": 73}, expect=200)
+    call(settle, "post", settle, {"token": token, "actual": 73}, expect=409)
+    call(settle, "post", settle, {"token": "x" + token, "actual": 0}, expect=400)
     call(settle, "post", settle,
-         {"event": "llm", "feature": "t1", "at": at, "cost": 50, "actual": 73}, expect=200)
-    call(settle, "post", settle,
-         {"event": "signup", "feature": "t1", "at": at, "cost": 1, "actual": 0}, expect=400)
-    call(settle, "post", settle,
-         {"event": "nosuch", "feature": "t1", "at": at, "cost": 1, "actual": 0}, expect=404)
+         {"event": "llm", "feature": "t1", "at": 1, "cost": 1, "actual": 0}, expect=400)
     # A body over the limit is refused from its Content-Length, before it is sent (sending it
     # whole could meet a closed connection).
     call(check, "post", check, "{}", headers={"Content-Length": "300000"}, expect=413)
@@ -246,8 +248,7 @@ def exercise(service, contract, memcached, memcached_port):
     if "hourglass-degraded" not in headers:
         contract.failures.append("a degraded answer without Hourglass-Degraded")
     call(count, "get", count + "?" + q({"event": "signup", "feature": "dan"}), expect=503)
-    call(settle, "post", settle,
-         {"event": "llm", "feature": "t1", "at": at, "cost": 50, "actual": 90}, expect=503)
+    call(settle, "post", settle, {"token": llm_late, "actual": 90}, expect=503)
     call("/readyz", "get", "/readyz", expect=503)
 
 

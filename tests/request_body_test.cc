@@ -71,31 +71,24 @@ TEST(RequestBody, AHitTakesEventFeatureAndCostOnly) {
   }
 }
 
-TEST(RequestBody, ASettlementNamesTheDecisionAndBothCosts) {
-  Result<SettleBody> s =
-      ParseSettleBody(R"({"event":"llm","feature":"t1","at":1767225600,"cost":500,"actual":0})");
+TEST(RequestBody, ASettlementNamesItsDecisionByTokenAndTheTrueCost) {
+  Result<SettleBody> s = ParseSettleBody(R"({"token":"abc.def","actual":0})");
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ(s->event, "llm");
-  EXPECT_EQ(s->feature, "t1");
-  EXPECT_EQ(ToUnix(s->at), 1767225600);
-  EXPECT_EQ(s->cost, 500u);
+  EXPECT_EQ(s->token, "abc.def");
   EXPECT_EQ(s->actual, 0u);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"event":"l","feature":"t","cost":5,"actual":6})", "\"at\" must be the decision's"},
-      {R"({"event":"l","feature":"t","at":"now","cost":5,"actual":6})",
-       "\"at\" must be the decision's"},
-      {R"({"event":"l","feature":"t","at":1.5,"cost":5,"actual":6})",
-       "\"at\" must be the decision's"},
-      {R"({"event":"l","feature":"t","at":1,"actual":6})", "\"cost\" is missing"},
-      {R"({"event":"l","feature":"t","at":1,"cost":0,"actual":6})",
-       "\"cost\" must be a whole number from 1 to"},
-      {R"({"event":"l","feature":"t","at":1,"cost":5})", "\"actual\" is missing"},
-      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":-1})",
-       "\"actual\" must be a whole number from 0 to"},
-      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":1000000001})",
+      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":6})",
+       "a settlement names its decision by the check's \"settle_token\""},
+      {R"({"actual":6})", "\"token\" must be the \"settle_token\" the check answered"},
+      {R"({"token":"","actual":6})", "\"token\" must be the \"settle_token\""},
+      {R"({"token":7,"actual":6})", "\"token\" must be the \"settle_token\""},
+      {R"({"token":"a.b"})", "\"actual\" is missing"},
+      {R"({"token":"a.b","actual":-1})", "\"actual\" must be a whole number from 0 to"},
+      {R"({"token":"a.b","actual":1000000001})",
        "\"actual\" must be a whole number from 0 to 1000000000"},
-      {R"({"event":"l","feature":"t","at":1,"cost":5,"actual":6,"hits":1})",
-       "unknown field \"hits\": a settlement has event, feature, at, cost, actual"},
+      {R"({"token":"a.b","actual":6,"hits":1})",
+       "unknown field \"hits\": a settlement has token, actual"},
+      {R"({"token":"a.b","token":"c.d","actual":6})", "field \"token\" is given twice"},
       {R"([1])", "expected a JSON object"},
   };
   for (const auto& [body, says] : cases) {

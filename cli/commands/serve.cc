@@ -20,6 +20,7 @@
 #include "hourglass/log.h"
 #include "hourglass/policy_source.h"
 #include "hourglass/service.h"
+#include "hourglass/settle_token.h"
 
 namespace hourglass::cli {
 namespace {
@@ -38,6 +39,9 @@ struct ServeArgs {
   std::vector<std::string> trusted_proxy;  // ranges
   std::string admin_token_file;
   bool no_admin = false;
+  // Settlement tokens: the key the services of a deployment share, and how long they last.
+  std::string settle_key_file;
+  std::string settle_within = "1h";
   // Envoy's rate limit service: off without configuration files.
   std::vector<std::string> envoy_config;
   std::string grpc_listen = "127.0.0.1:8081";
@@ -164,6 +168,21 @@ void FitCaps(const Logger& log, const Globals& g, const ServeArgs& a, bool grpc,
   grpc_cap = plan.grpc;
 }
 
+// --settle-key-file and --settle-within into `api`, or exit 2 naming them.
+void SettleTokensOf(const Globals& g, const ServeArgs& a, DecisionApiOptions& api) {
+  Result<Seconds> within = ParseDuration(a.settle_within);
+  if (!within.ok() || *within < Seconds{1} || *within > RetentionOf(g)) {
+    Fail(kUsage, fmt::format("--settle-within \"{}\": expected a duration from 1s to --retention "
+                             "({}), e.g. 1h",
+                             a.settle_within, g.retention));
+  }
+  api.settle_within = *within;
+  if (!a.settle_key_file.empty()) {
+    api.settle_tokens =
+        std::make_shared<const SettleTokens>(Unwrap(SettleTokens::FromKeyFile(a.settle_key_file)));
+  }
+}
+
 // A bad option or file leaves with exit 2, a store that cannot be opened with 3, an address that
 // cannot be listened on with 4. A network store that does not answer yet is served unready.
 int RunServe(const Globals& g, const ServeArgs& a) {
@@ -186,6 +205,7 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   options.api.trusted_proxies = TrustedProxiesOf(a);
   options.api.admin = !a.no_admin;
   options.api.admin_token = ReadAdminToken(a.admin_token_file);
+  SettleTokensOf(g, a, options.api);
   options.stats_interval = std::chrono::seconds{a.stats_interval};
   options.top_capacity = a.top_capacity;
   options.log_denials = a.log_denials;
@@ -272,6 +292,13 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "--admin-token-file", args->admin_token_file,
       "the admin calls (POST /v1/hit, DELETE /v1/counters, GET /v1/top, GET /v1/policy) "
       "need this bearer token (first line)");
+  sub->add_option("--settle-key-file", args->settle_key_file,
+                  "the key (32 bytes or more) that signs and verifies settle_tokens: every service "
+                  "of a deployment needs the same one; without it tokens settle only on the "
+                  "service that issued them");
+  sub->add_option("--settle-within", args->settle_within,
+                  "how long after its decision a settle_token is accepted (at most --retention)")
+      ->capture_default_str();
   sub->add_flag("--no-admin", args->no_admin,
                 "turn the admin calls (hit, counters, top, policy) off");
   sub->add_option("--envoy-config", args->envoy_config,

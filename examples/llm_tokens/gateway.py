@@ -4,7 +4,8 @@
 A completion's cost is only known once the model has answered. The gateway checks the tenant's
 budget with an estimate (the prompt's tokens plus max_tokens), calls the model if it fits, then
 settles the decision with the tokens the model really used (POST /v1/settle with the decision's
-"at"): every window of the budget then counts the true cost, at the instant of the decision.
+"settle_token"): every window of the budget then counts the true cost, at the decision's own
+second, once however often the settlement is sent.
 
     python3 gateway.py --hourglass http://127.0.0.1:8080 [--plan 30000/m --plan 500000/d]
 
@@ -58,9 +59,10 @@ def complete(tenant, prompt, max_tokens, plan, rng):
     if status != 200:
         raise RuntimeError(f"hourglass answered {status}: {decision}")
     used = fake_model(prompt, max_tokens, rng)
-    status, _, settled = call("POST", "/v1/settle", {
-        "event": EVENT, "feature": tenant, "at": decision["at"], "cost": estimate,
-        "actual": used})
+    status, _, settled = call("POST", "/v1/settle",
+                              {"token": decision["settle_token"], "actual": used})
+    if status == 409:
+        return True, f"estimate {estimate}, used {used} (settled before: a retry)"
     if status != 200:
         raise RuntimeError(f"settle answered {status}: {settled}")
     return True, f"estimate {estimate}, used {used} (settled {settled['delta']:+d})"

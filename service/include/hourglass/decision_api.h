@@ -3,8 +3,8 @@
 //   POST   /v1/check     {"event","feature","cost","record","limits"} or {"checks":[...]}
 //                         200 allowed, 429 denied; "record": false decides without counting (a
 //                         peek); "limits" replaces the policy's (events with request_limits)
-//   POST   /v1/settle    {"event","feature","at","cost","actual"}: the decision at `at` charged
-//                         `cost`, its true cost is `actual` (events with settle: true)
+//   POST   /v1/settle    {"token","actual"}: the decision a check's "settle_token" names cost
+//                         `actual`; applied at its second, once (events with settle: true)
 //   GET    /v1/count?event=E&feature=F&window=1m&window=1d               counts, no hit
 //                         (and "blocked_until" for an event with block_for: null or Unix s)
 //   GET    /v1/inspect?event=E&feature=F      per-level bucket values and windows (inspect)
@@ -48,6 +48,7 @@
 #include "hourglass/policy_source.h"
 #include "hourglass/recent_top.h"
 #include "hourglass/service_metrics.h"
+#include "hourglass/settle_token.h"
 
 namespace hourglass {
 
@@ -80,6 +81,12 @@ struct DecisionApiOptions {
   // The front end checks go through, shared with the service's other protocols (it must outlive
   // the API); null: the API makes its own.
   CheckFrontEnd* front_end = nullptr;
+  // Signs the settle_token of admitted checks of events with settle: true, and verifies what
+  // /v1/settle is sent; every service of a deployment needs the same key. Null: a key of this
+  // process alone.
+  std::shared_ptr<const SettleTokens> settle_tokens;
+  // How long a decision may be settled after it (at most the engine's retention).
+  Seconds settle_within{3600};
 };
 
 class DecisionApi {
@@ -133,6 +140,10 @@ class DecisionApi {
   HttpResponse Hit(const HttpRequest& request) const;
   // Corrects a decision's charge to its true cost, at the decision's instant.
   HttpResponse Settle(const HttpRequest& request) const;
+  // Ends `body` (a decision's JSON object) with its "settle_token", when its event settles and it
+  // admitted and recorded its cost.
+  void AppendSettleToken(const PolicySource& policies, const OwnedCheck& check,
+                         const Decision& decision, std::string& body) const;
   HttpResponse Top(const HttpRequest& request, const RequestTarget& url) const;
   HttpResponse Reset(const HttpRequest& request, const RequestTarget& url) const;
   HttpResponse Ready() const;

@@ -33,6 +33,7 @@ enum class HttpStatus : int {
   kForbidden = 403,
   kNotFound = 404,
   kMethodNotAllowed = 405,
+  kConflict = 409,
   kPayloadTooLarge = 413,
   kTooManyRequests = 429,
   kRequestHeaderFieldsTooLarge = 431,

@@ -33,13 +33,10 @@ struct CheckBody {
   std::vector<Limit> limits;
 };
 
-// {"event","feature","at","cost","actual"} of POST /v1/settle: the decision at `at` (its Unix
-// seconds) charged `cost`; its true cost is `actual` (0 to kMaxHitsPerCall).
+// {"token","actual"} of POST /v1/settle: the settle_token a check answered (SettleTokens) and the
+// decision's true cost (0 to kMaxHitsPerCall).
 struct SettleBody {
-  std::string event;
-  std::string feature;
-  Instant at{};
-  uint64_t cost = 0;
+  std::string token;
   uint64_t actual = 0;
 };
 
