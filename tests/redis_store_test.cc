@@ -184,7 +184,9 @@ TEST_F(RedisStoreTest, AValueAnotherClientWroteIsNamedAndAResetDeletesIt) {
   }
   Result<std::vector<uint64_t>> pack = store().Apply(Batch{"g", {}, {Second(kHourStart)}});
   ASSERT_FALSE(pack.ok());
-  EXPECT_NE(pack.error().message().find("not a pack"), std::string::npos) << pack.error().message();
+  EXPECT_NE(pack.error().message().find("the value under \"" + Pack() + "\" is not a pack"),
+            std::string::npos)
+      << "named as Redis holds it, with its {} tag: " << pack.error().message();
   Batch lenient{"g", {}, {"g:ok", "g:bad", Second(kHourStart)}};
   lenient.non_counters_read_as_max = true;
   Result<std::vector<uint64_t>> seen = store().Apply(lenient);

@@ -368,7 +368,8 @@ std::string PackFold::Compacted() const {
 Result<std::vector<uint64_t>> ResolveReads(
     std::string_view server, const WireBatch& plan, std::span<const uint64_t> counters,
     std::span<const std::optional<std::string>> packs,
-    const std::function<void(size_t, const std::string&, const PackFold&)>& folded) {
+    const std::function<void(size_t, const std::string&, const PackFold&)>& folded,
+    const std::function<std::string(std::string_view)>& stored_name) {
   std::vector<std::optional<PackFold>> folds(plan.counters.reads.size());
   std::vector<uint64_t> values;
   values.reserve(plan.sources.size());
@@ -378,7 +379,8 @@ Result<std::vector<uint64_t>> ResolveReads(
     if (pack != nullptr && pack->has_value()) {
       std::optional<PackFold>& fold = folds[*source.pack];
       if (!fold) {
-        Result<PackFold> parsed = PackFold::Parse(plan.counters.reads[*source.pack], **pack);
+        const std::string& key = plan.counters.reads[*source.pack];
+        Result<PackFold> parsed = PackFold::Parse(stored_name ? stored_name(key) : key, **pack);
         if (!parsed.ok() && !plan.counters.non_counters_read_as_max) {
           return Error(parsed.error().code(),
                        fmt::format("{}: {}", server, parsed.error().message()));

@@ -550,7 +550,8 @@ struct RedisStore::Impl {
           AppendEvalSha(redis::CompactScript(), {key},
                         {std::to_string(pack.size()), redis::Sha1Hex(pack), *compact}, command);
           compactions.push_back(std::move(command));
-        });
+        },
+        [&](std::string_view key) { return redis::TaggedKey(batch.group, key); });
     if (values.ok() && !batch.guards.empty()) {
       values->push_back(reply.elements[0].integer == 1 ? 1 : 0);
     }

@@ -142,10 +142,13 @@ class PackFold {
 // get, `packs[i]` for a pack get (nullopt: missing), i indexing plan.counters.reads. Bytes that are
 // not a pack fail the batch (naming `server` and the key), or read as the largest value when the
 // batch reads non-counters so. `folded(i, bytes, fold)` hears of every pack folded (to compact it).
+// `stored_name(key)`, when given, is how errors name a key as the server holds it (Redis: with its
+// {group} tag).
 Result<std::vector<uint64_t>> ResolveReads(
     std::string_view server, const WireBatch& plan, std::span<const uint64_t> counters,
     std::span<const std::optional<std::string>> packs,
-    const std::function<void(size_t, const std::string&, const PackFold&)>& folded);
+    const std::function<void(size_t, const std::string&, const PackFold&)>& folded,
+    const std::function<std::string(std::string_view)>& stored_name = nullptr);
 
 // The compaction of `pack` (as read, folded into `fold`) when it is worth writing: it has at least
 // kCompactAfterRecords records and the compacted value is at most half its size.
