@@ -50,7 +50,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   void OnAccepted(tcp::socket socket);
   // Tells options.on_connection_event, if set.
   void Tell(ConnectionEvent event) const;
-  // At the cap: closes the connection idle longest to make room. False when none is idle.
+  // At the cap: closes the connection that has waited on its client longest (idle between
+  // requests, or sending one too slowly: a flood of partial requests cannot hold every slot).
+  // False when every connection is being answered.
   bool MakeRoom();
   // Connections open and not on their way out.
   size_t Staying() const { return open - leaving; }
@@ -220,22 +222,25 @@ class Session : public std::enable_shared_from_this<Session> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
   }
 
-  // Closes the connection if it is waiting for a request; one being answered closes after it.
+  // Closes the connection if it is waiting on its client (for a request, or for the rest of
+  // one); one being answered closes after it.
   void Shutdown() {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_) self->stream_.cancel();
+      if (self->idle_ || self->reading_) self->stream_.cancel();
     });
   }
 
-  // Waiting for a request since when; nullopt while a request is being read or answered, or once
-  // the connection was told to leave. Any thread.
-  std::optional<std::chrono::steady_clock::time_point> IdleSince() const {
-    if (!idle_ || leaving_) return std::nullopt;
+  // Waiting on its client since when (its last request answered, or it connected): while idle
+  // and while a request is still arriving; nullopt while one is answered, or once the connection
+  // was told to leave. Any thread.
+  std::optional<std::chrono::steady_clock::time_point> WaitingSince() const {
+    if (!(idle_ || reading_) || leaving_) return std::nullopt;
     return std::chrono::steady_clock::time_point(
         std::chrono::steady_clock::duration(idle_since_.load()));
   }
-  // Makes room for a new connection: closes this one if idle, or after the request it is
-  // answering. Counted in the server's `leaving` until it is gone. Any thread; once.
+  // Makes room for a new connection: closes this one if it waits on its client, or after the
+  // request it is answering. Counted in the server's `leaving` until it is gone. Any thread;
+  // once.
   void Leave() {
     if (leaving_.exchange(true)) return;
     ++server_->leaving;
@@ -245,24 +250,26 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void WaitForRequest() {
     if (server_->stopping || leaving_) return Close();
-    if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is here already
     idle_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is here already
     idle_ = true;
     // A new connection gets a short wait for its first byte; a kept-alive one the idle timeout.
     stream_.expires_after(answered_ ? server_->options.idle_timeout
                                     : server_->options.first_byte_timeout);
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->idle_ = false;
                               if (ec || self->server_->stopping || self->leaving_) {
+                                self->idle_ = false;
                                 return self->Close();
                               }
                               self->buffer_.commit(n);
                               self->ReadRequest();
+                              self->idle_ = false;  // reading_ set first: never neither
                             });
   }
 
   void ReadRequest() {
+    reading_ = true;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
@@ -273,6 +280,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRequest(beast::error_code ec) {
+    reading_ = false;
     const HttpServerOptions& o = server_->options;
     if (ec == http::error::header_limit) {
       return Write(
@@ -352,7 +360,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string peer_;                    // the client's address, empty when unknown
   bool answered_ = false;               // a request was answered: the connection is kept alive
   std::atomic<bool> idle_{false};       // waiting for a request (read by MakeRoom)
-  std::atomic<int64_t> idle_since_{0};  // steady_clock ticks, set before idle_
+  std::atomic<bool> reading_{false};    // a request is arriving, not yet whole (read by MakeRoom)
+  std::atomic<int64_t> idle_since_{0};  // steady_clock ticks, set before idle_ and reading_
   std::atomic<bool> leaving_{false};    // closed to make room (Leave)
 };
 
@@ -421,7 +430,7 @@ bool HttpServer::Impl::MakeRoom() {
   {
     std::lock_guard lock(mu);
     for (auto& [raw, weak] : sessions) {
-      const auto since = raw->IdleSince();
+      const auto since = raw->WaitingSince();
       if (!since || (oldest_since && *oldest_since <= *since)) continue;
       if (std::shared_ptr<Session> s = weak.lock()) {
         oldest = std::move(s);

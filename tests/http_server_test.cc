@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
@@ -248,6 +249,41 @@ TEST_F(HttpServerTest, AtTheCapANewConnectionTakesThePlaceOfTheOneIdleLongest) {
   EXPECT_LE(server_->connections(), 2u);
   EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 1);
   EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 0);
+}
+
+// A flood of connections that each send one byte and wait cannot hold every slot: at the cap, the
+// connection that has waited on its client longest (a partial request included) makes room, and
+// every client that sends its request whole is answered. One being answered is never closed.
+TEST_F(HttpServerTest, PartialRequestsCannotLockOutClientsThatSendWholeOnes) {
+  HttpServerOptions options;
+  options.max_connections = 8;
+  options.request_timeout = std::chrono::seconds{30};  // longer than the test: no timeout helps
+  HeldAnswers held;
+  std::atomic<bool> hold{true};
+  Start(options, [&](HttpRequest request, HttpResponder respond) {
+    if (request.target() == "/held" && hold) return held.Handler()(std::move(request), respond);
+    respond(HttpResponse(HttpStatus::kOk));
+  });
+  RawClient busy(port());  // being answered all along
+  ASSERT_TRUE(busy.Send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n"));
+  for (int i = 0; i < 100 && held.held() == 0; ++i) std::this_thread::sleep_for(milliseconds{10});
+  ASSERT_EQ(held.held(), 1u);
+  std::deque<RawClient> flood;
+  int answered = 0;
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(flood.emplace_back(port()).Send("G"));
+    }
+    RawClient client(port());
+    if (client.Exchange(kGet).rfind("HTTP/1.1 200", 0) == 0) ++answered;
+  }
+  EXPECT_EQ(answered, 40) << "clients sending whole requests were refused during the flood";
+  EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 0);
+  EXPECT_GT(Told(ConnectionEvent::kMadeRoom), 150);
+  hold = false;
+  held.AnswerAll();
+  EXPECT_NE(busy.ReadUntilClosed(milliseconds{500}).find("200 OK"), std::string::npos)
+      << "the connection being answered was closed to make room";
 }
 
 TEST_F(HttpServerTest, IdleConnectionsCannotLockOutANewClient) {
