@@ -11,12 +11,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
 
+#include "hourglass/descriptor_budget.h"
 #include "hourglass/spare_descriptor.h"
 
 namespace hourglass {
@@ -94,6 +96,8 @@ struct GrpcListener::Impl {
   }
   void Forget(int watch);
   size_t Staying() const { return watched.size() - leaving; }
+  // Connections closed to make room whose descriptors gRPC has not let go of yet, at most.
+  size_t MaxLeaving() const { return GrpcMaxLeaving(options.max_connections); }
 
   GrpcListenerOptions options;
   grpc::Server& server;
@@ -107,6 +111,7 @@ struct GrpcListener::Impl {
   std::unordered_map<int, bool> watched;
   size_t leaving = 0;
   std::atomic<size_t> open{0};  // watched.size(), for other threads
+  std::atomic<size_t> most{0};  // the largest `open` so far
   std::thread thread;
 };
 
@@ -159,7 +164,7 @@ void GrpcListener::Impl::AcceptAll() {
       return;
     }
     if (Staying() >= options.max_connections) {
-      const bool room = MakeRoom();
+      const bool room = leaving < MaxLeaving() && MakeRoom();
       Tell(room ? ConnectionEvent::kMadeRoom : ConnectionEvent::kRefusedBusy);
       if (!room) {
         close(fd);
@@ -183,6 +188,7 @@ void GrpcListener::Impl::HandOver(int fd) {
   }
   watched.emplace(watch, false);
   open = watched.size();
+  if (watched.size() > most) most = watched.size();
   grpc::AddInsecureChannelFromFd(&server, fd);
 }
 
@@ -245,5 +251,7 @@ GrpcListener::~GrpcListener() {
 uint16_t GrpcListener::port() const { return impl_->port; }
 
 size_t GrpcListener::connections() const { return impl_->open; }
+
+size_t GrpcListener::most_connections() const { return impl_->most; }
 
 }  // namespace hourglass

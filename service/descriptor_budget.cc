@@ -24,8 +24,8 @@ DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs) {
   plan.http = needs.http;
   plan.grpc = needs.grpc;
   const size_t fixed = needs.store + kDescriptorOverhead;
-  const size_t wanted = needs.http + needs.grpc;
-  const size_t listeners = needs.grpc > 0 ? 2 : 1;
+  const size_t wanted = needs.http + GrpcDescriptors(needs.grpc);
+  const size_t listeners = needs.grpc > 0 ? 1 + GrpcDescriptors(1) : 1;
   if (limit < fixed + listeners) {
     plan.fits = false;
     plan.warnings.push_back(
@@ -37,10 +37,15 @@ DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs) {
   }
   if (fixed + wanted <= limit) return plan;
   const size_t room = limit - fixed;
-  // In proportion to what was asked, each at least 1.
+  // In proportion to the descriptors asked, each cap at least 1.
   plan.http = std::max<size_t>(1, room * needs.http / wanted);
-  plan.grpc = needs.grpc == 0 ? 0 : std::max<size_t>(1, room - plan.http);
-  plan.http = std::min(plan.http, room - (needs.grpc == 0 ? 0 : plan.grpc));
+  if (needs.grpc > 0) {
+    const size_t grpc_room = room > plan.http ? room - plan.http : 0;
+    plan.grpc = std::max<size_t>(1, grpc_room / 2 * 8 / 9);  // 2 (cap + cap / 8) fits
+    while (plan.grpc > 1 && GrpcDescriptors(plan.grpc) > grpc_room) --plan.grpc;
+    plan.http =
+        std::max<size_t>(1, std::min(plan.http, room - std::min(room, GrpcDescriptors(plan.grpc))));
+  }
   const auto lowered = [&](std::string_view flag, size_t from, size_t to) {
     plan.warnings.push_back(fmt::format(
         "{} lowered from {} to {}: the open file limit is {}, and the store keeps {} and the "

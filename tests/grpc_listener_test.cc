@@ -136,6 +136,23 @@ TEST_F(GrpcListenerTest, SilentConnectionsAtTheCapMakeRoomForARealClient) {
       << "each connection refused or closed to make room is told";
 }
 
+// A burst of connections far over the cap, each making room as soon as it may: the connections
+// closed to make room but not yet let go of by gRPC are bounded too, so the process's descriptors
+// stay near the cap however fast the burst comes, and a real client is served meanwhile.
+TEST_F(GrpcListenerTest, ABurstOfConnectionsStaysWithinTheCapAndThoseLeaving) {
+  Start(16, milliseconds{0});
+  std::vector<std::unique_ptr<SilentConnections>> bursts;
+  for (int i = 0; i < 10; ++i) {
+    bursts.push_back(std::make_unique<SilentConnections>(listener_->port(), 200));
+    ASSERT_EQ(bursts.back()->opened(), 200u);
+  }
+  EXPECT_TRUE(ConnectionsFallTo(16)) << "gRPC let go of those closed to make room";
+  EXPECT_EQ(Call(), grpc::StatusCode::UNIMPLEMENTED) << "a real client was locked out";
+  EXPECT_LE(listener_->most_connections(), 16u + 4u)
+      << "connections handed over at once (closing ones included), over a cap of 16";
+  EXPECT_GE(Told(ConnectionEvent::kMadeRoom) + Told(ConnectionEvent::kRefusedBusy), 1900);
+}
+
 TEST_F(GrpcListenerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
   Start(2, milliseconds{60'000});
   SilentConnections two(listener_->port(), 2);

@@ -10,6 +10,10 @@
 //
 // Connections are watched through a duplicate of their descriptor: gRPC's close shows as a hang-up
 // on it, and the duplicate is closed then. So a connection costs this process two descriptors.
+// A connection closed to make room holds its descriptors until gRPC lets go of it: at most
+// max_connections / 8 (at least 4) may be on their way out at once, and a new connection beyond
+// that is closed at once, so a burst of connections cannot take the process's descriptors while
+// gRPC is busy with it.
 //
 // Thread-safety: connections() may be called from any thread; the listener runs on its own.
 #pragma once
@@ -47,8 +51,10 @@ class GrpcListener {
   GrpcListener& operator=(const GrpcListener&) = delete;
 
   uint16_t port() const;
-  // Connections handed to the server and not closed yet.
+  // Connections handed to the server and not closed yet (those on their way out included).
   size_t connections() const;
+  // The most connections() has been since the listener started.
+  size_t most_connections() const;
 
   struct Impl;
 
