@@ -222,11 +222,11 @@ class Session : public std::enable_shared_from_this<Session> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
   }
 
-  // Closes the connection if it is waiting on its client (for a request, or for the rest of
-  // one); one being answered closes after it.
+  // Closes the connection if it is waiting for a request; one being read or answered closes
+  // after it is answered (a stop drains requests in flight).
   void Shutdown() {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_ || self->reading_) self->stream_.cancel();
+      if (self->idle_) self->stream_.cancel();
     });
   }
 
@@ -238,13 +238,16 @@ class Session : public std::enable_shared_from_this<Session> {
     return std::chrono::steady_clock::time_point(
         std::chrono::steady_clock::duration(idle_since_.load()));
   }
-  // Makes room for a new connection: closes this one if it waits on its client, or after the
-  // request it is answering. Counted in the server's `leaving` until it is gone. Any thread;
-  // once.
+  // Makes room for a new connection: closes this one if it waits on its client (idle, or its
+  // request still arriving), or after the request it is answering. Counted in the server's
+  // `leaving` until it is gone. Any thread; once.
   void Leave() {
     if (leaving_.exchange(true)) return;
     ++server_->leaving;
-    Shutdown();
+    // A request still arriving is dropped too: the client that sends it so slowly gives way.
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->idle_ || self->reading_) self->stream_.cancel();
+    });
   }
 
  private:
