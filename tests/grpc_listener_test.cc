@@ -142,15 +142,21 @@ TEST_F(GrpcListenerTest, SilentConnectionsAtTheCapMakeRoomForARealClient) {
 TEST_F(GrpcListenerTest, ABurstOfConnectionsStaysWithinTheCapAndThoseLeaving) {
   Start(16, milliseconds{0});
   std::vector<std::unique_ptr<SilentConnections>> bursts;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 5; ++i) {
     bursts.push_back(std::make_unique<SilentConnections>(listener_->port(), 200));
     ASSERT_EQ(bursts.back()->opened(), 200u);
   }
+  // Every connection of the burst accepted (each beyond the cap told), and gRPC has let go of
+  // those closed to make room: a new client then makes room, however slowly that went.
+  const auto told = [&] {
+    return Told(ConnectionEvent::kMadeRoom) + Told(ConnectionEvent::kRefusedBusy);
+  };
+  for (int i = 0; i < 500 && told() < 1000 - 16; ++i) std::this_thread::sleep_for(milliseconds{20});
+  EXPECT_GE(told(), 1000 - 16);
   EXPECT_TRUE(ConnectionsFallTo(16)) << "gRPC let go of those closed to make room";
-  EXPECT_EQ(Call(), grpc::StatusCode::UNIMPLEMENTED) << "a real client was locked out";
   EXPECT_LE(listener_->most_connections(), 16u + 4u)
       << "connections handed over at once (closing ones included), over a cap of 16";
-  EXPECT_GE(Told(ConnectionEvent::kMadeRoom) + Told(ConnectionEvent::kRefusedBusy), 1900);
+  EXPECT_EQ(Call(), grpc::StatusCode::UNIMPLEMENTED) << "a real client was locked out";
 }
 
 TEST_F(GrpcListenerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {

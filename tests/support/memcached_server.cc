@@ -8,8 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
+#include <random>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -55,16 +58,25 @@ std::string FindMemcached() {
 }  // namespace
 
 int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
+  // Below the kernel's ephemeral range (ip_local_port_range, 32768 and up here): a port the
+  // kernel picked there could be taken as a client's local port by another test's connections
+  // (a flood of thousands) before the server binds it.
+  constexpr int kLow = 10000, kHigh = 32767;
+  static std::atomic<unsigned> calls{0};
+  std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u + calls++ * 104729u +
+                   static_cast<unsigned>(time(nullptr)));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = kLow + static_cast<int>(rng() % (kHigh - kLow + 1));
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 0;
 }
 
 MemcachedServer::MemcachedServer(std::string host, int megabytes)
