@@ -83,6 +83,18 @@ uint64_t MissingToday(const ReadPlan& plan, std::span<const Span> spans,
   return internal::MissingHits(plan.Pieces(whole, read.values), today, *read.ledger);
 }
 
+// Marks `once`'s id settled in `group` (one round trip): true the first time, false when it was
+// marked before.
+Result<bool> MarkSettled(Store& store, const std::string& group, const Engine::Once& once) {
+  if (once.id.empty() || once.id.size() > 64 || once.keep < Seconds{1}) {
+    return InvalidArgument("a settlement's id is 1 to 64 bytes, kept 1 s or more");
+  }
+  const std::string key = KeySpace::SettledKey(group, once.id);
+  Result<std::vector<uint64_t>> mark = store.Apply(Batch{group, {{key, 1, once.keep}}, {key}});
+  if (!mark.ok()) return mark.error();
+  return !mark->empty() && mark->front() == 1;
+}
+
 }  // namespace
 
 namespace internal {
@@ -222,20 +234,15 @@ Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_vi
       return s.error();
     }
   }
-  Cost marked;
+  Cost spent;
   if (once) {
-    if (once->id.empty() || once->id.size() > 64 || once->keep < Seconds{1}) {
-      return InvalidArgument("a settlement's id is 1 to 64 bytes, kept 1 s or more");
-    }
-    const std::string key = KeySpace::SettledKey(*group, once->id);
     // The mark first: a failure after it leaves the charge as it was, never counted twice.
-    Result<std::vector<uint64_t>> mark =
-        core_->store->Apply(Batch{*group, {{key, 1, once->keep}}, {key}});
-    if (!mark.ok()) return mark.error();
-    if (mark->empty() || mark->front() != 1) return Settlement{0, true, Cost{1, 1, 1}};
-    marked = Cost{1, 1, 1};
+    Result<bool> first = MarkSettled(*core_->store, *group, *once);
+    if (!first.ok()) return first.error();
+    spent = Cost{1, 1, 1};
+    if (!*first) return Settlement{0, true, spent};
   }
-  if (delta == 0) return Settlement{0, false, marked};
+  if (delta == 0) return Settlement{0, false, spent};
   const int64_t t = ToUnix(at);
   Batch batch{*group, core_->keys.HitIncrements(*group, t, delta), {}};
   core_->AnnounceIfSettled(batch, t, now);
@@ -244,9 +251,8 @@ Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_vi
   Result<std::vector<uint64_t>> applied = core_->store->Apply(batch);
   core_->ForgetCachedIfSettled(*group, t, now);
   if (!applied.ok()) return applied.error();
-  return Settlement{delta, false,
-                    Cost{marked.keys_written + batch.increments.size(), marked.keys_read,
-                         marked.round_trips + 1}};
+  spent += Cost{batch.increments.size(), 0, 1};
+  return Settlement{delta, false, spent};
 }
 
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
