@@ -224,11 +224,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Closes the connection if it is waiting for a request; one being read or answered closes
   // after it is answered (a stop drains requests in flight).
-  void Shutdown() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_) self->stream_.cancel();
-    });
-  }
+  void Shutdown() { CancelWaiting(/*arriving_too=*/false); }
 
   // Waiting on its client since when (its last request answered, or it connected): while idle
   // and while a request is still arriving; nullopt while one is answered, or once the connection
@@ -236,7 +232,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<std::chrono::steady_clock::time_point> WaitingSince() const {
     if (!(idle_ || reading_) || leaving_) return std::nullopt;
     return std::chrono::steady_clock::time_point(
-        std::chrono::steady_clock::duration(idle_since_.load()));
+        std::chrono::steady_clock::duration(waiting_since_.load()));
   }
   // Makes room for a new connection: closes this one if it waits on its client (idle, or its
   // request still arriving), or after the request it is answering. Counted in the server's
@@ -245,15 +241,21 @@ class Session : public std::enable_shared_from_this<Session> {
     if (leaving_.exchange(true)) return;
     ++server_->leaving;
     // A request still arriving is dropped too: the client that sends it so slowly gives way.
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_ || self->reading_) self->stream_.cancel();
-    });
+    CancelWaiting(/*arriving_too=*/true);
   }
 
  private:
+  // Cancels, on the connection's strand, its wait for a request (and with `arriving_too`, the
+  // reading of one not yet whole): the connection then closes.
+  void CancelWaiting(bool arriving_too) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), arriving_too] {
+      if (self->idle_ || (arriving_too && self->reading_)) self->stream_.cancel();
+    });
+  }
+
   void WaitForRequest() {
     if (server_->stopping || leaving_) return Close();
-    idle_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    waiting_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
     if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is here already
     idle_ = true;
     // A new connection gets a short wait for its first byte; a kept-alive one the idle timeout.
@@ -360,12 +362,12 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_{16 * 1024};
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string peer_;                    // the client's address, empty when unknown
-  bool answered_ = false;               // a request was answered: the connection is kept alive
-  std::atomic<bool> idle_{false};       // waiting for a request (read by MakeRoom)
-  std::atomic<bool> reading_{false};    // a request is arriving, not yet whole (read by MakeRoom)
-  std::atomic<int64_t> idle_since_{0};  // steady_clock ticks, set before idle_ and reading_
-  std::atomic<bool> leaving_{false};    // closed to make room (Leave)
+  std::string peer_;                  // the client's address, empty when unknown
+  bool answered_ = false;             // a request was answered: the connection is kept alive
+  std::atomic<bool> idle_{false};     // waiting for a request (read by MakeRoom)
+  std::atomic<bool> reading_{false};  // a request is arriving, not yet whole (read by MakeRoom)
+  std::atomic<int64_t> waiting_since_{0};  // steady_clock ticks, set before idle_ and reading_
+  std::atomic<bool> leaving_{false};       // closed to make room (Leave)
 };
 
 bool OutOfDescriptors(const beast::error_code& ec) {
