@@ -160,8 +160,8 @@ TEST_F(TopCommandTest, AFeaturesControlBytesAreSpelledOutNotWrittenToTheTerminal
   for (int i = 0; i < 3; ++i) {
     client.Post("/v1/check", json{{"event", "signup"}, {"feature", hostile}}.dump());
   }
-  const testing::ProcessResult r =
-      Top({"--service", Services(a->port(), a->port()), "--event", "signup", "--by", "hits", "--once"});
+  const testing::ProcessResult r = Top(
+      {"--service", Services(a->port(), a->port()), "--event", "signup", "--by", "hits", "--once"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* raw : {"\r", "\x1b", "\xe2\x80\xae"}) {
     EXPECT_EQ(r.out.find(raw), std::string::npos) << DisplayText(r.out);
