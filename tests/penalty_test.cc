@@ -57,6 +57,32 @@ class PenaltyTest : public ::testing::TestWithParam<Config> {
     return std::move(*engine);
   }
 
+  // Each limit's count is the window's (`truth`, this hit included if it stays), within
+  // [count_min, count] when inexact. A decision read from the store during a block (not answered
+  // by the blocked-client cache) is exact: the block settles the decision, not the figures.
+  static void ExpectFiguresDescribeTheWindows(const Decision& d, std::vector<uint64_t> truth,
+                                              bool blocked, bool attempts) {
+    ASSERT_EQ(d.limits.size(), truth.size());
+    for (size_t i = 0; i < truth.size(); ++i) {
+      const LimitOutcome& o = d.limits[i];
+      SCOPED_TRACE(::testing::Message() << "limit " << o.limit.ToString());
+      if (blocked && d.cost.blocked_hits == 0) {
+        EXPECT_TRUE(o.exact) << "read from the store";
+      }
+      if (o.exact) {
+        EXPECT_EQ(o.count, truth[i]);
+        EXPECT_EQ(o.exceeded,
+                  truth[i] > o.limit.max_hits || (!d.recorded && truth[i] + 1 > o.limit.max_hits));
+      } else {
+        EXPECT_LE(o.count_min, truth[i]);
+        // The blocked-client cache cannot see attempts other processes recorded since.
+        if (d.cost.blocked_hits == 0 || !attempts) {
+          EXPECT_GE(o.count, truth[i]);
+        }
+      }
+    }
+  }
+
   // A random trace of checks of two features from two engines against the model; every few
   // steps a count, a BlockedUntil and now and then a reset. Returns how many checks a block
   // denied (the trace must reach some).
@@ -105,6 +131,8 @@ class PenaltyTest : public ::testing::TestWithParam<Config> {
         EXPECT_EQ(d->blocked_until, std::nullopt);
       }
       if (d->allowed || mode == CountingMode::kAttempts) m.log.Add(t);
+      ExpectFiguresDescribeTheWindows(*d, {m.log.Window(t, 60), m.log.Window(t, 3600)}, was_blocked,
+                                      mode == CountingMode::kAttempts);
       if (rng() % 5 != 0) continue;
       harness_->store().Flush();  // take-backs and strikes are sent without waiting
       const Engine& reader = engines[rng() % 2];

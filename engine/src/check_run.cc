@@ -295,7 +295,7 @@ void CheckRun::Absorb(Result<BucketRead> read) {
         KeySpace::BlockedUntil(policy_.block_for, second_, read->extras[0], read->extras[1]);
     penalty_to_read_.reset();
   }
-  if (blocked_until_) return Judged();  // denied whatever the counts: no further read
+  if (blocked_until_) return AfterPenalty();
   if (step_ == Step::kBounds) return AfterBounds();
   AfterExact();
 }
@@ -328,6 +328,16 @@ void CheckRun::AfterBounds() {
   } else {
     step_ = Step::kExact;
   }
+}
+
+void CheckRun::AfterPenalty() {
+  // Denied whatever the counts; the figures still describe the windows: bounds that do not
+  // settle a window are followed by its exact cover (the hit, if written, is taken back later).
+  if (step_ == Step::kBounds && tally_.lower != tally_.upper) {
+    step_ = Step::kExact;
+    return;
+  }
+  Judged();
 }
 
 void CheckRun::AfterExact() {

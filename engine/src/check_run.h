@@ -150,6 +150,8 @@ class CheckRun {
   // The next step after the bounds were read, and after the exact cover was.
   void AfterBounds();
   void AfterExact();
+  // The next step once a penalty is known to block the feature.
+  void AfterPenalty();
   // After the counts are read: judges, and refines the retry time of a denial.
   void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.

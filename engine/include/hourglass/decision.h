@@ -39,7 +39,9 @@ struct Cost {
 struct LimitOutcome {
   Limit limit;
   // Hits in the window, including this one if it was recorded. When `exact` is false the
-  // decision was settled by bounds: the true count lies in [count_min, count].
+  // decision was settled by bounds: the true count lies in [count_min, count]; or it was answered
+  // by the blocked-client cache (Cost::blocked_hits) from the decision that blocked the client,
+  // whose count, in attempts mode, misses the attempts other processes recorded since.
   uint64_t count = 0;
   uint64_t remaining = 0;  // max_hits - count, floored at 0
   bool exceeded = false;   // this hit did not fit under this limit
