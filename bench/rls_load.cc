@@ -1,7 +1,8 @@
 // rls_load: a load driver for Envoy's RateLimitService/ShouldRateLimit, built from the upstream
 // definitions like an Envoy would be. It keeps --concurrency requests in flight on one channel
 // for --seconds, each asking for one client address of the real log at random under every
-// --key, and prints one JSON line: requests, seconds, rps, p50_us, p99_us, over_limit, errors.
+// --key, and prints one JSON line: requests, seconds, rps, p50_us, p99_us, max_us, over_limit,
+// errors.
 //   rls_load --target 127.0.0.1:8081 --domain bench --key per_second --key per_day --log LOG
 #include <grpcpp/grpcpp.h>
 
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
             << ",\"rps\":" << static_cast<double>(n) / elapsed
             << ",\"p50_us\":" << Percentile(totals.latencies_us, 50)
             << ",\"p99_us\":" << Percentile(totals.latencies_us, 99)
+            << ",\"max_us\":" << (n == 0 ? 0 : totals.latencies_us.back())
             << ",\"over_limit\":" << totals.over_limit << ",\"errors\":" << totals.errors << "}\n";
   return totals.errors == 0 ? 0 : 1;
 }
