@@ -1,6 +1,8 @@
 // What memcached's evictions do to decisions: a real server of 8 MB, filled by another tenant
 // until it evicts a feature's buckets of earlier today while its day ledger, read by every check,
 // stays. The check after that says its data was lost and still counts the lost hits in the day.
+// And what a full server that evicts nothing (-M) does: it refuses, and forgets nothing.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -71,6 +73,55 @@ TEST_P(EvictionTest, AFeatureWhoseEarlierHoursWereEvictedIsDeniedAsDegraded) {
   ASSERT_EQ(d->limits.size(), 2u);
   EXPECT_EQ(d->limits[1].count, 90u);
   EXPECT_TRUE(d->limits[1].exceeded);
+}
+
+// A memcached run with -M evicts nothing: full, it refuses to store rather than forget. A check
+// that needs a new item is then degraded, named as a full store with the fix, and answered per
+// its failure mode; the counts it held are all still there. Counters only: an append memcached
+// refuses for want of memory unlinks the item it would have grown, so the packed layout's pack
+// is lost (the README's known limits).
+class FullServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(full_.running()) << full_.error();
+    MemcachedOptions options;
+    options.servers = {full_.address()};
+    options.layout = MemcachedLayout::kCounters;
+    store_ = std::move(*MemcachedStore::Create(options));
+  }
+  Engine Fresh() { return *Engine::Create(*store_, clock_, EngineOptions{}); }
+
+  testing::MemcachedServer full_{"127.0.0.1", 8, {"-M"}};
+  std::unique_ptr<MemcachedStore> store_;
+  ManualClock clock_{FromUnix(kNow)};
+};
+
+TEST_F(FullServerTest, ACheckOnAFullServerIsAStoreFullErrorAndForgetsNothing) {
+  const Policy closed = {*ParseLimits("3/m"), CountingMode::kAdmitted, FailureMode::kFailClosed};
+  const Policy open = {*ParseLimits("3/m"), CountingMode::kAdmitted, FailureMode::kFailOpen};
+  ASSERT_TRUE(Fresh().Record("signup", "victim", 3, FromUnix(kNow - 30)).ok());
+  ASSERT_TRUE(full_.Fill(300000, "hg:signup:tenant:"));  // more than 8 MB hold
+  ASSERT_EQ(full_.Stat("evictions"), 0) << "-M: nothing evicted";
+
+  Result<Decision> d = Fresh().Check("signup", "victim", closed);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->degraded);
+  EXPECT_FALSE(d->allowed) << "fail closed";
+  ASSERT_TRUE(d->store_error.has_value());
+  EXPECT_EQ(d->store_error->code(), ErrorCode::kStoreFull) << d->store_error->ToString();
+  EXPECT_THAT(d->store_error->message(), ::testing::HasSubstr(full_.address()));
+  EXPECT_THAT(d->store_error->message(), ::testing::HasSubstr("-M"));
+  EXPECT_THAT(d->store_error->message(), ::testing::HasSubstr("give it more memory"));
+  d = Fresh().Check("signup", "newcomer", open);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->degraded && d->allowed) << "fail open";
+  EXPECT_EQ(d->store_error->code(), ErrorCode::kStoreFull);
+
+  const std::vector<Window> minute = {*Window::Sliding(Seconds{60})};
+  Result<Counts> counts = Fresh().Count("signup", "victim", minute);
+  ASSERT_TRUE(counts.ok()) << counts.error().ToString();
+  EXPECT_EQ(counts->windows[0].count, 3u) << "refused, not forgotten";
+  EXPECT_EQ(counts->missing, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, EvictionTest,

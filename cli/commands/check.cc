@@ -56,7 +56,8 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   if (d.degraded && d.store_error->code() == ErrorCode::kDataLoss) {
     std::fprintf(stderr, "hourglass: warning: %s\n", d.store_error->message().c_str());
   } else if (d.degraded) {
-    std::fprintf(stderr, "hourglass: store unreachable, decision per policy (fail %s): %s\n",
+    std::fprintf(stderr, "hourglass: store failed (%s), decision per policy (fail %s): %s\n",
+                 std::string(ErrorCodeName(d.store_error->code())).c_str(),
                  std::string(FailureModeName(policy.on_store_failure)).c_str(),
                  d.store_error->message().c_str());
     return kUnavailable;

@@ -176,12 +176,30 @@ Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out) 
   }
 }
 
+bool IsOutOfMemory(std::string_view line) {
+  // memcached 1.6 says "SERVER_ERROR Out of memory allocating new item" (an autovivified count)
+  // or "SERVER_ERROR out of memory storing object" (a set).
+  constexpr std::string_view kPrefix = "SERVER_ERROR ", kWhat = "out of memory";
+  if (!line.starts_with(kPrefix) || line.size() < kPrefix.size() + kWhat.size()) return false;
+  const std::string_view what = line.substr(kPrefix.size(), kWhat.size());
+  return std::equal(what.begin(), what.end(), kWhat.begin(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == b;
+  });
+}
+
 Error LineError(std::string_view server, std::string_view line) {
   if (line == "ERROR") {
     return Error(ErrorCode::kInternal,
                  fmt::format("{}: the server does not understand a meta command (ma/md/mn); "
                              "hourglass needs memcached >= 1.6",
                              server));
+  }
+  if (IsOutOfMemory(line)) {
+    return Error(ErrorCode::kStoreFull,
+                 fmt::format("{}: memcached is full and evicts nothing (-M), so it refused a new "
+                             "count (\"{}\"); give it more memory (-m) or add servers; checks "
+                             "answer per their failure mode meanwhile",
+                             server, line.substr(0, std::min<size_t>(line.size(), 200))));
   }
   const ErrorCode code =
       line.starts_with("SERVER_ERROR") ? ErrorCode::kUnavailable : ErrorCode::kInternal;

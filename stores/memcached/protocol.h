@@ -58,7 +58,11 @@ std::string BuildDeleteRequest(std::span<const std::string> keys,
 // caller's). An error return leaves the connection out of step: the caller drops it.
 Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out);
 
-// What an answer line other than the expected ones means, naming `server`.
+// Whether `line` is memcached's refusal to store for want of memory (run with -M, full).
+bool IsOutOfMemory(std::string_view line);
+
+// What an answer line other than the expected ones means, naming `server`: kStoreFull for a
+// full memcached that evicts nothing, kUnavailable for another SERVER_ERROR, else kInternal.
 Error LineError(std::string_view server, std::string_view line);
 
 // LineError, or for memcached's refusal to increment a value that is not a counter, an error

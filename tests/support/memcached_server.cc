@@ -79,8 +79,9 @@ int FreeLoopbackPort() {
   return 0;
 }
 
-MemcachedServer::MemcachedServer(std::string host, int megabytes)
-    : host_(std::move(host)), megabytes_(megabytes) {
+MemcachedServer::MemcachedServer(std::string host, int megabytes,
+                                 std::vector<std::string> extra_args)
+    : host_(std::move(host)), megabytes_(megabytes), extra_args_(std::move(extra_args)) {
   for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
     port_ = FreeLoopbackPort();
     Start();
@@ -100,6 +101,7 @@ bool MemcachedServer::Start() {
   std::vector<std::string> args = {
       binary, "-l",  host_, "-p", port, "-U", "0", "-t", "2", "-m", std::to_string(megabytes_),
       "-c",   "4096"};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   if (geteuid() == 0) {
     args.push_back("-u");
     args.push_back("root");

@@ -11,14 +11,17 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace hourglass::testing {
 
 class MemcachedServer {
  public:
   // Starts memcached on `host` ("127.0.0.1" or "::1") and a free port (as root with -u root),
-  // with `megabytes` of memory for items (-m; memcached's least is 8).
-  explicit MemcachedServer(std::string host = "127.0.0.1", int megabytes = 256);
+  // with `megabytes` of memory for items (-m; memcached's least is 8) and `extra_args` (e.g.
+  // "-M": no eviction, a full server refuses to store).
+  explicit MemcachedServer(std::string host = "127.0.0.1", int megabytes = 256,
+                           std::vector<std::string> extra_args = {});
   ~MemcachedServer();
   MemcachedServer(const MemcachedServer&) = delete;
   MemcachedServer& operator=(const MemcachedServer&) = delete;
@@ -61,6 +64,7 @@ class MemcachedServer {
   std::string host_;
   int port_ = 0;
   int megabytes_ = 256;
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   std::string error_;
 };
