@@ -110,6 +110,10 @@ bool CheckRun::AnswerBlocked() {
   blocked_key_ = BlockedKey(group_, policy_);
   blocked_epoch_ = core_.blocked->Epoch(blocked_key_);  // before any read of the store
   std::optional<BlockedCache::Entry> entry = core_.blocked->Get(blocked_key_, t_, hits_);
+  if (entry && LostSince(entry->decided_at)) {
+    core_.blocked->Erase(blocked_key_);  // the counts that blocked the client may be gone
+    entry.reset();
+  }
   if (!entry) {
     // Denied at its last check, perhaps still: in admitted mode, read first and write only once
     // it fits, so that denied attempts leave nothing in the store.
@@ -387,7 +391,7 @@ bool CheckRun::UndoesHit(bool request_denied) const {
 
 bool CheckRun::Strikes() const {
   return penalized_ && !failed_ && mode_ != Mode::kPeek && mode_ != Mode::kBlocked &&
-         !blocked_until_ && !decision_.allowed;
+         !blocked_until_ && !decision_.allowed && !loss_denied_;
 }
 
 std::optional<TakeBackIntent> CheckRun::TakeBack(bool request_denied) {
@@ -421,6 +425,17 @@ Decision CheckRun::Finish() {
                     "{})",
                     missing_, group_, FailureModeName(policy_.on_store_failure)));
   }
+  if (loss_ && !decision_.store_error) {
+    decision_.degraded = true;
+    decision_.store_error =
+        Error(ErrorCode::kDataLoss,
+              fmt::format("{}: the counts it held before are lost, so windows reaching back before "
+                          "it count only what came after ({} on data loss)",
+                          loss_->Describe(),
+                          DataLossMode(policy_) == FailureMode::kFailClosed
+                              ? "denied while they do: closed"
+                              : "decided on what is left: open"));
+  }
   const std::optional<Seconds> earliest = FillRetryAfter();
   if (!decision_.allowed && mode_ != Mode::kPeek) RememberBlocked(earliest);
   return std::move(decision_);
@@ -442,6 +457,32 @@ void CheckRun::Judge() {
   }
   decision_.allowed = fits && !blocked_until_;
   decision_.blocked_until = blocked_until_;
+  JudgeLoss(fits);
+}
+
+bool CheckRun::LostSince(Instant t) const {
+  const StoreLosses* losses = core_.options.losses;
+  return losses != nullptr && losses->any() &&
+         losses->Since(core_.store->ServersOf(group_), ToUnix(t)).has_value();
+}
+
+void CheckRun::JudgeLoss(bool limits_fit) {
+  const StoreLosses* losses = core_.options.losses;
+  if (losses == nullptr || !losses->any() || spans_.empty()) return;
+  int64_t first = spans_.front().first;
+  for (const Span& span : spans_) first = std::min(first, span.first);
+  loss_ = losses->Since(core_.store->ServersOf(group_), first);
+  if (!loss_) return;
+  const int64_t lost_before = ToUnix(loss_->at);
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (spans_[i].first >= lost_before) continue;
+    decision_.limits[i].exact = false;  // the count is what the server kept
+    loss_wait_ = std::max(loss_wait_, Seconds{lost_before - spans_[i].first});
+  }
+  if (DataLossMode(policy_) == FailureMode::kFailClosed && decision_.allowed) {
+    decision_.allowed = false;
+    loss_denied_ = limits_fit;
+  }
 }
 
 void CheckRun::TookBack(const TakeBackIntent& intent, bool sent) {
@@ -476,6 +517,10 @@ std::optional<Seconds> CheckRun::FillRetryAfter() {
       earliest = Later(earliest, EarliestRetry(outcome.limit, t_, hits_, tally_.lower_pieces[i]));
     }
   }
+  if (loss_denied_) {  // until the loss has left every window: certain
+    decision_.retry_after = Later(decision_.retry_after, loss_wait_);
+    earliest = Later(earliest, loss_wait_);
+  }
   if (decision_.blocked_until) {  // the block's end is certain, and never early
     const Seconds block = *decision_.blocked_until - t_;
     decision_.retry_after = Later(decision_.retry_after, block);
@@ -487,7 +532,7 @@ std::optional<Seconds> CheckRun::FillRetryAfter() {
 void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
   // Without an epoch read before the store was (AnswerBlocked not asked), a reset meanwhile
   // could not be told: nothing is cached.
-  if (core_.blocked == nullptr || !live() || !rememberable_ || !blocked_epoch_ ||
+  if (core_.blocked == nullptr || !live() || !rememberable_ || !blocked_epoch_ || loss_ ||
       (earliest && *earliest <= Seconds{0})) {
     return;
   }

@@ -156,6 +156,11 @@ class CheckRun {
   void Judged();
   // Per limit, the outcome from the tally; decision_.allowed.
   void Judge();
+  // Per limit, whether its window reaches back before a loss on the feature's servers (loss_);
+  // a policy that fails closed on data loss denies.
+  void JudgeLoss(bool limits_fit);
+  // Whether a server of the feature told of a loss after `t`.
+  bool LostSince(Instant t) const;
   // Whether every window fits its limit by its upper bound, and whether one is over it by its
   // lower bound, counting the hit where the reads left it out.
   bool AllFit() const;
@@ -216,6 +221,9 @@ class CheckRun {
   uint64_t missing_ = 0;  // today's hits the store lost, as the last read saw (0: no ledger)
   std::optional<KeySpace::PenaltyKeys> penalty_to_read_;
   std::optional<Instant> blocked_until_;  // the penalty keys read block the check until then
+  std::optional<StoreLoss> loss_;         // a loss some window reaches back before
+  bool loss_denied_ = false;              // denied for it, not by a limit or a penalty
+  Seconds loss_wait_{0};                  // until the loss has left every window it is in
 };
 
 }  // namespace hourglass::internal

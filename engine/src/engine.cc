@@ -255,6 +255,15 @@ Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_vi
   return Settlement{delta, false, spent};
 }
 
+std::optional<StoreLoss> Engine::LossBefore(const std::string& group,
+                                            std::span<const Span> spans) const {
+  const StoreLosses* losses = core_->options.losses;
+  if (losses == nullptr || !losses->any() || spans.empty()) return std::nullopt;
+  int64_t first = spans.front().first;
+  for (const Span& span : spans) first = std::min(first, span.first);
+  return losses->Since(core_->store->ServersOf(group), first);
+}
+
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
                              std::span<const Window> windows, std::optional<Instant> at) const {
   Result<std::string> group = GroupKeyFor(event, feature);
@@ -282,12 +291,15 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   if (!read.ok()) return read.error();
   Counts counts{t, {}, read->cost};
   if (compared) counts.missing = MissingToday(*plan, spans, *read, today);
+  const std::optional<StoreLoss> loss = LossBefore(*group, spans);
   for (size_t i = 0; i < windows.size(); ++i) {
     uint64_t count = plan->Total(i, read->values);
     // The missing hits lie in today: in every window holding all of it.
     if (counts.missing > 0 && spans[i].first <= today) count = SaturatingAdd(count, counts.missing);
-    counts.windows.push_back(WindowCount{windows[i], count});
+    const bool lost = loss && spans[i].first < ToUnix(loss->at);
+    counts.windows.push_back(WindowCount{windows[i], count, lost});
   }
+  counts.loss = loss;
   return counts;
 }
 

@@ -422,4 +422,8 @@ Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
   return net::HostPort(impl_->PoolOf(group).address());
 }
 
+std::vector<std::string> MemcachedStore::ServersOf(const std::string& group) {
+  return {*ServerFor(group)};
+}
+
 }  // namespace hourglass

@@ -156,7 +156,9 @@ Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out) 
                                                            {"limit_maxbytes", &out.limit_maxbytes},
                                                            {"curr_items", &out.curr_items},
                                                            {"pid", &out.pid},
-                                                           {"time", &out.time}};
+                                                           {"time", &out.time},
+                                                           {"uptime", &out.uptime},
+                                                           {"cmd_flush", &out.flushes}};
   for (;;) {
     Result<std::string_view> line = c.ReadLine();
     if (!line.ok()) return line.error();

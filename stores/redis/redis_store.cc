@@ -867,6 +867,7 @@ std::vector<Result<ServerStats>> RedisStore::Stats() {
       if (name == "used_memory" && numeric) stats.bytes = number;
       if (name == "maxmemory" && numeric) stats.limit_maxbytes = number;
       if (name == "process_id" && numeric) stats.pid = number;
+      if (name == "uptime_in_seconds" && numeric) stats.uptime = number;
       if (name == "server_time_usec" && numeric) stats.time = number / 1'000'000;
       if (name.starts_with("db") && value.starts_with("keys=")) {
         uint64_t keys = 0;
@@ -884,6 +885,12 @@ Result<std::string> RedisStore::ServerFor(const std::string& group) {
   Result<Node*> node = impl_->NodeFor(group);
   if (!node.ok()) return node.error();
   return (*node)->address;
+}
+
+std::vector<std::string> RedisStore::ServersOf(const std::string& group) {
+  Result<std::string> server = ServerFor(group);
+  if (!server.ok()) return {};
+  return {std::move(*server)};
 }
 
 }  // namespace hourglass

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hourglass/saturating.h"
 
 namespace hourglass {
@@ -25,6 +27,16 @@ bool TransitionStore::Moved(const std::string& group) {
   const Result<std::string> now = current_->ServerFor(group);
   const Result<std::string> before = previous_->ServerFor(group);
   return now.ok() && before.ok() && *now != *before;
+}
+
+std::vector<std::string> TransitionStore::ServersOf(const std::string& group) {
+  std::vector<std::string> servers = current_->ServersOf(group);
+  for (std::string& server : previous_->ServersOf(group)) {
+    if (std::find(servers.begin(), servers.end(), server) == servers.end()) {
+      servers.push_back(std::move(server));
+    }
+  }
+  return servers;
 }
 
 Result<std::vector<uint64_t>> TransitionStore::Apply(const Batch& batch) {

@@ -41,7 +41,9 @@ struct LimitOutcome {
   // Hits in the window, including this one if it was recorded. When `exact` is false the
   // decision was settled by bounds: the true count lies in [count_min, count]; or it was answered
   // by the blocked-client cache (Cost::blocked_hits) from the decision that blocked the client,
-  // whose count, in attempts mode, misses the attempts other processes recorded since.
+  // whose count, in attempts mode, misses the attempts other processes recorded since; or the
+  // window reaches back before a loss its server told of (store_error kDataLoss), and the count
+  // is what the server kept.
   uint64_t count = 0;
   uint64_t remaining = 0;  // max_hits - count, floored at 0
   bool exceeded = false;   // this hit did not fit under this limit

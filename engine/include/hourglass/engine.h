@@ -35,6 +35,7 @@
 #include "hourglass/limit.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
+#include "hourglass/store_losses.h"
 
 namespace hourglass {
 
@@ -98,6 +99,11 @@ struct EngineOptions {
   // racing for a limit's last units are never denied spuriously; the exact cover is read in the
   // same round trip (no bounds step). Off, or on other stores: increment, read, take back.
   bool atomic_checks = true;
+  // The losses the store's servers told of (a restart, a flush), or null. A check or count whose
+  // windows reach back before a loss on one of its feature's servers (Store::ServersOf) says so:
+  // those windows are inexact, the decision degraded with kDataLoss naming the loss, and
+  // Policy::on_data_loss decides. Must outlive the engine.
+  const StoreLosses* losses = nullptr;
 };
 
 // The longest event or feature, in bytes. Longer ones are refused (kInvalidArgument) without
@@ -111,6 +117,8 @@ constexpr uint64_t kMaxHitsPerCall = 1'000'000'000;
 struct WindowCount {
   Window window;
   uint64_t count = 0;
+  // The window reaches back before Counts::loss: it counts only what its server kept.
+  bool lost = false;
 };
 
 struct Counts {
@@ -121,6 +129,9 @@ struct Counts {
   // them), as the feature's day ledger tells; 0 when nothing is missing or the count could not
   // tell (see Engine::Count). Windows holding all of today include them.
   uint64_t missing = 0;
+  // The latest loss on the feature's servers (EngineOptions::losses) that a window reaches back
+  // before; nullopt when none does.
+  std::optional<StoreLoss> loss{};
 };
 
 class Engine {
@@ -295,6 +306,8 @@ class Engine {
   // The group key of event+feature; kInvalidArgument for an empty event.
   Result<std::string> GroupKeyFor(std::string_view event, std::string_view feature) const;
   Status CheckWindows(std::span<const Window> windows) const;
+  // The latest loss on `group`'s servers that one of `spans` reaches back before, if any.
+  std::optional<StoreLoss> LossBefore(const std::string& group, std::span<const Span> spans) const;
   // Check's argument checks; the group key of the check. Errors are prefixed with its label.
   Result<std::string> ValidateCheck(const CheckRequest& check, Instant now) const;
 

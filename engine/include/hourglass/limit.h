@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,7 +53,17 @@ struct Policy {
   // are denied (their hits counted per the mode, as any denial's) and strike nothing more. Checks
   // at past instants neither read nor strike penalties. 0 (the default): no penalty.
   Seconds block_for{0};
+  // A check whose windows reach back before a loss the store told of (EngineOptions::losses):
+  // open decides on the counts that are left, closed denies until the loss has left those
+  // windows (a login or signup limit). Both say so (degraded, kDataLoss). Unset: as
+  // on_store_failure.
+  std::optional<FailureMode> on_data_loss{};
 };
+
+// What a check does when its windows reach back before a data loss (Policy::on_data_loss).
+inline FailureMode DataLossMode(const Policy& policy) {
+  return policy.on_data_loss.value_or(policy.on_store_failure);
+}
 
 // The longest penalty (Policy::block_for).
 constexpr Seconds kMaxBlockFor{400 * 86400};

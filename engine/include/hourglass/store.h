@@ -84,8 +84,10 @@ struct ServerStats {
   uint64_t bytes = 0;           // bytes its items take
   uint64_t limit_maxbytes = 0;  // the memory it may use for items
   uint64_t curr_items = 0;
-  uint64_t pid = 0;   // the server's process: another one means it restarted (figures from 0)
-  uint64_t time = 0;  // the server's clock when it answered, Unix seconds (0: not reported)
+  uint64_t pid = 0;      // the server's process: another one means it restarted (figures from 0)
+  uint64_t time = 0;     // the server's clock when it answered, Unix seconds (0: not reported)
+  uint64_t uptime = 0;   // seconds since the process started (0: not reported)
+  uint64_t flushes = 0;  // flushes of every item since it started (memcached cmd_flush)
 };
 
 class Store {
@@ -127,6 +129,13 @@ class Store {
   // Each server's figures, in a fixed order; a server that cannot answer gives its error. Stores
   // without servers of their own (the memory store) give none.
   virtual std::vector<Result<ServerStats>> Stats() { return {}; }
+
+  // The servers `group`'s counts are read from, named as Stats() names them: a loss on one of them
+  // (StoreLosses) can take the group's counts with it. Empty when the store cannot tell.
+  virtual std::vector<std::string> ServersOf(const std::string& group) {
+    static_cast<void>(group);
+    return {};
+  }
 
   // Whether batches may carry guards: the store evaluates a batch (guards, increments, reads) as
   // one atomic step. Stores that cannot refuse guarded batches as kInvalidArgument.

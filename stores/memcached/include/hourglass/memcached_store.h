@@ -111,6 +111,7 @@ class MemcachedStore final : public Store {
 
   // The server ("host:port") that holds `group`'s keys.
   Result<std::string> ServerFor(const std::string& group);
+  std::vector<std::string> ServersOf(const std::string& group) override;
 
  private:
   struct Impl;

@@ -89,6 +89,7 @@ class RedisStore final : public Store {
 
   // The server ("host:port") that holds `group`'s keys (a cluster: as its slot map says now).
   Result<std::string> ServerFor(const std::string& group);
+  std::vector<std::string> ServersOf(const std::string& group) override;
 
  private:
   struct Impl;

@@ -37,6 +37,8 @@ class TransitionStore final : public Store {
   uint64_t unconfirmed_failures() const override;
   // The current servers' figures (the previous ones stop taking writes).
   std::vector<Result<ServerStats>> Stats() override { return current_->Stats(); }
+  // Both: a group's counts are the sum of its servers' in the two lists.
+  std::vector<std::string> ServersOf(const std::string& group) override;
   std::string Describe() const override;
 
   // Whether `group`'s keys lie on another server in the previous list.

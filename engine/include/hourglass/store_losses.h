@@ -1,0 +1,61 @@
+// What the store's servers lost, as their own figures tell: a server that restarted (another
+// process: it starts empty) or was flushed lost every count it held before that instant. Checks
+// and counts whose windows reach back before a loss on one of their servers say so
+// (Engine::Check, Engine::Count); a watcher of the servers' figures records the losses.
+//
+//   StoreLosses losses;
+//   losses.Record({"memcached", "10.0.0.1:11211", FromUnix(t), LossCause::kRestart});
+//   options.losses = &losses;  // EngineOptions
+//
+// Thread-safety: every member may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hourglass/clock.h"
+
+namespace hourglass {
+
+enum class LossCause : uint8_t {
+  kRestart,  // another process of the server: it started empty
+  kFlush,    // every item flushed (memcached flush_all, Redis FLUSHALL/FLUSHDB)
+};
+std::string_view LossCauseName(LossCause cause);  // "restarted", "flushed"
+
+struct StoreLoss {
+  std::string kind;    // the store's kind: "memcached", "redis"
+  std::string server;  // as ServerStats::server and Store::ServersOf name it
+  Instant at;          // counts of hits before this instant are gone
+  LossCause cause = LossCause::kRestart;
+  // "memcached 10.0.0.1:11211 restarted at 2026-11-26T21:41:38Z".
+  std::string Describe() const;
+};
+
+class StoreLosses {
+ public:
+  // Records a loss; one at or before the server's latest recorded loss changes nothing.
+  // Returns whether it was new.
+  bool Record(StoreLoss loss);
+
+  // The latest loss on one of `servers` later than `first` (Unix seconds): a window starting at
+  // `first` may miss hits that server held before it. nullopt when there is none.
+  std::optional<StoreLoss> Since(std::span<const std::string> servers, int64_t first) const;
+
+  // Whether any loss was ever recorded: checks skip the rest while there is none.
+  bool any() const { return any_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<bool> any_{false};
+  mutable std::mutex mu_;
+  // Per server, its latest loss (an earlier one is older than every window that reaches back
+  // before the latest). Guarded by mu_.
+  std::vector<StoreLoss> latest_;
+};
+
+}  // namespace hourglass

@@ -1,0 +1,50 @@
+#include "hourglass/store_losses.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hourglass {
+
+std::string_view LossCauseName(LossCause cause) {
+  switch (cause) {
+    case LossCause::kRestart:
+      return "restarted";
+    case LossCause::kFlush:
+      return "flushed";
+  }
+  return "lost its data";
+}
+
+std::string StoreLoss::Describe() const {
+  return fmt::format("{} {} {} at {:%FT%TZ}", kind, server, LossCauseName(cause), at);
+}
+
+bool StoreLosses::Record(StoreLoss loss) {
+  std::lock_guard lock(mu_);
+  auto it = std::find_if(latest_.begin(), latest_.end(),
+                         [&](const StoreLoss& l) { return l.server == loss.server; });
+  if (it != latest_.end() && it->at >= loss.at) return false;
+  if (it == latest_.end()) {
+    latest_.push_back(std::move(loss));
+  } else {
+    *it = std::move(loss);
+  }
+  any_.store(true, std::memory_order_release);
+  return true;
+}
+
+std::optional<StoreLoss> StoreLosses::Since(std::span<const std::string> servers,
+                                            int64_t first) const {
+  std::lock_guard lock(mu_);
+  std::optional<StoreLoss> found;
+  for (const StoreLoss& loss : latest_) {
+    if (ToUnix(loss.at) <= first) continue;  // the window starts after it: nothing missing
+    if (std::find(servers.begin(), servers.end(), loss.server) == servers.end()) continue;
+    if (!found || loss.at > found->at) found = loss;
+  }
+  return found;
+}
+
+}  // namespace hourglass
