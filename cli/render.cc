@@ -113,7 +113,7 @@ std::string Sparkline(std::span<const uint64_t> values) {
 std::string CountsText(const Counts& counts) {
   std::string out;
   for (const WindowCount& w : counts.windows) {
-    out += fmt::format("  {:<6} {:>10}\n", w.window.ToString(), w.count);
+    out += fmt::format("  {:<6} {:>10}{}\n", w.window.ToString(), w.count, w.lost ? " *" : "");
   }
   if (counts.missing > 0) {
     out += fmt::format(
@@ -121,6 +121,11 @@ std::string CountsText(const Counts& counts) {
         "memcached evicted them, or clients of the other --layout wrote them; windows holding all "
         "of today include them\n",
         counts.missing);
+  }
+  if (counts.loss) {
+    out += fmt::format(
+        "  warning: {}: windows reaching back before it (marked *) count only what came after\n",
+        counts.loss->Describe());
   }
   return out;
 }

@@ -106,15 +106,23 @@ void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out)
 nlohmann::json CountsJson(std::string_view event, std::string_view feature, const Counts& c) {
   nlohmann::json windows = nlohmann::json::array();
   for (const WindowCount& w : c.windows) {
-    windows.push_back({{"window", w.window.length().count()}, {"count", w.count}});
+    nlohmann::json window = {{"window", w.window.length().count()}, {"count", w.count}};
+    if (w.lost) window["lost"] = true;
+    windows.push_back(std::move(window));
   }
-  return {{"event", event},
-          {"feature", feature},
-          {"at", ToUnix(c.at)},
-          {"windows", windows},
-          {"missing", c.missing},
-          {"keys_read", c.cost.keys_read},
-          {"round_trips", c.cost.round_trips}};
+  nlohmann::json j = {{"event", event},
+                      {"feature", feature},
+                      {"at", ToUnix(c.at)},
+                      {"windows", windows},
+                      {"missing", c.missing},
+                      {"keys_read", c.cost.keys_read},
+                      {"round_trips", c.cost.round_trips}};
+  if (c.loss) {
+    j["loss"] = {{"server", c.loss->server},
+                 {"at", ToUnix(c.loss->at)},
+                 {"cause", LossCauseName(c.loss->cause)}};
+  }
+  return j;
 }
 
 }  // namespace hourglass

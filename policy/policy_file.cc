@@ -117,7 +117,7 @@ Result<std::vector<Limit>> ParseLimitList(const std::string& name, const YAML::N
   return limits;
 }
 
-// The event's mode and on_store_failure, if given.
+// The event's mode, on_store_failure, on_data_loss and block_for, if given.
 Status ParseModes(const std::string& name, const YAML::Node& node, Policy& policy) {
   if (const YAML::Node mode = node["mode"]) {
     Result<CountingMode> parsed = ParseCountingMode(mode.as<std::string>());
@@ -128,6 +128,11 @@ Status ParseModes(const std::string& name, const YAML::Node& node, Policy& polic
     Result<FailureMode> parsed = ParseFailureMode(failure.as<std::string>());
     if (!parsed.ok()) return At(name, failure, "on_store_failure " + parsed.error().message());
     policy.on_store_failure = *parsed;
+  }
+  if (const YAML::Node loss = node["on_data_loss"]) {
+    Result<FailureMode> parsed = ParseFailureMode(loss.as<std::string>());
+    if (!parsed.ok()) return At(name, loss, "on_data_loss " + parsed.error().message());
+    policy.on_data_loss = *parsed;
   }
   if (const YAML::Node block = node["block_for"]) {
     Result<Seconds> length = ParseDuration(block.as<std::string>());
@@ -253,10 +258,11 @@ Status ParseFlag(const std::string& name, const YAML::Node& node, const char* fi
 
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  if (Status s = CheckFields(name, node,
-                             {"limits", "mode", "on_store_failure", "shadow", "overrides",
-                              "feature", "ip_prefix", "request_limits", "settle", "block_for"},
-                             "field", "an event entry");
+  if (Status s =
+          CheckFields(name, node,
+                      {"limits", "mode", "on_store_failure", "on_data_loss", "shadow", "overrides",
+                       "feature", "ip_prefix", "request_limits", "settle", "block_for"},
+                      "field", "an event entry");
       !s.ok()) {
     return s.error();
   }
@@ -526,10 +532,10 @@ std::string PolicyFile::Explain() const {
   for (const auto& [event, entry] : events_) {
     const Policy& p = entry.policy;
     out += fmt::format(
-        "{}: {} ({} mode: {}; store unreachable: fail {}{})\n", DisplayText(event),
+        "{}: {} ({} mode: {}; store unreachable: fail {}; data lost: {}{})\n", DisplayText(event),
         DescribeLimits(p.limits), CountingModeName(p.mode),
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
-        FailureModeName(p.on_store_failure),
+        FailureModeName(p.on_store_failure), FailureModeName(DataLossMode(p)),
         entry.shadow ? "; shadow: decided and reported, every hit allowed" : "");
     if (p.block_for > Seconds{0}) {
       out += fmt::format("  a denial blocks the feature for {} (every check denied meanwhile)\n",

@@ -54,6 +54,7 @@ struct Service::Impl {
   Store& store;
   OffsetClock& clock;
   ServiceLog log;
+  StoreLosses losses;  // what the watch saw the servers lose; the engine reads it
   std::optional<Engine> engine;
   ServiceMetrics metrics;
   std::optional<RecentTop> top;
@@ -70,6 +71,7 @@ struct Service::Impl {
 };
 
 Status Service::Impl::Start() {
+  options.engine.losses = &losses;
   Result<Engine> made = Engine::Create(store, clock, options.engine);
   if (!made.ok()) return made.error();
   engine.emplace(std::move(*made));
@@ -104,6 +106,7 @@ Status Service::Impl::Start() {
       store, metrics, [this](const std::string& line) { log(LogLevel::kWarning, line); });
   if (options.stats_interval.count() > 0) {
     watch->FollowClock(SystemClock::Get(), clock);
+    watch->RecordLosses(losses, clock);
     watch->Start(options.stats_interval);
   }
   HttpServerOptions http = options.http;

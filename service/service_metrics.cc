@@ -44,6 +44,11 @@ ServiceMetrics::ServiceMetrics()
                         .Name("hourglass_store_errors_total")
                         .Help("Store failures, by server")
                         .Register(*registry_)),
+      store_losses_(BuildCounter()
+                        .Name("hourglass_store_losses_total")
+                        .Help("Losses of every count a server held (a restart, a flush), as its "
+                              "figures told")
+                        .Register(*registry_)),
       data_loss_checks_(BuildCounter()
                             .Name("hourglass_data_loss_checks_total")
                             .Help("Checks that found hits of today missing from the store "
@@ -233,6 +238,14 @@ void ServiceMetrics::SetClock(const std::string& server, int64_t offset_seconds)
 
 void ServiceMetrics::SetClockCorrection(int64_t seconds) {
   clock_correction_.Set(static_cast<double>(seconds));
+}
+
+void ServiceMetrics::CountStoreLoss(const StoreLoss& loss) {
+  store_losses_
+      .Add({{"store", loss.kind},
+            {"server", loss.server},
+            {"cause", std::string(LossCauseName(loss.cause))}})
+      .Increment();
 }
 
 void ServiceMetrics::CountStoreError(const Error& error) {

@@ -33,13 +33,22 @@ void StoreWatch::Poll() {
       offsets.push_back({stats->server, ToUnix(local_->Now()) - static_cast<int64_t>(stats->time)});
       metrics_.SetClock(stats->server, offsets.back().seconds);
     }
-    auto [seen, first] = seen_.try_emplace(stats->server, stats->pid, 0);
-    auto& [pid, evictions] = seen->second;
+    const int64_t started = stats->time > 0 && stats->uptime > 0
+                                ? static_cast<int64_t>(stats->time - stats->uptime)
+                                : 0;
+    auto [at, first] = seen_.try_emplace(stats->server, Seen{stats->pid, 0, 0, started});
+    Seen& seen = at->second;
+    if (!first) {
+      if (std::optional<StoreLoss> loss = LossOf(seen, *stats)) {
+        metrics_.CountStoreLoss(*loss);
+        if (losses_ != nullptr) losses_->Record(*loss);
+        warn_(LossWarning(*loss));
+      }
+    }
     // Another process (a restart) counts from zero again.
-    if (pid != stats->pid || stats->evictions < evictions) evictions = 0;
-    const uint64_t rise = stats->evictions - evictions;
-    pid = stats->pid;
-    evictions = stats->evictions;
+    if (seen.pid != stats->pid || stats->evictions < seen.evictions) seen.evictions = 0;
+    const uint64_t rise = stats->evictions - seen.evictions;
+    seen = Seen{stats->pid, stats->evictions, stats->flushes, started};
     metrics_.SetServerStats(*stats, rise);
     if (rise > 0) warn_(EvictionWarning(*stats, rise, first));
   }
@@ -48,6 +57,32 @@ void StoreWatch::Poll() {
   follow_->SetOffset(step.correction);
   metrics_.SetClockCorrection(step.correction.count());
   if (step.warning) warn_(*step.warning);
+}
+
+std::optional<StoreLoss> StoreWatch::LossOf(const Seen& seen, const ServerStats& stats) const {
+  const int64_t started =
+      stats.time > 0 && stats.uptime > 0 ? static_cast<int64_t>(stats.time - stats.uptime) : 0;
+  const Instant now = loss_clock_ != nullptr ? loss_clock_->Now() : Instant{};
+  // Both are dated at this poll: hits before the true instant are lost, those after it kept, so
+  // a later date only marks more windows. (memcached's `time - uptime` is no start: it sets its
+  // start 62 s in the past.)
+  // Another process, or the same pid started again (a container's pid 1): its start moved on by
+  // more than the second the two figures can disagree by.
+  if (seen.pid != stats.pid || (started > 0 && seen.started > 0 && started > seen.started + 1)) {
+    return StoreLoss{stats.kind, stats.server, now, LossCause::kRestart};
+  }
+  if (stats.flushes > seen.flushes) {
+    return StoreLoss{stats.kind, stats.server, now, LossCause::kFlush};
+  }
+  return std::nullopt;
+}
+
+std::string LossWarning(const StoreLoss& loss) {
+  return fmt::format(
+      "{}: every count it held before then is lost. Checks whose windows reach back before it "
+      "are degraded (data loss) and decided per their policy's on_data_loss until it has left "
+      "their windows",
+      loss.Describe());
 }
 
 std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first) {

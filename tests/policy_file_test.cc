@@ -28,6 +28,23 @@ TEST(PolicyFile, TheShippedExampleIsValid) {
   EXPECT_EQ(signup->limits[2].window.kind(), WindowKind::kCalendar);
 }
 
+// on_data_loss is the event's own choice; unset, a loss is treated as on_store_failure says.
+TEST(PolicyFile, OnDataLossIsGivenOrFollowsOnStoreFailure) {
+  Result<PolicyFile> file = PolicyFile::Parse(
+      "events:\n  login: {limits: [5/m], on_data_loss: closed}\n"
+      "  browse: {limits: [5/m], on_store_failure: closed}\n  feed: {limits: [5/m]}\n");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(DataLossMode(*file->For("login", "ann")), FailureMode::kFailClosed);
+  EXPECT_EQ(file->For("login", "ann")->on_store_failure, FailureMode::kFailOpen);
+  EXPECT_EQ(file->For("browse", "ann")->on_data_loss, std::nullopt);
+  EXPECT_EQ(DataLossMode(*file->For("browse", "ann")), FailureMode::kFailClosed);
+  EXPECT_EQ(DataLossMode(*file->For("feed", "ann")), FailureMode::kFailOpen);
+  EXPECT_NE(file->Explain().find("login: 5/m (admitted mode: denied hits are not counted; store "
+                                 "unreachable: fail open; data lost: closed)"),
+            std::string::npos)
+      << file->Explain();
+}
+
 TEST(PolicyFile, ParsesEveryLimitForm) {
   Result<PolicyFile> file = PolicyFile::Parse(R"(
 events:
@@ -75,6 +92,8 @@ TEST(PolicyFile, BadFilesNameTheLineAndTheBadPart) {
           Case{"events:\n  a:\n    mode: sometimes\n    limits: [1/s]\n", "mode \"sometimes\""},
           Case{"events:\n  a:\n    limits: [1/s]\n    on_store_failure: maybe\n",
                "use open or closed"},
+          Case{"events:\n  a:\n    limits: [1/s]\n    on_data_loss: later\n",
+               "policy.yaml:4:19: on_data_loss"},
           Case{"events:\n  a:\n    limit: [1/s]\n", "unknown field \"limit\""},
           Case{"events:\n  a:\n    limits: [{max: 1}]\n", "needs max and window"},
           Case{"events:\n  a:\n    limits: [{max: x, window: 1m}]\n", "bad max \"x\""},
@@ -185,7 +204,7 @@ TEST(PolicyFile, ShadowIsPerEventTrueOrFalse) {
   EXPECT_FALSE(file->events().at("b").shadow);
   EXPECT_FALSE(file->events().at("c").shadow);
   EXPECT_NE(file->Explain().find("a: 1/s (admitted mode: denied hits are not counted; store "
-                                 "unreachable: fail open; shadow"),
+                                 "unreachable: fail open; data lost: open; shadow"),
             std::string::npos)
       << file->Explain();
   Result<PolicyFile> bad = PolicyFile::Parse("events:\n  a: {limits: [1/s], shadow: maybe}\n");

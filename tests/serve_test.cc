@@ -316,6 +316,46 @@ TEST_F(ServeTest, AStoreDownAtStartIsServedUnreadyUntilItAnswers) {
       << "the refused check counted nothing";
 }
 
+// An operator restarts memcached (an upgrade, an OOM kill): it comes back empty. The service sees
+// the new process at its next look at the server's figures, logs the loss, and every check whose
+// windows reach back before it says so: closed (a signup limit) denies until the loss has left
+// its windows, open decides on what is left. Before, the client that had used its 10/d was
+// admitted again at once, exact and unflagged.
+TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
+  auto serve = Serve(
+      "events:\n  signup:\n    limits: [10/d]\n    on_data_loss: closed\n"
+      "  browse:\n    limits: [10/d]\n",
+      {"--stats-interval", "1"});
+  HttpClient client(serve->port());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 200);
+  }
+  ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 429);
+  memcached_.Stop();
+  ASSERT_TRUE(memcached_.Start());
+  ASSERT_TRUE(serve->WaitForLog("memcached " + memcached_.address() + " restarted at "))
+      << serve->log();
+
+  HttpReply closed = client.Post("/v1/check", CheckBody("signup", "ann"));
+  EXPECT_EQ(closed.status, 429) << closed.body;
+  EXPECT_NE(closed.Header("hourglass-degraded").find("restarted"), std::string::npos)
+      << closed.Header("hourglass-degraded");
+  const json decision = json::parse(closed.body);
+  EXPECT_TRUE(decision["degraded"].get<bool>());
+  EXPECT_FALSE(decision["limits"][0]["exact"].get<bool>());
+  HttpReply open = client.Post("/v1/check", CheckBody("browse", "ann"));
+  EXPECT_EQ(open.status, 200) << open.body;
+  EXPECT_NE(open.Header("hourglass-degraded"), "");
+
+  const json count = json::parse(client.Get("/v1/count?event=signup&feature=ann&window=1d").body);
+  EXPECT_TRUE(count["windows"][0]["lost"].get<bool>());
+  EXPECT_EQ(count["loss"]["cause"], "restarted");
+  EXPECT_EQ(Sample(client.Get("/metrics").body,
+                   "hourglass_store_losses_total{cause=\"restarted\",server=\"" +
+                       memcached_.address() + "\",store=\"memcached\"}"),
+            1);
+}
+
 TEST_F(ServeTest, AnOpenFileLimitTooLowForTheStoreIsRefusedAtStart) {
   ServeProcess serve(HOURGLASS_CLI,
                      {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"),

@@ -1,6 +1,6 @@
 // StoreWatch against real memcached servers: a small one (-m 8) filled until it evicts gives a
 // warning and the evictions metric; a quiet poll warns of nothing; a stopped server is a store
-// error, not a crash; a restarted one counts from zero again.
+// error, not a crash; a restarted one counts from zero again, and a restart or a flush is a loss.
 #include "hourglass/store_watch.h"
 
 #include <gtest/gtest.h>
@@ -95,9 +95,59 @@ TEST_F(StoreWatchTest, AStoppedServerIsAStoreErrorAndARestartedOneCountsFromZero
   Overflow(small_);
   warnings_.clear();
   watch_->Poll();
-  ASSERT_EQ(warnings_.size(), 1u);
+  ASSERT_EQ(warnings_.size(), 2u) << "the restart, and the evictions";
+  EXPECT_NE(warnings_[0].find("restarted"), std::string::npos) << warnings_[0];
   EXPECT_EQ(Metric("hourglass_memcached_evictions_total", small_),
             before + static_cast<double>(small_.Stat("evictions")));
+}
+
+// A restart (another process) loses every count the server held before it started; the loss is
+// dated at the poll that saw it (never too early), counted and told once.
+TEST_F(StoreWatchTest, ARestartIsALossAtThePollThatSawIt) {
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  watch_->RecordLosses(losses, clock);
+  watch_->Poll();
+  EXPECT_FALSE(losses.any()) << "the first look tells nothing of the past";
+  small_.Stop();
+  ASSERT_TRUE(small_.Start());
+  clock.Set(FromUnix(2'000'000'005));
+  watch_->Poll();
+  const std::vector<std::string> small = {small_.address()}, large = {large_.address()};
+  const std::optional<StoreLoss> loss = losses.Since(small, 0);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kRestart);
+  EXPECT_EQ(loss->kind, "memcached");
+  EXPECT_EQ(loss->at, FromUnix(2'000'000'005));
+  EXPECT_FALSE(losses.Since(small, 2'000'000'005).has_value()) << "a window from then is whole";
+  EXPECT_FALSE(losses.Since(large, 0).has_value()) << "the other server lost nothing";
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find(small_.address() + " restarted at "), std::string::npos)
+      << warnings_[0];
+  watch_->Poll();
+  EXPECT_EQ(warnings_.size(), 1u) << "told once";
+  EXPECT_EQ(Sample(metrics_.Render(), "hourglass_store_losses_total{cause=\"restarted\",server=\"" +
+                                          small_.address() + "\",store=\"memcached\"}"),
+            1);
+}
+
+// A flush (flush_all) loses every count too; memcached does not say when, so the loss is dated
+// at the poll that saw it: never too early.
+TEST_F(StoreWatchTest, AFlushIsALossAtThePollThatSawIt) {
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  watch_->RecordLosses(losses, clock);
+  watch_->Poll();
+  ASSERT_EQ(large_.Raw("flush_all\r\n"), "OK\r\n");
+  clock.Set(FromUnix(2'000'000'007));
+  watch_->Poll();
+  const std::vector<std::string> large = {large_.address()};
+  const std::optional<StoreLoss> loss = losses.Since(large, 0);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kFlush);
+  EXPECT_EQ(loss->at, FromUnix(2'000'000'007));
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("flushed"), std::string::npos) << warnings_[0];
 }
 
 // A Redis that evicted and then had its maxmemory set to 0 (no limit) is not said to hold its

@@ -7,7 +7,11 @@
 //   hourglass_store_errors_total{server}      store failures, per server (memcached, Redis) or
 //                                             LMDB directory
 //   hourglass_data_loss_checks_total          checks that found hits of today missing from the
-//                                             store (evicted) and counted them from the ledger
+//                                             store (evicted, counted from the ledger), or whose
+//                                             windows reach back before a server's loss
+//   hourglass_store_losses_total{store,server,cause}
+//                                             losses a server's figures told (cause: restarted,
+//                                             flushed): every count it held before is gone
 //   hourglass_keys_read_total, hourglass_round_trips_total, hourglass_local_denials_total
 //                                             per check, as if each had gone alone
 //   hourglass_failed_take_backs_total         denied checks (admitted mode) whose increments
@@ -62,6 +66,7 @@
 #include "hourglass/connection_events.h"
 #include "hourglass/decision.h"
 #include "hourglass/store.h"
+#include "hourglass/store_losses.h"
 
 namespace hourglass {
 
@@ -72,6 +77,7 @@ class ServiceMetrics {
   // `shadow`: the event is in shadow mode, a denial counts as shadow_denied (it was allowed).
   void CountDecision(std::string_view event, const Decision& decision, bool shadow = false);
   void CountStoreError(const Error& error);
+  void CountStoreLoss(const StoreLoss& loss);
   // The store's running count of refused fire-and-forget writes (Store::unconfirmed_failures):
   // the counter rises to it; a lower value than seen before changes nothing.
   void SyncUnconfirmedFailures(uint64_t total);
@@ -101,6 +107,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& near_limit_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& store_errors_;
+  prometheus::Family<prometheus::Counter>& store_losses_;
   prometheus::Counter& data_loss_checks_;
   prometheus::Counter& keys_read_;
   prometheus::Counter& round_trips_;

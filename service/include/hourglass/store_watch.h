@@ -1,7 +1,11 @@
 // Watches the store's servers through their own figures (Store::Stats, memcached's `stats`):
 // exports them as metrics and warns when a server evicts. memcached evicts live items by LRU when
 // it is full, without telling its clients; an evicted bucket reads 0, so the limits of its
-// feature over-admit until the bucket's windows pass.
+// feature over-admit until the bucket's windows pass. A server that restarted (another process,
+// or its uptime went back) or was flushed lost every count it held: the watch records the loss
+// (StoreLosses, which checks consult), dated at the poll that saw it, counts it and warns once.
+// Losses are seen from the second poll on, within one interval of happening; one before the
+// first poll is not told.
 //
 //   StoreWatch watch(store, metrics, [](const std::string& line) { Log(line); });
 //   watch.Start(std::chrono::seconds{10});  // polls on its own thread until destroyed
@@ -14,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -21,12 +26,16 @@
 #include "hourglass/clock_follower.h"
 #include "hourglass/service_metrics.h"
 #include "hourglass/store.h"
+#include "hourglass/store_losses.h"
 
 namespace hourglass {
 
 // The warning for a server's `stats` when its evictions rose by `rise` since the last look (or,
 // `first`, before the first): what was lost, how full it is, and the fix for its kind.
 std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first);
+
+// The warning for a loss the watch saw.
+std::string LossWarning(const StoreLoss& loss);
 
 class StoreWatch {
  public:
@@ -45,6 +54,12 @@ class StoreWatch {
     local_ = &local;
     follow_ = &follow;
   }
+  // From now on each poll records the losses it sees into `losses`, dated by `clock` where the
+  // server gives no better time. Call before Start; both must outlive the watch.
+  void RecordLosses(StoreLosses& losses, const Clock& clock) {
+    losses_ = &losses;
+    loss_clock_ = &clock;
+  }
   // Reads every server's figures once: metrics set; one warning per server whose evictions rose
   // since the last poll (or that had evicted before the first); a server that cannot answer
   // counts as a store error; clocks compared (FollowClock).
@@ -56,8 +71,16 @@ class StoreWatch {
   Store& store_;
   ServiceMetrics& metrics_;
   Warn warn_;
-  // Per server, as last read: its process and evictions. Poll's thread only.
-  std::map<std::string, std::pair<uint64_t, uint64_t>> seen_;
+  // A server as last read. Poll's thread only.
+  struct Seen {
+    uint64_t pid = 0, evictions = 0, flushes = 0;
+    int64_t started = 0;  // its process's start, Unix seconds by its clock (0: not told)
+  };
+  // The loss `stats` show against what was `seen` before, if any.
+  std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats) const;
+  std::map<std::string, Seen> seen_;
+  StoreLosses* losses_ = nullptr;
+  const Clock* loss_clock_ = nullptr;
   const Clock* local_ = nullptr;
   OffsetClock* follow_ = nullptr;
   ClockFollower follower_;  // Poll's thread only
