@@ -45,6 +45,8 @@ struct Outgoing {
   const Batch* wire = nullptr;                // sent: its increments as counters, reads as gets
   const packed::WireBatch* packed = nullptr;  // the packed plan, if any
   const std::string* raw = nullptr;           // instead of `wire`: these bytes, ending in "mn"
+  // Its server: the one `replica` places after its group's own in ring order (0: its own).
+  size_t replica = 0;
   std::span<const packed::PackAppend> appends() const {
     return packed ? std::span<const packed::PackAppend>(packed->appends)
                   : std::span<const packed::PackAppend>{};
@@ -161,7 +163,7 @@ struct Codec {
   Instant now;
 
   Result<net::ServerPool*> Route(const Request& r) const {
-    return pools[ring.PositionOf(r.group)].get();
+    return pools[(ring.PositionOf(r.group) + r.encoded.replica) % pools.size()].get();
   }
   void Append(const Request& r, std::string& out) const {
     const Outgoing& o = r.encoded;
@@ -223,13 +225,17 @@ struct MemcachedStore::Impl {
 
   std::chrono::milliseconds io_timeout{};
 
-  net::ServerPool& PoolOf(std::string_view group) const { return *pools[ring->PositionOf(group)]; }
+  net::ServerPool& PoolOf(std::string_view group, size_t replica = 0) const {
+    return *pools[(ring->PositionOf(group) + replica) % pools.size()];
+  }
 
   // `batches` as the pipeline's requests, those that are valid (for Send: also without reads):
   // errors[i] is batches[i]'s validation, and requests_of[k] the batch of requests[k]. The
-  // requests point into `batches` and into `plans`, which keeps their packed plans.
+  // requests point into `batches` and into `plans`, which keeps their packed plans. Batch i goes
+  // to its group's replicas[i]-th server (all 0 when `replicas` is empty).
   std::vector<net::Request<Outgoing>> Requests(const Store& store, std::span<const Batch> batches,
-                                               bool send_only, std::vector<Status>& errors,
+                                               std::span<const size_t> replicas, bool send_only,
+                                               std::vector<Status>& errors,
                                                std::vector<packed::WireBatch>& plans,
                                                std::vector<size_t>& requests_of) const {
     errors.assign(batches.size(), Status());
@@ -241,7 +247,8 @@ struct MemcachedStore::Impl {
       if (s.ok()) s = ValidateGuards(store, batches[i]);
       valid[i] = s.ok();
     }
-    const std::vector<Outgoing> out = Prepare(plan, batches, valid, plans);
+    std::vector<Outgoing> out = Prepare(plan, batches, valid, plans);
+    for (size_t i = 0; i < replicas.size(); ++i) out[i].replica = replicas[i];
     std::vector<net::Request<Outgoing>> requests;
     requests.reserve(batches.size());
     requests_of.clear();
@@ -260,6 +267,8 @@ struct MemcachedStore::Impl {
   void CompactDue(std::span<const net::Request<Outgoing>> requests) {
     std::vector<std::pair<std::string, std::string>> due;  // group, pack
     for (const net::Request<Outgoing>& r : requests) {
+      // Another replica's packs are compacted by the reads that find them.
+      if (r.encoded.replica != 0) continue;
       if (r.encoded.wire->reads.empty()) sent.Add(r.encoded.wire->group, r.encoded.appends(), due);
     }
     for (const auto& [group, pack] : due) Compact(group, pack);
@@ -341,11 +350,16 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
 }
 
 BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
+  return ApplyManyAt(batches, {});
+}
+
+BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches,
+                                         std::span<const size_t> replicas) {
   std::vector<Status> errors;
   std::vector<packed::WireBatch> plans;
   std::vector<size_t> requests_of;
   std::vector<net::Request<Outgoing>> requests =
-      impl_->Requests(*this, batches, /*send_only=*/false, errors, plans, requests_of);
+      impl_->Requests(*this, batches, replicas, /*send_only=*/false, errors, plans, requests_of);
   Codec codec = impl_->CodecAt(impl_->clock.Now());
   std::vector<Result<std::vector<uint64_t>>> answers =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange(requests);
@@ -361,11 +375,16 @@ BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
 }
 
 std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
+  return SendAt(batches, {});
+}
+
+std::vector<Status> MemcachedStore::SendAt(std::span<const Batch> batches,
+                                           std::span<const size_t> replicas) {
   std::vector<Status> results;
   std::vector<packed::WireBatch> plans;
   std::vector<size_t> requests_of;
   std::vector<net::Request<Outgoing>> requests =
-      impl_->Requests(*this, batches, /*send_only=*/true, results, plans, requests_of);
+      impl_->Requests(*this, batches, replicas, /*send_only=*/true, results, plans, requests_of);
   Codec codec = impl_->CodecAt(impl_->clock.Now());
   std::vector<Status> sent =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).SendOnly(requests);
@@ -375,6 +394,11 @@ std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
 }
 
 Status MemcachedStore::Delete(const std::string& group, std::span<const std::string> keys) {
+  return DeleteAt(group, keys, 0);
+}
+
+Status MemcachedStore::DeleteAt(const std::string& group, std::span<const std::string> keys,
+                                size_t replica) {
   if (Status s = ValidateKeys(group, keys); !s.ok()) return s;
   std::vector<std::string> deletes;
   std::vector<packed::PackAppend> appends;
@@ -385,7 +409,7 @@ Status MemcachedStore::Delete(const std::string& group, std::span<const std::str
   }
   const Instant now = impl_->clock.Now();
   const std::string request = memcached::BuildDeleteRequest(keys, appends, now);
-  net::Request<Outgoing> r{group, Outgoing{.raw = &request}, false, {}};
+  net::Request<Outgoing> r{group, Outgoing{.raw = &request, .replica = replica}, false, {}};
   Codec codec = impl_->CodecAt(now);
   Result<std::vector<uint64_t>> answer =
       std::move(net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange({&r, 1})[0]);
@@ -418,9 +442,11 @@ std::vector<Result<ServerStats>> MemcachedStore::Stats() {
   return out;
 }
 
-Result<std::string> MemcachedStore::ServerFor(const std::string& group) {
-  return net::HostPort(impl_->PoolOf(group).address());
+Result<std::string> MemcachedStore::ServerFor(const std::string& group, size_t replica) {
+  return net::HostPort(impl_->PoolOf(group, replica).address());
 }
+
+size_t MemcachedStore::servers() const { return impl_->pools.size(); }
 
 std::vector<std::string> MemcachedStore::ServersOf(const std::string& group) {
   return {*ServerFor(group)};

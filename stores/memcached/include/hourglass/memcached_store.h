@@ -109,8 +109,19 @@ class MemcachedStore final : public Store {
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.
   uint64_t unconfirmed_failures() const override;
 
-  // The server ("host:port") that holds `group`'s keys.
-  Result<std::string> ServerFor(const std::string& group);
+  // The server ("host:port") that holds `group`'s keys; with `replica` r, the server r places
+  // after it in ring order (the r-th copy's: ReplicatedStore).
+  Result<std::string> ServerFor(const std::string& group, size_t replica = 0);
+  // How many servers the ring has.
+  size_t servers() const;
+
+  // ApplyMany, Send and Delete with each batch sent to the server `replicas[i]` places after its
+  // group's own in ring order (ServerFor(group, replicas[i]); empty: 0 for all). For
+  // ReplicatedStore, which keeps copies on distinct servers.
+  std::vector<Result<std::vector<uint64_t>>> ApplyManyAt(std::span<const Batch> batches,
+                                                         std::span<const size_t> replicas);
+  std::vector<Status> SendAt(std::span<const Batch> batches, std::span<const size_t> replicas);
+  Status DeleteAt(const std::string& group, std::span<const std::string> keys, size_t replica);
   std::vector<std::string> ServersOf(const std::string& group) override;
 
  private:
