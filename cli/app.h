@@ -31,6 +31,7 @@ struct Globals {
   std::string servers;             // empty: the store's own default (memcached :11211, Redis :6379)
   bool servers_given = false;      // --servers on the command line (not only HOURGLASS_SERVERS)
   std::string previous_servers;    // in transition from this list (TransitionStore); empty: none
+  size_t replicas = 1;             // memcached: copies of every count (ReplicatedStore)
   std::string layout = "packed";   // how memcached keeps buckets (MemcachedLayout)
   bool read_both_layouts = false;  // while clients switch layout
   std::string store = "memcached";  // a kind (memcached, redis, ...) or a store URL

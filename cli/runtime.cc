@@ -21,6 +21,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   options.network.read_both_layouts = g.read_both_layouts;
   options.network.on_transition = std::move(on_transition);
   options.previous_servers = g.previous_servers;
+  options.replicas = g.replicas;
   if (const char* password = std::getenv("HOURGLASS_REDIS_PASSWORD"); password != nullptr) {
     options.redis_password = password;
   }

@@ -25,7 +25,7 @@ endfunction()
 hourglass_install_set(Core hourglass_display hourglass_engine hourglass_memory_store hourglass_net
                       hourglass_packed_layout hourglass_memcached_store hourglass_redis_store
                       hourglass_lmdb_store
-                      hourglass_transition_store hourglass_stores)
+                      hourglass_transition_store hourglass_replicated_store hourglass_stores)
 install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/display/include/
   ${PROJECT_SOURCE_DIR}/engine/include/
@@ -36,6 +36,7 @@ install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/stores/redis/include/
   ${PROJECT_SOURCE_DIR}/stores/lmdb/include/
   ${PROJECT_SOURCE_DIR}/stores/transition/include/
+  ${PROJECT_SOURCE_DIR}/stores/replicated/include/
   ${PROJECT_SOURCE_DIR}/stores/factory/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 

@@ -126,7 +126,15 @@ class ConcurrentExactnessTest : public ::testing::TestWithParam<Config> {
     const std::string& kind = std::get<0>(GetParam());
     under_test_.options.network.io_timeout = std::chrono::milliseconds{2000};  // a loaded box
     under_test_.options.network.connect_timeout = std::chrono::milliseconds{2000};
-    if (kind.starts_with("memcached")) {
+    if (kind == "memcached_replicated") {  // two copies on three servers
+      under_test_.url = "memcached://";
+      for (auto& server : replicas_) {
+        server = std::make_unique<testing::MemcachedServer>();
+        ASSERT_TRUE(server->running()) << server->error();
+        under_test_.url += (&server == &replicas_[0] ? "" : ",") + server->address();
+      }
+      under_test_.options.replicas = 2;
+    } else if (kind.starts_with("memcached")) {
       memcached_ = std::make_unique<testing::MemcachedServer>();
       ASSERT_TRUE(memcached_->running()) << memcached_->error();
       under_test_.url = "memcached://" + memcached_->address();
@@ -157,6 +165,7 @@ class ConcurrentExactnessTest : public ::testing::TestWithParam<Config> {
   }
 
   std::unique_ptr<testing::MemcachedServer> memcached_;
+  std::unique_ptr<testing::MemcachedServer> replicas_[3];
   std::unique_ptr<testing::RedisServer> redis_;
   std::string lmdb_dir_;
   StoreUnderTest under_test_;
@@ -277,7 +286,8 @@ TEST_P(ConcurrentExactnessTest, LiveChecksReadingTheDayLedgerSeeNoLossWhileOther
 
 INSTANTIATE_TEST_SUITE_P(StoresAndHotPath, ConcurrentExactnessTest,
                          ::testing::Combine(::testing::Values("memcached", "memcached_packed",
-                                                              "redis", "lmdb"),
+                                                              "memcached_replicated", "redis",
+                                                              "lmdb"),
                                             ::testing::Values("off", "long_running")),
                          [](const ::testing::TestParamInfo<Config>& param) {
                            return std::get<0>(param.param) + "_" + std::get<1>(param.param);

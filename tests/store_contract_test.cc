@@ -380,7 +380,8 @@ TEST_P(ConditionalStoreContract, RacingGuardedIncrementsTakeExactlyTheRoomThereI
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
                          ::testing::Values("memory", "memory_conditional", "memcached",
-                                           "memcached_packed", "redis", "redis_cluster", "lmdb"),
+                                           "memcached_packed", "memcached_replicated", "redis",
+                                           "redis_cluster", "lmdb"),
                          [](const auto& param_info) { return param_info.param; });
 INSTANTIATE_TEST_SUITE_P(Stores, ConditionalStoreContract,
                          ::testing::Values("memory_conditional", "redis", "redis_cluster", "lmdb"),

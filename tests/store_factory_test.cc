@@ -46,3 +46,43 @@ TEST(StoreFactory, BadUrlsAreInvalidArguments) {
 
 }  // namespace
 }  // namespace hourglass
+
+namespace hourglass {
+namespace {
+
+TEST(StoreFactory, ReplicasKeepCopiesOnAsManyServers) {
+  testing::MemcachedServer one, two;
+  const std::string list = one.address() + "," + two.address();
+  Result<std::unique_ptr<Store>> store =
+      OpenStore("memcached://" + list + "?replicas=2", SystemClock::Get());
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  EXPECT_NE((*store)->Describe().find("2 copies of each count"), std::string::npos);
+  StoreOptions options;
+  options.replicas = 2;
+  options.network.layout = MemcachedLayout::kCounters;  // a bucket is an item of its own
+  store = OpenStore("memcached://" + list, SystemClock::Get(), options);
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*store)->servers_are_copies());
+  Batch hit{"hg:e:f", {{"hg:e:f:1:7", 1, Seconds{60}}}, {"hg:e:f:1:7"}};
+  ASSERT_EQ((*store)->Apply(hit).value(), std::vector<uint64_t>{1});
+  EXPECT_EQ(one.Raw("get hg:e:f:1:7\r\n").find("VALUE hg:e:f:1:7"), 0u) << "a copy on each";
+  EXPECT_EQ(two.Raw("get hg:e:f:1:7\r\n").find("VALUE hg:e:f:1:7"), 0u);
+
+  for (const auto& [url, error] : std::vector<std::pair<std::string, std::string>>{
+           {"memcached://" + one.address() + "?replicas=2", "needs at least that many"},
+           {"memcached://" + list + "?replicas=x", "replicas=N"},
+           {"memcached://" + list + "?copies=2", "replicas=N"}}) {
+    Result<std::unique_ptr<Store>> bad = OpenStore(url, SystemClock::Get());
+    ASSERT_FALSE(bad.ok()) << url;
+    EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(bad.error().message().find(error), std::string::npos) << bad.error().message();
+  }
+  Result<std::unique_ptr<Store>> redis =
+      OpenStore("redis://127.0.0.1:1", SystemClock::Get(), options);
+  ASSERT_FALSE(redis.ok());
+  EXPECT_NE(redis.error().message().find("replicas belong to a memcached store"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hourglass

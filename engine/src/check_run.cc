@@ -463,7 +463,8 @@ void CheckRun::Judge() {
 bool CheckRun::LostSince(Instant t) const {
   const StoreLosses* losses = core_.options.losses;
   return losses != nullptr && losses->any() &&
-         losses->Since(core_.store->ServersOf(group_), ToUnix(t)).has_value();
+         losses->Since(core_.store->ServersOf(group_), ToUnix(t), core_.store->servers_are_copies())
+             .has_value();
 }
 
 void CheckRun::JudgeLoss(bool limits_fit) {
@@ -471,7 +472,7 @@ void CheckRun::JudgeLoss(bool limits_fit) {
   if (losses == nullptr || !losses->any() || spans_.empty()) return;
   int64_t first = spans_.front().first;
   for (const Span& span : spans_) first = std::min(first, span.first);
-  loss_ = losses->Since(core_.store->ServersOf(group_), first);
+  loss_ = losses->Since(core_.store->ServersOf(group_), first, core_.store->servers_are_copies());
   if (!loss_) return;
   const int64_t lost_before = ToUnix(loss_->at);
   for (size_t i = 0; i < spans_.size(); ++i) {

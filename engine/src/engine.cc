@@ -261,7 +261,7 @@ std::optional<StoreLoss> Engine::LossBefore(const std::string& group,
   if (losses == nullptr || !losses->any() || spans.empty()) return std::nullopt;
   int64_t first = spans.front().first;
   for (const Span& span : spans) first = std::min(first, span.first);
-  return losses->Since(core_->store->ServersOf(group), first);
+  return losses->Since(core_->store->ServersOf(group), first, core_->store->servers_are_copies());
 }
 
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,

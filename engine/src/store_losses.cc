@@ -35,15 +35,18 @@ bool StoreLosses::Record(StoreLoss loss) {
   return true;
 }
 
-std::optional<StoreLoss> StoreLosses::Since(std::span<const std::string> servers,
-                                            int64_t first) const {
+std::optional<StoreLoss> StoreLosses::Since(std::span<const std::string> servers, int64_t first,
+                                            bool copies) const {
   std::lock_guard lock(mu_);
   std::optional<StoreLoss> found;
+  size_t lost = 0;
   for (const StoreLoss& loss : latest_) {
     if (ToUnix(loss.at) <= first) continue;  // the window starts after it: nothing missing
     if (std::find(servers.begin(), servers.end(), loss.server) == servers.end()) continue;
-    if (!found || loss.at > found->at) found = loss;
+    ++lost;
+    if (!found || (copies ? loss.at < found->at : loss.at > found->at)) found = loss;
   }
+  if (copies && lost < servers.size()) return std::nullopt;  // a copy kept them
   return found;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "hourglass/lmdb_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/redis_store.h"
@@ -23,11 +25,43 @@ Result<std::unique_ptr<MemcachedStore>> OpenMemcached(std::string_view list, con
   return MemcachedStore::Create(options, clock);
 }
 
+// The URL's ?replicas=N, if any, else `fallback`; the URL is cut before the '?'.
+Result<size_t> ReplicasOf(std::string_view& list, size_t fallback) {
+  const size_t q = list.find('?');
+  if (q == std::string_view::npos) return fallback;
+  const std::string_view query = list.substr(q + 1);
+  list = list.substr(0, q);
+  constexpr std::string_view kKey = "replicas=";
+  size_t n = 0;
+  const char* end = query.data() + query.size();
+  if (!query.starts_with(kKey) || std::from_chars(query.data() + kKey.size(), end, n).ptr != end ||
+      n < 1) {
+    return InvalidArgument(
+        fmt::format("memcached URL option \"{}\": the one option is replicas=N (N >= 1), e.g. "
+                    "memcached://h1:11211,h2:11211?replicas=2",
+                    query));
+  }
+  return n;
+}
+
 Result<std::unique_ptr<Store>> OpenMemcachedUrl(std::string_view url, const Clock& clock,
                                                 const StoreOptions& options) {
-  Result<std::unique_ptr<MemcachedStore>> store =
-      OpenMemcached(url.substr(kMemcached.size()), clock, options.network);
+  std::string_view list = url.substr(kMemcached.size());
+  Result<size_t> replicas = ReplicasOf(list, options.replicas);
+  if (!replicas.ok()) return replicas.error();
+  Result<std::unique_ptr<MemcachedStore>> store = OpenMemcached(list, clock, options.network);
   if (!store.ok()) return store.error();
+  if (*replicas > 1) {
+    if (!options.previous_servers.empty()) {
+      return InvalidArgument(
+          "replicas and previous servers together are not supported yet: finish the transition "
+          "first, then add copies");
+    }
+    Result<std::unique_ptr<ReplicatedStore>> replicated =
+        ReplicatedStore::Create(std::move(*store), *replicas);
+    if (!replicated.ok()) return replicated.error();
+    return std::unique_ptr<Store>(std::move(*replicated));
+  }
   if (options.previous_servers.empty()) return std::unique_ptr<Store>(std::move(*store));
   Result<std::unique_ptr<MemcachedStore>> previous =
       OpenMemcached(options.previous_servers, clock, options.network);
@@ -70,6 +104,10 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const Clock& cloc
   const bool memcached = url.starts_with(kMemcached);
   if (!options.previous_servers.empty() && !memcached) {
     return InvalidArgument("previous servers belong to a memcached store");
+  }
+  if (options.replicas > 1 && !memcached) {
+    return InvalidArgument(
+        "replicas belong to a memcached store (Redis keeps copies by its own replication)");
   }
   if (url == kMemory) return std::unique_ptr<Store>(std::make_unique<MemoryStore>(clock));
   if (memcached) return OpenMemcachedUrl(url, clock, options);

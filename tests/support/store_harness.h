@@ -16,6 +16,7 @@
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/redis_store.h"
+#include "hourglass/replicated_store.h"
 #include "memcached_server.h"
 #include "redis_server.h"
 
@@ -135,6 +136,45 @@ class MemcachedHarness final : public StoreHarness {
   std::unique_ptr<MemcachedStore> store_;
 };
 
+// Three real memcached servers keeping two copies of every count (ReplicatedStore, the packed
+// layout), real time.
+class ReplicatedHarness final : public StoreHarness {
+ public:
+  ReplicatedHarness() {
+    MemcachedOptions options;
+    options.servers.clear();
+    for (MemcachedServer& server : servers_) {
+      if (!server.running()) {
+        ADD_FAILURE() << "cannot start memcached: " << server.error();
+        return;
+      }
+      options.servers.push_back(server.address());
+    }
+    Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
+    if (!store.ok()) {
+      ADD_FAILURE() << store.error().ToString();
+      return;
+    }
+    Result<std::unique_ptr<ReplicatedStore>> replicated =
+        ReplicatedStore::Create(std::move(*store), 2);
+    if (!replicated.ok()) {
+      ADD_FAILURE() << replicated.error().ToString();
+      return;
+    }
+    store_ = std::move(*replicated);
+  }
+  Store& store() override { return *store_; }
+  Clock& clock() override { return clock_; }
+  void Advance(Seconds d) override { std::this_thread::sleep_for(d); }
+  std::string name() const override { return "memcached_replicated"; }
+  MemcachedServer& server(size_t i) { return servers_[i]; }
+
+ private:
+  MemcachedServer servers_[3];
+  SystemClock clock_;
+  std::unique_ptr<ReplicatedStore> store_;
+};
+
 // Real Redis (one server, or a cluster of three masters), real time.
 class RedisHarness final : public StoreHarness {
  public:
@@ -182,8 +222,8 @@ class RedisHarness final : public StoreHarness {
 };
 
 // "memory", "memory_conditional" (taking guarded batches), "memcached" (the counters layout),
-// "memcached_packed" (the packed layout, the default), "redis", "redis_cluster" or "lmdb"; any
-// other name fails the test and gives nullptr.
+// "memcached_packed" (the packed layout, the default), "memcached_replicated" (two copies on three
+// servers), "redis", "redis_cluster" or "lmdb"; any other name fails the test and gives nullptr.
 inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryHarness>();
   if (kind == "memory_conditional") return std::make_unique<MemoryHarness>(true);
@@ -194,12 +234,13 @@ inline std::unique_ptr<StoreHarness> MakeHarness(const std::string& kind) {
   if (kind == "memcached_packed") {
     return std::make_unique<MemcachedHarness>(MemcachedOptions{.layout = MemcachedLayout::kPacked});
   }
+  if (kind == "memcached_replicated") return std::make_unique<ReplicatedHarness>();
   if (kind == "redis") return std::make_unique<RedisHarness>(false);
   if (kind == "lmdb") return std::make_unique<LmdbHarness>();
   if (kind == "redis_cluster") return std::make_unique<RedisHarness>(true);
   ADD_FAILURE() << "unknown store harness \"" << kind
-                << "\": use memory, memory_conditional, memcached, memcached_packed, redis, "
-                   "redis_cluster or lmdb";
+                << "\": use memory, memory_conditional, memcached, memcached_packed, "
+                   "memcached_replicated, redis, redis_cluster or lmdb";
   return nullptr;
 }
 

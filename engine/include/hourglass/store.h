@@ -136,6 +136,9 @@ class Store {
     static_cast<void>(group);
     return {};
   }
+  // Whether each of ServersOf's servers holds a whole copy of a group's counts (ReplicatedStore):
+  // then a loss is one only when every one of them told of one.
+  virtual bool servers_are_copies() const { return false; }
 
   // Whether batches may carry guards: the store evaluates a batch (guards, increments, reads) as
   // one atomic step. Stores that cannot refuse guarded batches as kInvalidArgument.

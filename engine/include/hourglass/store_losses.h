@@ -44,8 +44,11 @@ class StoreLosses {
   bool Record(StoreLoss loss);
 
   // The latest loss on one of `servers` later than `first` (Unix seconds): a window starting at
-  // `first` may miss hits that server held before it. nullopt when there is none.
-  std::optional<StoreLoss> Since(std::span<const std::string> servers, int64_t first) const;
+  // `first` may miss hits that server held before it. nullopt when there is none. With `copies`
+  // (each server holds a whole copy: Store::servers_are_copies), a loss only when every one of
+  // them lost later than `first`: the earliest of those, before which no copy holds a hit.
+  std::optional<StoreLoss> Since(std::span<const std::string> servers, int64_t first,
+                                 bool copies = false) const;
 
   // Whether any loss was ever recorded: checks skip the rest while there is none.
   bool any() const { return any_.load(std::memory_order_acquire); }

@@ -5,6 +5,8 @@
 //                                                  every client (the hash ring hashes the text)
 //   the same with `previous_servers` "10.0.0.1:11211": in transition from that list
 //   (TransitionStore: writes go to the URL's servers, moved features are read on both)
+//   "memcached://10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211?replicas=2", or `replicas` 2:
+//   two copies of every count on distinct servers (ReplicatedStore)
 //   "redis://[[USER]:PASSWORD@]10.0.0.5:6379[,...][/DB]"   standalone Redis servers
 //   "redis+cluster://10.0.0.5:7000,10.0.0.6:7000"          a Redis Cluster, by any of its nodes
 //   "lmdb:///var/lib/hourglass[?map_size=4GiB]"           one file the processes of a host share
@@ -20,6 +22,7 @@
 
 #include "hourglass/clock.h"
 #include "hourglass/memcached_store.h"
+#include "hourglass/replicated_store.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
 #include "hourglass/transition_store.h"
@@ -33,6 +36,9 @@ struct StoreOptions {
   MemcachedOptions network;
   // memcached only, when not empty: the list the servers are in transition from.
   std::string previous_servers = "";
+  // memcached only: copies of every count on distinct servers (1: none; the URL's ?replicas=N
+  // wins).
+  size_t replicas = 1;
   // Redis: the password when the URL names none (e.g. from HOURGLASS_REDIS_PASSWORD).
   std::string redis_password = "";
 };

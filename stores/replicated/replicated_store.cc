@@ -1,0 +1,110 @@
+#include "hourglass/replicated_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hourglass {
+namespace {
+
+// Each batch once per copy, copy-major: the copy of batches[i] for copy r is at r * n + i.
+struct Expanded {
+  std::vector<Batch> batches;
+  std::vector<size_t> replicas;
+};
+
+Expanded Expand(std::span<const Batch> batches, size_t copies) {
+  Expanded out;
+  out.batches.reserve(batches.size() * copies);
+  out.replicas.reserve(batches.size() * copies);
+  for (size_t r = 0; r < copies; ++r) {
+    for (const Batch& batch : batches) {
+      out.batches.push_back(batch);
+      out.replicas.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ReplicatedStore>> ReplicatedStore::Create(
+    std::unique_ptr<MemcachedStore> store, size_t copies) {
+  if (copies < 2 || copies > store->servers()) {
+    return InvalidArgument(fmt::format(
+        "--replicas {} needs at least that many memcached servers (given {}), and at least 2",
+        copies, store->servers()));
+  }
+  return std::unique_ptr<ReplicatedStore>(new ReplicatedStore(std::move(store), copies));
+}
+
+Result<std::vector<uint64_t>> ReplicatedStore::Apply(const Batch& batch) {
+  return std::move(ApplyMany({&batch, 1}).front());
+}
+
+std::vector<Result<std::vector<uint64_t>>> ReplicatedStore::ApplyMany(
+    std::span<const Batch> batches) {
+  const Expanded expanded = Expand(batches, copies_);
+  std::vector<Result<std::vector<uint64_t>>> answers =
+      store_->ApplyManyAt(expanded.batches, expanded.replicas);
+  std::vector<Result<std::vector<uint64_t>>> results;
+  results.reserve(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    std::optional<std::vector<uint64_t>> merged;
+    for (size_t r = 0; r < copies_; ++r) {
+      Result<std::vector<uint64_t>>& answer = answers[r * batches.size() + i];
+      if (!answer.ok()) continue;
+      if (!merged) {
+        merged = std::move(*answer);
+        continue;
+      }
+      for (size_t k = 0; k < merged->size() && k < answer->size(); ++k) {
+        (*merged)[k] = std::max((*merged)[k], (*answer)[k]);
+      }
+    }
+    if (merged) {
+      results.emplace_back(std::move(*merged));
+    } else {
+      results.push_back(std::move(answers[i]));  // no copy answered: the first copy's error
+    }
+  }
+  return results;
+}
+
+std::vector<Status> ReplicatedStore::Send(std::span<const Batch> batches) {
+  const Expanded expanded = Expand(batches, copies_);
+  std::vector<Status> sent = store_->SendAt(expanded.batches, expanded.replicas);
+  std::vector<Status> results;
+  results.reserve(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    Status result = sent[i];
+    for (size_t r = 1; r < copies_ && !result.ok(); ++r) {
+      if (sent[r * batches.size() + i].ok()) result = Status();
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+Status ReplicatedStore::Delete(const std::string& group, std::span<const std::string> keys) {
+  for (size_t r = 0; r < copies_; ++r) {
+    if (Status s = store_->DeleteAt(group, keys, r); !s.ok()) return s;
+  }
+  return {};
+}
+
+std::vector<std::string> ReplicatedStore::ServersOf(const std::string& group) {
+  std::vector<std::string> servers;
+  for (size_t r = 0; r < copies_; ++r) {
+    if (Result<std::string> server = store_->ServerFor(group, r); server.ok()) {
+      servers.push_back(std::move(*server));
+    }
+  }
+  return servers;
+}
+
+std::string ReplicatedStore::Describe() const {
+  return fmt::format("{} ({} copies of each count)", store_->Describe(), copies_);
+}
+
+}  // namespace hourglass
