@@ -20,6 +20,6 @@ trap 'rm -rf "$work"' EXIT
   echo '}'
 } >"$work/example.cc"
 "$cxx" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$src/engine/include" -I"$src/stores/memory/include" -I"$src/stores/factory/include" \
-  -I"$src/stores/memcached/include" -I"$src/stores/transition/include" \
+  -I"$src/stores/memcached/include" -I"$src/stores/transition/include" -I"$src/stores/replicated/include" \
   -I"$src/stores/net/include" "$work/example.cc"
 echo "README example compiles"
