@@ -15,7 +15,8 @@ packages=(
   faketime ninja-build ccache mold
 )
 if [[ "${1:-}" == "bench" ]]; then
-  packages+=(gnuplot-nox python3-limits python3-pymemcache python3-redis wrk lmdb-utils nodejs)
+  packages+=(gnuplot-nox python3-limits python3-pymemcache python3-redis wrk lmdb-utils nodejs
+            netcat-openbsd)
 fi
 if [[ "${1:-}" == "fuzz" ]]; then
   packages+=(clang libclang-rt-dev)
