@@ -30,7 +30,9 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   if (url == "memory://") return Unwrap(OpenStore(url, clock));
   // LMDB, shared with processes on the real clock, expires values on it too (as a server would).
   if (url.starts_with("memcached://")) {
-    const std::vector<std::string> servers = Unwrap(ParseServers(url.substr(12)));
+    const std::string_view list = std::string_view(url).substr(12);
+    const std::vector<std::string> servers =
+        Unwrap(ParseServers(list.substr(0, list.find('?'))));  // ?replicas=N: OpenStore's
     for (const std::string& warning : SameServerWarnings(servers)) {
       std::fprintf(stderr, "hourglass: warning: %s\n", warning.c_str());
     }

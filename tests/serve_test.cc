@@ -5,6 +5,7 @@
 // it. The API's behaviour on a controlled clock is tested in process (service_test.cc).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -354,6 +355,53 @@ TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
                    "hourglass_store_losses_total{cause=\"restarted\",server=\"" +
                        memcached_.address() + "\",store=\"memcached\"}"),
             1);
+}
+
+// Two services keep two copies of every count on three memcached servers. One server at a time
+// is restarted, flushed, then killed: features at their limit before each fault stay at it
+// through either service (no admission over the limit, counted by the clients), and no client
+// sees an error or a degraded answer.
+TEST_F(ServeTest, TwoCopiesOnThreeServersLoseNoCountWhenOneRestartsIsFlushedOrDies) {
+  testing::MemcachedServer servers[3];
+  std::string url = "memcached://";
+  for (auto& server : servers) {
+    ASSERT_TRUE(server.running()) << server.error();
+    url += (&server == &servers[0] ? "" : ",") + server.address();
+  }
+  url += "?replicas=2";
+  const std::string policy = WritePolicy("events:\n  signup:\n    limits: [5/m]\n");
+  ServeProcess a(HOURGLASS_CLI, {"--policy", policy, "--store", url});
+  ServeProcess b(HOURGLASS_CLI, {"--policy", policy, "--store", url});
+  ASSERT_TRUE(a.ready()) << a.log();
+  ASSERT_TRUE(b.ready()) << b.log();
+  HttpClient clients[] = {HttpClient(a.port()), HttpClient(b.port())};
+  int over = 0, failed = 0, calls = 0;
+  const auto check = [&](const std::string& feature, int expected) {
+    HttpReply reply = clients[calls++ % 2].Post("/v1/check", CheckBody("signup", feature));
+    if (reply.status == 200 && expected == 429) ++over;
+    if (reply.status != expected && !(reply.status == 200 && expected == 429)) ++failed;
+    if (!reply.Header("hourglass-degraded").empty()) ++failed;
+  };
+  for (int fault = 0; fault < 3; ++fault) {
+    std::vector<std::string> features;
+    for (int f = 0; f < 10; ++f) features.push_back(fmt::format("f{}-{}", fault, f));
+    for (const std::string& feature : features) {
+      for (int i = 0; i < 5; ++i) check(feature, 200);
+    }
+    if (fault == 0) {
+      servers[0].Stop();
+      ASSERT_TRUE(servers[0].Start());
+    } else if (fault == 1) {
+      ASSERT_EQ(servers[1].Raw("flush_all\r\n"), "OK\r\n");
+    } else {
+      servers[2].Kill();
+    }
+    for (const std::string& feature : features) {
+      for (int i = 0; i < 3; ++i) check(feature, 429);
+    }
+  }
+  EXPECT_EQ(over, 0) << "admitted over 5/m after a fault";
+  EXPECT_EQ(failed, 0) << a.log() << b.log();
 }
 
 TEST_F(ServeTest, AnOpenFileLimitTooLowForTheStoreIsRefusedAtStart) {
