@@ -9,7 +9,8 @@
 namespace hourglass::cli {
 
 std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
-                                    ServerTransitionHandler on_transition) {
+                                    ServerTransitionHandler on_transition,
+                                    StoreLossHandler on_loss) {
   if (g.timeout_ms < 1 || g.timeout_ms > 600000) {
     Fail(kUsage, fmt::format("--timeout-ms {}: must be 1 to 600000", g.timeout_ms));
   }
@@ -20,6 +21,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   options.network.layout = Unwrap(ParseLayout(g.layout));
   options.network.read_both_layouts = g.read_both_layouts;
   options.network.on_transition = std::move(on_transition);
+  options.network.on_loss = std::move(on_loss);
   options.previous_servers = g.previous_servers;
   options.replicas = g.replicas;
   if (const char* password = std::getenv("HOURGLASS_REDIS_PASSWORD"); password != nullptr) {

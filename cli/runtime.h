@@ -29,8 +29,10 @@ size_t StoreConnections(const Globals& g);
 
 // The store the global options name, on `clock` when it runs on the engine's (the memory store),
 // else on the real one. Leaves with exit 2 for bad options, 3 when it cannot be set up.
+// `on_loss`, when set, is told of a memcached server found restarted by a new connection.
 std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
-                                    ServerTransitionHandler on_transition);
+                                    ServerTransitionHandler on_transition,
+                                    StoreLossHandler on_loss = nullptr);
 // The engine options of the global options for a command of `use`.
 EngineOptions EngineOptionsFor(const Globals& g, EngineUse use);
 

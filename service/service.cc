@@ -46,6 +46,12 @@ ServerTransitionHandler TransitionLog(ServiceLog log) {
   };
 }
 
+StoreLossHandler LossLog(StoreLosses& losses, ServiceLog log) {
+  return [&losses, log = std::move(log)](const StoreLoss& loss) {
+    if (losses.Record(loss)) log(LogLevel::kWarning, LossWarning(loss));
+  };
+}
+
 struct Service::Impl {
   Impl(ServiceOptions o, Store& s, OffsetClock& c, ServiceLog l)
       : options(std::move(o)), store(s), clock(c), log(std::move(l)) {}
@@ -54,7 +60,8 @@ struct Service::Impl {
   Store& store;
   OffsetClock& clock;
   ServiceLog log;
-  StoreLosses losses;  // what the watch saw the servers lose; the engine reads it
+  StoreLosses own_losses;  // when the options name none
+  StoreLosses& losses = options.losses != nullptr ? *options.losses : own_losses;
   std::optional<Engine> engine;
   ServiceMetrics metrics;
   std::optional<RecentTop> top;
@@ -71,7 +78,7 @@ struct Service::Impl {
 };
 
 Status Service::Impl::Start() {
-  options.engine.losses = &losses;
+  options.engine.losses = &losses;  // what the servers lost, as the watch and the store saw
   Result<Engine> made = Engine::Create(store, clock, options.engine);
   if (!made.ok()) return made.error();
   engine.emplace(std::move(*made));

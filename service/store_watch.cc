@@ -36,19 +36,25 @@ void StoreWatch::Poll() {
     const int64_t started = stats->time > 0 && stats->uptime > 0
                                 ? static_cast<int64_t>(stats->time - stats->uptime)
                                 : 0;
-    auto [at, first] = seen_.try_emplace(stats->server, Seen{stats->pid, 0, 0, started});
+    const int64_t now = loss_clock_ != nullptr ? ToUnix(loss_clock_->Now()) : 0;
+    auto [at, first] = seen_.try_emplace(stats->server, Seen{stats->pid, 0, 0, started, now});
     Seen& seen = at->second;
     if (!first) {
       if (std::optional<StoreLoss> loss = LossOf(seen, *stats)) {
         metrics_.CountStoreLoss(*loss);
-        if (losses_ != nullptr) losses_->Record(*loss);
-        warn_(LossWarning(*loss));
+        // Told once: a store's new connection may have seen it since the last look (LossLog).
+        const std::vector<std::string> server = {stats->server};
+        const bool told = losses_ != nullptr && losses_->Since(server, seen.polled - 1).has_value();
+        if (!told) {
+          if (losses_ != nullptr) losses_->Record(*loss);
+          warn_(LossWarning(*loss));
+        }
       }
     }
     // Another process (a restart) counts from zero again.
     if (seen.pid != stats->pid || stats->evictions < seen.evictions) seen.evictions = 0;
     const uint64_t rise = stats->evictions - seen.evictions;
-    seen = Seen{stats->pid, stats->evictions, stats->flushes, started};
+    seen = Seen{stats->pid, stats->evictions, stats->flushes, started, now};
     metrics_.SetServerStats(*stats, rise);
     if (rise > 0) warn_(EvictionWarning(*stats, rise, first));
   }

@@ -357,6 +357,26 @@ TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
             1);
 }
 
+// The first connection to a restarted memcached finds another process before it carries a
+// batch: the loss is known to the very check that opened it, without waiting for a look at the
+// server's figures (none here: --stats-interval 0).
+TEST_F(ServeTest, ARestartIsKnownToTheFirstCheckThatReachesTheNewProcess) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/d]\n    on_data_loss: closed\n",
+                     {"--stats-interval", "0"});
+  HttpClient client(serve->port());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 200);
+  }
+  memcached_.Stop();
+  ASSERT_TRUE(memcached_.Start());
+  HttpReply first = client.Post("/v1/check", CheckBody("signup", "ann"));
+  EXPECT_EQ(first.status, 429) << first.body;
+  EXPECT_NE(first.Header("hourglass-degraded").find("restarted"), std::string::npos)
+      << first.Header("hourglass-degraded");
+  EXPECT_TRUE(serve->WaitForLog("memcached " + memcached_.address() + " restarted at "))
+      << serve->log();
+}
+
 // Two services keep two copies of every count on three memcached servers. One server at a time
 // is restarted, flushed, then killed: features at their limit before each fault stay at it
 // through either service (no admission over the limit, counted by the clients), and no client

@@ -131,6 +131,41 @@ TEST_F(StoreWatchTest, ARestartIsALossAtThePollThatSawIt) {
             1);
 }
 
+// A store whose new connections check the server's process finds a restart first (LossLog's
+// path): the watch's next look counts it but does not tell it again.
+TEST_F(StoreWatchTest, ARestartAConnectionFoundFirstIsToldOnce) {
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  std::vector<StoreLoss> found;
+  MemcachedOptions options;
+  options.servers = {small_.address()};
+  options.on_loss = [&](const StoreLoss& loss) {
+    found.push_back(loss);
+    losses.Record(loss);
+  };
+  std::unique_ptr<MemcachedStore> store = std::move(*MemcachedStore::Create(options, clock));
+  StoreWatch watch(*store, metrics_, [this](const std::string& w) { warnings_.push_back(w); });
+  watch.RecordLosses(losses, clock);
+  watch.Poll();  // the first connection: the process is learnt, nothing told
+  EXPECT_TRUE(found.empty());
+  small_.Stop();
+  ASSERT_TRUE(small_.Start());
+  clock.Set(FromUnix(2'000'000'003));
+  const Batch hit{"g", {{"g:1:1", 1, Seconds{60}}}, {}};
+  ASSERT_TRUE(store->Apply(hit).ok()) << "the new connection checks the process first";
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].at, FromUnix(2'000'000'003));
+  EXPECT_EQ(found[0].cause, LossCause::kRestart);
+  clock.Set(FromUnix(2'000'000'010));
+  watch.Poll();
+  EXPECT_TRUE(warnings_.empty()) << warnings_.front();
+  EXPECT_EQ(Sample(metrics_.Render(), "hourglass_store_losses_total{cause=\"restarted\",server=\"" +
+                                          small_.address() + "\",store=\"memcached\"}"),
+            1);
+  const std::vector<std::string> small = {small_.address()};
+  EXPECT_EQ(losses.Since(small, 0)->at, FromUnix(2'000'000'003)) << "the earlier date stays";
+}
+
 // A flush (flush_all) loses every count too; memcached does not say when, so the loss is dated
 // at the poll that saw it: never too early.
 TEST_F(StoreWatchTest, AFlushIsALossAtThePollThatSawIt) {

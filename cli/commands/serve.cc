@@ -223,7 +223,12 @@ int RunServe(const Globals& g, const ServeArgs& a) {
 
   // The engine follows the store's clock when this host's is off by 2 s or more.
   OffsetClock clock(SystemClock::Get());
-  const std::unique_ptr<Store> store = OpenCliStore(g, clock, TransitionLog(ToLog(log)));
+  // Losses the store's new connections find (a restart) and the service's watch sees; checks
+  // consult them.
+  StoreLosses losses;
+  options.losses = &losses;
+  const std::unique_ptr<Store> store =
+      OpenCliStore(g, clock, TransitionLog(ToLog(log)), LossLog(losses, ToLog(log)));
   Result<std::unique_ptr<Service>> made = Service::Create(options, *store, clock, ToLog(log));
   if (!made.ok()) {
     // A file or option the service refused is the caller's; an address it cannot take is not.

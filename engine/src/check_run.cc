@@ -463,7 +463,9 @@ void CheckRun::Judge() {
 bool CheckRun::LostSince(Instant t) const {
   const StoreLosses* losses = core_.options.losses;
   return losses != nullptr && losses->any() &&
-         losses->Since(core_.store->ServersOf(group_), ToUnix(t), core_.store->servers_are_copies())
+         losses
+             ->Since(core_.store->ServersOf(group_), ToUnix(t) - 1,
+                     core_.store->servers_are_copies())
              .has_value();
 }
 

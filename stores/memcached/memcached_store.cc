@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -35,6 +37,39 @@ Status ValidateOptions(const MemcachedOptions& options) {
 net::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
   return net::PoolOptions{o.connect_timeout, o.io_timeout,       o.retry_timeout, o.pool_size,
                           o.pool_wait,       o.idle_check_after, o.on_transition};
+}
+
+// The server process the connections of one pool last found: another one means a restart.
+struct ServerIdentity {
+  std::mutex mu;
+  uint64_t pid = 0;
+  int64_t started = 0;  // its `time - uptime`: memcached's own start, 62 s early, but fixed
+  bool known = false;
+};
+
+// A new connection's first exchange: `stats`, compared with the process the pool knew. A restart
+// is told through `on_loss`, dated now, before the connection carries any batch.
+std::function<Status(net::PooledConnection&)> IdentityCheck(std::string server,
+                                                            std::shared_ptr<ServerIdentity> seen,
+                                                            StoreLossHandler on_loss,
+                                                            const Clock& clock) {
+  return [server = std::move(server), seen = std::move(seen), on_loss = std::move(on_loss),
+          &clock](net::PooledConnection& c) -> Status {
+    ServerStats stats;
+    if (Status s = c.socket->Send("stats\r\n"); !s.ok()) return s;
+    if (Status s = memcached::ReadStats(server, *c.socket, stats); !s.ok()) return s;
+    const int64_t started = static_cast<int64_t>(stats.time) - static_cast<int64_t>(stats.uptime);
+    bool restarted = false;
+    {
+      std::lock_guard lock(seen->mu);
+      restarted = seen->known && (seen->pid != stats.pid || started > seen->started + 1);
+      seen->pid = stats.pid;
+      seen->started = started;
+      seen->known = true;
+    }
+    if (restarted) on_loss(StoreLoss{"memcached", server, clock.Now(), LossCause::kRestart});
+    return {};
+  };
 }
 
 using BatchResults = std::vector<Result<std::vector<uint64_t>>>;
@@ -326,8 +361,12 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
         packed::PlanOptions{options.layout == MemcachedLayout::kPacked, options.read_both_layouts};
   }
   for (const net::ServerAddress& address : (*ring)->servers()) {
-    impl->pools.push_back(
-        std::make_unique<net::ServerPool>(address, PoolOptionsOf(options), clock));
+    net::PoolOptions pool = PoolOptionsOf(options);
+    if (options.on_loss) {
+      pool.on_open = IdentityCheck(net::HostPort(address), std::make_shared<ServerIdentity>(),
+                                   options.on_loss, clock);
+    }
+    impl->pools.push_back(std::make_unique<net::ServerPool>(address, pool, clock));
   }
   impl->ring = std::move(*ring);
   impl->io_timeout = options.io_timeout;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -36,6 +37,10 @@ struct StoreLoss {
   // "memcached 10.0.0.1:11211 restarted at 2026-11-26T21:41:38Z".
   std::string Describe() const;
 };
+
+// Told of a loss as a store sees it (e.g. a new connection finds another server process).
+// Called from any thread using the store; must not call into the store.
+using StoreLossHandler = std::function<void(const StoreLoss&)>;
 
 class StoreLosses {
  public:

@@ -55,13 +55,20 @@ struct ServiceOptions {
   // the clock follows nobody.
   std::chrono::seconds stats_interval{10};
   size_t top_capacity = 256;  // counters per event and minute behind /v1/top; 0: no /v1/top
-  bool log_denials = false;   // a sampled line (one per event and second) for denials
+  // Where the losses the store's servers told of are kept (the store's own handler may record
+  // into it too: LossLog); must outlive the service. Null: the service keeps its own.
+  StoreLosses* losses = nullptr;
+  bool log_denials = false;                // a sampled line (one per event and second) for denials
   std::vector<ProtocolFactory> protocols;  // served beside HTTP, in this order
 };
 
 // Logs a store server (memcached, Redis) that stops answering, and answers again, through `log`:
 // the handler to open the service's store with (StoreOptions' on_transition).
 ServerTransitionHandler TransitionLog(ServiceLog log);
+
+// Records a loss a store saw into `losses` and logs it once (a warning, as StoreWatch's): the
+// handler to open the service's store with (MemcachedOptions' on_loss). `losses` must outlive it.
+StoreLossHandler LossLog(StoreLosses& losses, ServiceLog log);
 
 class Service {
  public:

@@ -75,6 +75,7 @@ class StoreWatch {
   struct Seen {
     uint64_t pid = 0, evictions = 0, flushes = 0;
     int64_t started = 0;  // its process's start, Unix seconds by its clock (0: not told)
+    int64_t polled = 0;   // when this look was, Unix seconds by the loss clock
   };
   // The loss `stats` show against what was `seen` before, if any.
   std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats) const;

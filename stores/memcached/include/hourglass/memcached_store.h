@@ -28,6 +28,7 @@
 #include "hourglass/server_transition.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
+#include "hourglass/store_losses.h"
 
 namespace hourglass {
 
@@ -68,6 +69,10 @@ struct MemcachedOptions {
   // Told when a server fails (a transport error: refused, reset, timed out) and when it answers
   // again: once per change, however many requests see it. Empty: nobody is told.
   ServerTransitionHandler on_transition = nullptr;
+  // Set: every new connection first asks the server's `stats` (one exchange), and a server whose
+  // process is another than the one an earlier connection found (it restarted: its counts are
+  // gone) is told, dated now, before the connection carries a batch. Empty: not asked.
+  StoreLossHandler on_loss = nullptr;
 };
 
 // "h1:11211,h2:11211" -> {"h1:11211", "h2:11211"}; rejects missing or bad ports.
