@@ -27,6 +27,11 @@ void StoreWatch::Poll() {
   for (Result<ServerStats>& stats : store_.Stats()) {
     if (!stats.ok()) {
       metrics_.CountStoreError(stats.error());
+      // A store that lost its data for good (an LMDB file deleted under it) is told once.
+      if (stats.error().code() == ErrorCode::kDataLoss &&
+          told_.insert(stats.error().message()).second) {
+        warn_(stats.error().message());
+      }
       continue;
     }
     if (local_ != nullptr && stats->time > 0) {

@@ -154,6 +154,32 @@ TEST_F(LmdbStoreTest, TwoStoresOfOneProcessOnADirectoryShareOneEnvironment) {
   EXPECT_TRUE(OpenFilesUnder(path_).empty()) << "closed with its last store";
 }
 
+// `rm -rf` of the directory under a running process, and a new process recreating it: the old
+// process would go on counting in the unlinked file, apart from everyone else. Within a second
+// it notices that the directory's data file is another (or gone) and counts nothing more, saying
+// why; the new file is the one that counts.
+TEST_F(LmdbStoreTest, ADirectoryDeletedUnderAProcessIsRefusedNotCountedApart) {
+  ManualClock clock(FromUnix(kHourStart));
+  std::unique_ptr<LmdbStore> old_store = Open(clock);
+  ASSERT_NE(old_store, nullptr);
+  ASSERT_TRUE(old_store->Apply(Hit("g", kHourStart)).ok());
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+  std::unique_ptr<LmdbStore> new_store = Open(clock);  // as a process started now would
+  ASSERT_NE(new_store, nullptr);
+  ASSERT_TRUE(new_store->Apply(Hit("g", kHourStart)).ok());
+  clock.Advance(Seconds{1});  // the file is looked at once a second
+  Result<std::vector<uint64_t>> refused = old_store->Apply(Hit("g", kHourStart));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kDataLoss);
+  EXPECT_NE(refused.error().message().find("deleted, moved or replaced"), std::string::npos)
+      << refused.error().message();
+  std::vector<Result<ServerStats>> stats = old_store->Stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_FALSE(stats[0].ok()) << "the watch sees it too";
+  EXPECT_EQ(HourCount(*new_store, "g", kHourStart), 1u) << "counted once, in the current file";
+}
+
 // Threads writing through one store while others of the same process open, write through and
 // close stores of their own on the same directory: every increment is counted once.
 TEST_F(LmdbStoreTest, StoresOpenedAndClosedWhileOthersWriteLoseNoIncrement) {

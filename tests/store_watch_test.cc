@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "hourglass/lmdb_store.h"
 #include "hourglass/memcached_store.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
@@ -164,6 +166,26 @@ TEST_F(StoreWatchTest, ARestartAConnectionFoundFirstIsToldOnce) {
             1);
   const std::vector<std::string> small = {small_.address()};
   EXPECT_EQ(losses.Since(small, 0)->at, FromUnix(2'000'000'003)) << "the earlier date stays";
+}
+
+// An LMDB directory deleted under the process: the store refuses to count (kDataLoss), and the
+// watch tells it once, however many polls see it.
+TEST(StoreWatchLmdb, ADeletedDirectoryIsToldOnce) {
+  char dir[] = "/tmp/hourglass-watch-lmdb-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ManualClock clock(FromUnix(2'000'000'000));
+  std::unique_ptr<LmdbStore> store = std::move(*LmdbStore::Create(LmdbOptions{.path = dir}, clock));
+  ServiceMetrics metrics;
+  std::vector<std::string> warnings;
+  StoreWatch watch(*store, metrics, [&](const std::string& w) { warnings.push_back(w); });
+  watch.Poll();
+  EXPECT_TRUE(warnings.empty());
+  std::filesystem::remove_all(dir);
+  clock.Advance(Seconds{1});
+  watch.Poll();
+  watch.Poll();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("deleted, moved or replaced"), std::string::npos) << warnings[0];
 }
 
 // A flush (flush_all) loses every count too; memcached does not say when, so the loss is dated

@@ -83,6 +83,12 @@ struct Environment {
   // processes; a resize needs no transaction of this process open).
   std::mutex mu;
   bool grown = false;  // the map grew to make room once (Reclaim); guarded by mu
+  // The data file as opened: another one at its path (deleted, moved, replaced) means other
+  // processes count in another file. Checked at most once a second; guarded by mu.
+  dev_t data_dev = 0;
+  ino_t data_ino = 0;
+  MonoTime checked_at{};
+  std::optional<std::string> gone;  // why this file is no longer the directory's: sticky
 };
 
 // The environments open in this process, by their directory's device and inode.
@@ -183,6 +189,7 @@ struct LmdbStore::Impl {
   template <typename Body>
   Status Write(Body&& body) {
     std::lock_guard lock(shared->mu);
+    if (Status s = StillTheFile(); !s.ok()) return s;
     for (int attempt = 0; attempt < 2; ++attempt) {
       MDB_txn* txn = nullptr;
       int rc = mdb_txn_begin(env, nullptr, 0, &txn);
@@ -201,6 +208,29 @@ struct LmdbStore::Impl {
       return {};
     }
     return Failed("beginning a transaction", MDB_MAP_RESIZED);
+  }
+
+  // Whether the directory's data file is still the one this environment opened (at most one
+  // stat a second); kDataLoss, for good, once it is not. Called with shared->mu held.
+  Status StillTheFile() {
+    Environment& e = *shared;
+    const MonoTime now = clock.Monotonic();
+    if (!e.gone && now - e.checked_at >= std::chrono::seconds{1}) {
+      e.checked_at = now;
+      struct stat data {};
+      const std::string file = options.path + "/data.mdb";
+      if (stat(file.c_str(), &data) != 0) {
+        e.gone = fmt::format("{} is gone ({})", file, std::strerror(errno));
+      } else if (data.st_dev != e.data_dev || data.st_ino != e.data_ino) {
+        e.gone = fmt::format("{} is another file than the one this process opened", file);
+      }
+    }
+    if (!e.gone) return {};
+    return Error(ErrorCode::kDataLoss,
+                 fmt::format("lmdb {}: {}: its directory was deleted, moved or replaced under this "
+                             "process, so other processes count in another file; this one counts "
+                             "nothing more. Restart it to count in the directory's current file",
+                             options.path, *e.gone));
   }
 
   // The live value of `key`, or nullopt (missing or expired).
@@ -497,6 +527,12 @@ Result<std::shared_ptr<Environment>> LmdbStore::Impl::OpenEnvironment() const {
     }
   }
   if (rc = mdb_txn_commit(txn); rc != 0) return Failed("committing", rc);
+  struct stat data {};
+  if (stat((options.path + "/data.mdb").c_str(), &data) == 0) {
+    e->data_dev = data.st_dev;
+    e->data_ino = data.st_ino;
+  }
+  e->checked_at = clock.Monotonic();
   return e;
 }
 
@@ -563,8 +599,8 @@ std::vector<Result<std::vector<uint64_t>>> LmdbStore::ApplyMany(std::span<const 
   // A failure of the whole store (unreachable, full) is every batch's; any other may be one
   // batch's own (a value hourglass did not write): then each batch runs alone.
   const ErrorCode code = all.error().code();
-  const bool one_batch_failed =
-      code != ErrorCode::kUnavailable && code != ErrorCode::kStoreFull && valid.size() > 1;
+  const bool one_batch_failed = code != ErrorCode::kUnavailable && code != ErrorCode::kStoreFull &&
+                                code != ErrorCode::kDataLoss && valid.size() > 1;
   for (size_t i : valid) {
     const Status alone = one_batch_failed ? run({&i, 1}) : all;
     if (!alone.ok()) results[i] = alone.error();

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -80,6 +81,7 @@ class StoreWatch {
   // The loss `stats` show against what was `seen` before, if any.
   std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats) const;
   std::map<std::string, Seen> seen_;
+  std::set<std::string> told_;  // data-loss errors already warned of. Poll's thread only.
   StoreLosses* losses_ = nullptr;
   const Clock* loss_clock_ = nullptr;
   const Clock* local_ = nullptr;
