@@ -544,6 +544,12 @@ HttpResponse DecisionApi::Ready() const {
     return ErrorResponse(HttpStatus::kServiceUnavailable,
                          fmt::format("the store cannot be reached: {}", probe.error().message()));
   }
+  if (options_.health != nullptr) {
+    if (std::optional<std::string> why = options_.health->Why()) {
+      return ErrorResponse(HttpStatus::kServiceUnavailable,
+                           fmt::format("the store takes no new counts: {}", *why));
+    }
+  }
   return JsonResponse(HttpStatus::kOk, json{{"status", "ready"}});
 }
 

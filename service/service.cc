@@ -64,6 +64,7 @@ struct Service::Impl {
   StoreLosses& losses = options.losses != nullptr ? *options.losses : own_losses;
   std::optional<Engine> engine;
   ServiceMetrics metrics;
+  std::optional<StoreHealth> health;  // full store servers, as checks' errors tell
   std::optional<RecentTop> top;
   DenialSampler denials{std::chrono::seconds{1}};
   std::unique_ptr<CheckFrontEnd> front_end;
@@ -84,9 +85,14 @@ Status Service::Impl::Start() {
   engine.emplace(std::move(*made));
   Result<PolicySource> policy = LoadPolicy(options.policy_path, options.engine.retention);
   if (!policy.ok()) return policy.error();
+  health.emplace(
+      clock, options.stats_interval.count() > 0 ? options.stats_interval : std::chrono::seconds{10},
+      log);
+  metrics.OnStoreError([this](const Error& e) { health->Observe(e); });
   front_end = std::make_unique<CheckFrontEnd>(*engine, &metrics);
   DecisionApiOptions api_options = options.api;
   api_options.metrics = &metrics;
+  api_options.health = &*health;
   api_options.store = &store;
   api_options.clock = &clock;
   api_options.policy_path = options.policy_path;

@@ -250,6 +250,7 @@ void ServiceMetrics::CountStoreLoss(const StoreLoss& loss) {
 
 void ServiceMetrics::CountStoreError(const Error& error) {
   store_errors_.Add({{"server", ServerOf(error)}}).Increment();
+  if (on_store_error_) on_store_error_(error);
 }
 
 void ServiceMetrics::ObserveRequest(std::string_view endpoint,

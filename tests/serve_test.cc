@@ -357,6 +357,51 @@ TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
             1);
 }
 
+// A memcached run with -M that fills refuses new counts: checks answer per their failure mode,
+// the log says once that the server is full, and /readyz is unready naming it. Once it has
+// refused nothing for a quiet period (here --stats-interval, 1 s) it is writable again: logged,
+// ready.
+TEST_F(ServeTest, AFullStoreIsLoggedOnceAndUnreadyUntilItTakesCountsAgain) {
+  testing::MemcachedServer full("127.0.0.1", 8, {"-M"});
+  ASSERT_TRUE(full.running()) << full.error();
+  ServeProcess serve(
+      HOURGLASS_CLI,
+      {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"), "--servers",
+       full.address(), "--layout", "counters", "--stats-interval", "1"});
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  HttpClient client(serve.port());
+  ASSERT_EQ(client.Get("/readyz").status, 200);
+  ASSERT_TRUE(full.Fill(300000, "tenant:"));
+  for (int i = 0; i < 3; ++i) {
+    HttpReply refused = client.Post("/v1/check", CheckBody("signup", "f" + std::to_string(i)));
+    EXPECT_EQ(refused.status, 200) << "fail open: " << refused.body;
+    EXPECT_NE(refused.Header("hourglass-degraded").find("full"), std::string::npos)
+        << refused.Header("hourglass-degraded");
+  }
+  HttpReply unready = client.Get("/readyz");
+  EXPECT_EQ(unready.status, 503);
+  EXPECT_NE(unready.body.find("memcached " + full.address() + " is full since"), std::string::npos)
+      << unready.body;
+  EXPECT_TRUE(serve.WaitForLog("memcached " + full.address() + " is full and refuses new counts"))
+      << serve.log();
+  const std::string log = serve.log(), told = "is full and refuses new counts";
+  size_t times = 0;
+  for (size_t at = log.find(told); at != std::string::npos; at = log.find(told, at + 1)) ++times;
+  EXPECT_EQ(times, 1u) << "told once";
+  ASSERT_EQ(full.Raw("flush_all\r\n"), "OK\r\n");  // room again
+  bool ready = false;
+  for (int i = 0; i < 50 && !ready; ++i) {  // after a quiet second
+    ready = client.Get("/readyz").status == 200;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  EXPECT_TRUE(ready);
+  EXPECT_TRUE(serve.WaitForLog("taken as writable again")) << serve.log();
+  HttpReply counted = client.Post("/v1/check", CheckBody("signup", "f0"));
+  EXPECT_EQ(counted.status, 200);
+  EXPECT_EQ(counted.Header("hourglass-degraded").find("is full"), std::string::npos)
+      << "counted again (the flush that made room is told as a loss)";
+}
+
 // The first connection to a restarted memcached finds another process before it carries a
 // batch: the loss is known to the very check that opened it, without waiting for a look at the
 // server's figures (none here: --stats-interval 0).

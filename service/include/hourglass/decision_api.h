@@ -49,6 +49,7 @@
 #include "hourglass/recent_top.h"
 #include "hourglass/service_metrics.h"
 #include "hourglass/settle_token.h"
+#include "hourglass/store_health.h"
 
 namespace hourglass {
 
@@ -65,6 +66,8 @@ struct DecisionApiOptions {
   size_t max_checks_per_request = 16;
   // Counted into and served at GET /metrics when set; must outlive the API.
   ServiceMetrics* metrics = nullptr;
+  // When set (it must outlive the API), GET /readyz is 503 naming a full store server.
+  StoreHealth* health = nullptr;
   // The engine's store, when set (it must outlive the API): its unconfirmed failures are
   // brought into `metrics` at each GET /metrics.
   const Store* store = nullptr;

@@ -59,6 +59,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -77,6 +78,10 @@ class ServiceMetrics {
   // `shadow`: the event is in shadow mode, a denial counts as shadow_denied (it was allowed).
   void CountDecision(std::string_view event, const Decision& decision, bool shadow = false);
   void CountStoreError(const Error& error);
+  // Also told of every store error counted (StoreHealth). Set before the metrics are shared.
+  void OnStoreError(std::function<void(const Error&)> listener) {
+    on_store_error_ = std::move(listener);
+  }
   void CountStoreLoss(const StoreLoss& loss);
   // The store's running count of refused fire-and-forget writes (Store::unconfirmed_failures):
   // the counter rises to it; a lower value than seen before changes nothing.
@@ -108,6 +113,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& store_errors_;
   prometheus::Family<prometheus::Counter>& store_losses_;
+  std::function<void(const Error&)> on_store_error_;
   prometheus::Counter& data_loss_checks_;
   prometheus::Counter& keys_read_;
   prometheus::Counter& round_trips_;
