@@ -110,7 +110,8 @@ bool CheckRun::AnswerBlocked() {
   blocked_key_ = BlockedKey(group_, policy_);
   blocked_epoch_ = core_.blocked->Epoch(blocked_key_);  // before any read of the store
   std::optional<BlockedCache::Entry> entry = core_.blocked->Get(blocked_key_, t_, hits_);
-  if (entry && LostSince(entry->decided_at)) {
+  // A loss in the second of the decision that blocked the client, or after it.
+  if (entry && core_.LossSince(group_, ToUnix(entry->decided_at) - 1)) {
     core_.blocked->Erase(blocked_key_);  // the counts that blocked the client may be gone
     entry.reset();
   }
@@ -460,21 +461,8 @@ void CheckRun::Judge() {
   JudgeLoss(fits);
 }
 
-bool CheckRun::LostSince(Instant t) const {
-  const StoreLosses* losses = core_.options.losses;
-  return losses != nullptr && losses->any() &&
-         losses
-             ->Since(core_.store->ServersOf(group_), ToUnix(t) - 1,
-                     core_.store->servers_are_copies())
-             .has_value();
-}
-
 void CheckRun::JudgeLoss(bool limits_fit) {
-  const StoreLosses* losses = core_.options.losses;
-  if (losses == nullptr || !losses->any() || spans_.empty()) return;
-  int64_t first = spans_.front().first;
-  for (const Span& span : spans_) first = std::min(first, span.first);
-  loss_ = losses->Since(core_.store->ServersOf(group_), first, core_.store->servers_are_copies());
+  loss_ = core_.LossBefore(group_, spans_);
   if (!loss_) return;
   const int64_t lost_before = ToUnix(loss_->at);
   for (size_t i = 0; i < spans_.size(); ++i) {

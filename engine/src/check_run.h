@@ -159,8 +159,6 @@ class CheckRun {
   // Per limit, whether its window reaches back before a loss on the feature's servers (loss_);
   // a policy that fails closed on data loss denies.
   void JudgeLoss(bool limits_fit);
-  // Whether a server of the feature told of a loss in `t`'s second or after.
-  bool LostSince(Instant t) const;
   // Whether every window fits its limit by its upper bound, and whether one is over it by its
   // lower bound, counting the hit where the reads left it out.
   bool AllFit() const;

@@ -255,15 +255,6 @@ Result<Engine::Settlement> Engine::Settle(std::string_view event, std::string_vi
   return Settlement{delta, false, spent};
 }
 
-std::optional<StoreLoss> Engine::LossBefore(const std::string& group,
-                                            std::span<const Span> spans) const {
-  const StoreLosses* losses = core_->options.losses;
-  if (losses == nullptr || !losses->any() || spans.empty()) return std::nullopt;
-  int64_t first = spans.front().first;
-  for (const Span& span : spans) first = std::min(first, span.first);
-  return losses->Since(core_->store->ServersOf(group), first, core_->store->servers_are_copies());
-}
-
 Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
                              std::span<const Window> windows, std::optional<Instant> at) const {
   Result<std::string> group = GroupKeyFor(event, feature);
@@ -291,7 +282,7 @@ Result<Counts> Engine::Count(std::string_view event, std::string_view feature,
   if (!read.ok()) return read.error();
   Counts counts{t, {}, read->cost};
   if (compared) counts.missing = MissingToday(*plan, spans, *read, today);
-  const std::optional<StoreLoss> loss = LossBefore(*group, spans);
+  const std::optional<StoreLoss> loss = core_->LossBefore(*group, spans);
   for (size_t i = 0; i < windows.size(); ++i) {
     uint64_t count = plan->Total(i, read->values);
     // The missing hits lie in today: in every window holding all of it.

@@ -4,8 +4,11 @@
 // threads.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "bucket_reader.h"
@@ -42,6 +45,21 @@ struct EngineCore {
   void AnnounceIfSettled(Batch& batch, int64_t t, Instant now) const {
     if (!IsSettled(t, now)) return;
     batch.increments.push_back(KeySpace::GenerationBump(batch.group));
+  }
+
+  // The latest loss on `group`'s servers (options.losses) later than second `first`: windows
+  // starting at or before it may miss hits. nullopt without one, or without a loss registry.
+  std::optional<StoreLoss> LossSince(const std::string& group, int64_t first) const {
+    const StoreLosses* losses = options.losses;
+    if (losses == nullptr || !losses->any()) return std::nullopt;
+    return losses->Since(store->ServersOf(group), first, store->servers_are_copies());
+  }
+  // The latest loss that one of `spans` reaches back before (LossSince of their first second).
+  std::optional<StoreLoss> LossBefore(const std::string& group, std::span<const Span> spans) const {
+    if (spans.empty()) return std::nullopt;
+    int64_t first = spans.front().first;
+    for (const Span& span : spans) first = std::min(first, span.first);
+    return LossSince(group, first);
   }
 
   Store* store;

@@ -306,8 +306,6 @@ class Engine {
   // The group key of event+feature; kInvalidArgument for an empty event.
   Result<std::string> GroupKeyFor(std::string_view event, std::string_view feature) const;
   Status CheckWindows(std::span<const Window> windows) const;
-  // The latest loss on `group`'s servers that one of `spans` reaches back before, if any.
-  std::optional<StoreLoss> LossBefore(const std::string& group, std::span<const Span> spans) const;
   // Check's argument checks; the group key of the check. Errors are prefixed with its label.
   Result<std::string> ValidateCheck(const CheckRequest& check, Instant now) const;
 
