@@ -24,7 +24,7 @@ void StoreHealth::Observe(const Error& error) {
   {
     std::lock_guard lock(mu_);
     ForgetQuiet(now);
-    auto [it, added] = full_.try_emplace(server, Full{now, now, clock_.Now(), error.message()});
+    auto [it, added] = full_.try_emplace(server, Full{clock_.Now(), now, error.message()});
     if (!added) {
       it->second.last = now;
       it->second.error = error.message();
@@ -44,7 +44,7 @@ std::optional<std::string> StoreHealth::Why() {
   ForgetQuiet(clock_.Monotonic());
   if (full_.empty()) return std::nullopt;
   const auto& [server, full] = *full_.begin();
-  return fmt::format("{} is full since {:%FT%TZ}: {}", server, full.since_wall, full.error);
+  return fmt::format("{} is full since {:%FT%TZ}: {}", server, full.since, full.error);
 }
 
 void StoreHealth::ForgetQuiet(MonoTime now) {

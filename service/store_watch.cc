@@ -24,6 +24,7 @@ StoreWatch::~StoreWatch() {
 
 void StoreWatch::Poll() {
   std::vector<ClockOffset> offsets;
+  const Instant now = loss_clock_ != nullptr ? loss_clock_->Now() : Instant{};
   for (Result<ServerStats>& stats : store_.Stats()) {
     if (!stats.ok()) {
       metrics_.CountStoreError(stats.error());
@@ -38,14 +39,11 @@ void StoreWatch::Poll() {
       offsets.push_back({stats->server, ToUnix(local_->Now()) - static_cast<int64_t>(stats->time)});
       metrics_.SetClock(stats->server, offsets.back().seconds);
     }
-    const int64_t started = stats->time > 0 && stats->uptime > 0
-                                ? static_cast<int64_t>(stats->time - stats->uptime)
-                                : 0;
-    const int64_t now = loss_clock_ != nullptr ? ToUnix(loss_clock_->Now()) : 0;
-    auto [at, first] = seen_.try_emplace(stats->server, Seen{stats->pid, 0, 0, started, now});
+    const Seen look{stats->pid, stats->evictions, stats->flushes, stats->started(), ToUnix(now)};
+    auto [at, first] = seen_.try_emplace(stats->server, Seen{look.pid, 0, 0, look.started, 0});
     Seen& seen = at->second;
     if (!first) {
-      if (std::optional<StoreLoss> loss = LossOf(seen, *stats)) {
+      if (std::optional<StoreLoss> loss = LossOf(seen, *stats, now)) {
         metrics_.CountStoreLoss(*loss);
         // Told once: a store's new connection may have seen it since the last look (LossLog).
         const std::vector<std::string> server = {stats->server};
@@ -59,7 +57,7 @@ void StoreWatch::Poll() {
     // Another process (a restart) counts from zero again.
     if (seen.pid != stats->pid || stats->evictions < seen.evictions) seen.evictions = 0;
     const uint64_t rise = stats->evictions - seen.evictions;
-    seen = Seen{stats->pid, stats->evictions, stats->flushes, started, now};
+    seen = look;
     metrics_.SetServerStats(*stats, rise);
     if (rise > 0) warn_(EvictionWarning(*stats, rise, first));
   }
@@ -70,15 +68,14 @@ void StoreWatch::Poll() {
   if (step.warning) warn_(*step.warning);
 }
 
-std::optional<StoreLoss> StoreWatch::LossOf(const Seen& seen, const ServerStats& stats) const {
-  const int64_t started =
-      stats.time > 0 && stats.uptime > 0 ? static_cast<int64_t>(stats.time - stats.uptime) : 0;
-  const Instant now = loss_clock_ != nullptr ? loss_clock_->Now() : Instant{};
+std::optional<StoreLoss> StoreWatch::LossOf(const Seen& seen, const ServerStats& stats,
+                                            Instant now) {
   // Both are dated at this poll: hits before the true instant are lost, those after it kept, so
   // a later date only marks more windows. (memcached's `time - uptime` is no start: it sets its
   // start 62 s in the past.)
   // Another process, or the same pid started again (a container's pid 1): its start moved on by
   // more than the second the two figures can disagree by.
+  const int64_t started = stats.started();
   if (seen.pid != stats.pid || (started > 0 && seen.started > 0 && started > seen.started + 1)) {
     return StoreLoss{stats.kind, stats.server, now, LossCause::kRestart};
   }

@@ -43,7 +43,7 @@ net::PoolOptions PoolOptionsOf(const MemcachedOptions& o) {
 struct ServerIdentity {
   std::mutex mu;
   uint64_t pid = 0;
-  int64_t started = 0;  // its `time - uptime`: memcached's own start, 62 s early, but fixed
+  int64_t started = 0;  // ServerStats::started
   bool known = false;
 };
 
@@ -58,7 +58,7 @@ std::function<Status(net::PooledConnection&)> IdentityCheck(std::string server,
     ServerStats stats;
     if (Status s = c.socket->Send("stats\r\n"); !s.ok()) return s;
     if (Status s = memcached::ReadStats(server, *c.socket, stats); !s.ok()) return s;
-    const int64_t started = static_cast<int64_t>(stats.time) - static_cast<int64_t>(stats.uptime);
+    const int64_t started = stats.started();
     bool restarted = false;
     {
       std::lock_guard lock(seen->mu);

@@ -88,6 +88,11 @@ struct ServerStats {
   uint64_t time = 0;     // the server's clock when it answered, Unix seconds (0: not reported)
   uint64_t uptime = 0;   // seconds since the process started (0: not reported)
   uint64_t flushes = 0;  // flushes of every item since it started (memcached cmd_flush)
+  // Its process's start by its own clock, Unix seconds (`time - uptime`; memcached's is 62 s
+  // early, but fixed for the process); 0 when either is not reported.
+  int64_t started() const {
+    return time > 0 && uptime > 0 ? static_cast<int64_t>(time) - static_cast<int64_t>(uptime) : 0;
+  }
 };
 
 class Store {

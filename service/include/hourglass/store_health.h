@@ -38,8 +38,8 @@ class StoreHealth {
 
  private:
   struct Full {
-    MonoTime since, last;
-    Instant since_wall;
+    Instant since;  // when it was first refused, by the wall clock
+    MonoTime last;  // its last refusal
     std::string error;
   };
   void ForgetQuiet(MonoTime now);  // with mu_ held

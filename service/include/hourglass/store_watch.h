@@ -78,8 +78,8 @@ class StoreWatch {
     int64_t started = 0;  // its process's start, Unix seconds by its clock (0: not told)
     int64_t polled = 0;   // when this look was, Unix seconds by the loss clock
   };
-  // The loss `stats` show against what was `seen` before, if any.
-  std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats) const;
+  // The loss `stats` show against what was `seen` before, if any, dated `now`.
+  static std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats, Instant now);
   std::map<std::string, Seen> seen_;
   std::set<std::string> told_;  // data-loss errors already warned of. Poll's thread only.
   StoreLosses* losses_ = nullptr;
