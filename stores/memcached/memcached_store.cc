@@ -266,10 +266,11 @@ struct MemcachedStore::Impl {
 
   // `batches` as the pipeline's requests, those that are valid (for Send: also without reads):
   // errors[i] is batches[i]'s validation, and requests_of[k] the batch of requests[k]. The
-  // requests point into `batches` and into `plans`, which keeps their packed plans. Batch i goes
-  // to its group's replicas[i]-th server (all 0 when `replicas` is empty).
+  // requests point into `batches` and into `plans`, which keeps their packed plans. Each valid
+  // batch goes once to each of `copies` servers (its group's and the ones after it in ring
+  // order), planned once: requests_of[k] is r * batches.size() + i for copy r of batch i.
   std::vector<net::Request<Outgoing>> Requests(const Store& store, std::span<const Batch> batches,
-                                               std::span<const size_t> replicas, bool send_only,
+                                               size_t copies, bool send_only,
                                                std::vector<Status>& errors,
                                                std::vector<packed::WireBatch>& plans,
                                                std::vector<size_t>& requests_of) const {
@@ -283,14 +284,16 @@ struct MemcachedStore::Impl {
       valid[i] = s.ok();
     }
     std::vector<Outgoing> out = Prepare(plan, batches, valid, plans);
-    for (size_t i = 0; i < replicas.size(); ++i) out[i].replica = replicas[i];
     std::vector<net::Request<Outgoing>> requests;
-    requests.reserve(batches.size());
+    requests.reserve(batches.size() * copies);
     requests_of.clear();
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (!valid[i]) continue;
-      requests.push_back({batches[i].group, out[i], !batches[i].increments.empty(), {}});
-      requests_of.push_back(i);
+    for (size_t r = 0; r < copies; ++r) {
+      for (size_t i = 0; i < batches.size(); ++i) {
+        if (!valid[i]) continue;
+        out[i].replica = r;
+        requests.push_back({batches[i].group, out[i], !batches[i].increments.empty(), {}});
+        requests_of.push_back(r * batches.size() + i);
+      }
     }
     return requests;
   }
@@ -389,24 +392,25 @@ Result<std::vector<uint64_t>> MemcachedStore::Apply(const Batch& batch) {
 }
 
 BatchResults MemcachedStore::ApplyMany(std::span<const Batch> batches) {
-  return ApplyManyAt(batches, {});
+  return ApplyManyAt(batches, 1);
 }
 
-BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches,
-                                         std::span<const size_t> replicas) {
+BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches, size_t copies) {
   std::vector<Status> errors;
   std::vector<packed::WireBatch> plans;
   std::vector<size_t> requests_of;
   std::vector<net::Request<Outgoing>> requests =
-      impl_->Requests(*this, batches, replicas, /*send_only=*/false, errors, plans, requests_of);
+      impl_->Requests(*this, batches, copies, /*send_only=*/false, errors, plans, requests_of);
   Codec codec = impl_->CodecAt(impl_->clock.Now());
   std::vector<Result<std::vector<uint64_t>>> answers =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange(requests);
   BatchResults results;
-  results.reserve(batches.size());
-  for (const Status& s : errors) {
-    results.push_back(s.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
-                             : Result<std::vector<uint64_t>>(s.error()));
+  results.reserve(batches.size() * copies);
+  for (size_t r = 0; r < copies; ++r) {
+    for (const Status& s : errors) {
+      results.push_back(s.ok() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
+                               : Result<std::vector<uint64_t>>(s.error()));
+    }
   }
   for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(answers[k]);
   impl_->CompactDue(requests);
@@ -414,16 +418,18 @@ BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches,
 }
 
 std::vector<Status> MemcachedStore::Send(std::span<const Batch> batches) {
-  return SendAt(batches, {});
+  return SendAt(batches, 1);
 }
 
-std::vector<Status> MemcachedStore::SendAt(std::span<const Batch> batches,
-                                           std::span<const size_t> replicas) {
-  std::vector<Status> results;
+std::vector<Status> MemcachedStore::SendAt(std::span<const Batch> batches, size_t copies) {
+  std::vector<Status> errors;
   std::vector<packed::WireBatch> plans;
   std::vector<size_t> requests_of;
   std::vector<net::Request<Outgoing>> requests =
-      impl_->Requests(*this, batches, replicas, /*send_only=*/true, results, plans, requests_of);
+      impl_->Requests(*this, batches, copies, /*send_only=*/true, errors, plans, requests_of);
+  std::vector<Status> results;
+  results.reserve(batches.size() * copies);
+  for (size_t r = 0; r < copies; ++r) results.insert(results.end(), errors.begin(), errors.end());
   Codec codec = impl_->CodecAt(impl_->clock.Now());
   std::vector<Status> sent =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).SendOnly(requests);

@@ -5,28 +5,6 @@
 #include <algorithm>
 
 namespace hourglass {
-namespace {
-
-// Each batch once per copy, copy-major: the copy of batches[i] for copy r is at r * n + i.
-struct Expanded {
-  std::vector<Batch> batches;
-  std::vector<size_t> replicas;
-};
-
-Expanded Expand(std::span<const Batch> batches, size_t copies) {
-  Expanded out;
-  out.batches.reserve(batches.size() * copies);
-  out.replicas.reserve(batches.size() * copies);
-  for (size_t r = 0; r < copies; ++r) {
-    for (const Batch& batch : batches) {
-      out.batches.push_back(batch);
-      out.replicas.push_back(r);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<ReplicatedStore>> ReplicatedStore::Create(
     std::unique_ptr<MemcachedStore> store, size_t copies) {
@@ -44,9 +22,7 @@ Result<std::vector<uint64_t>> ReplicatedStore::Apply(const Batch& batch) {
 
 std::vector<Result<std::vector<uint64_t>>> ReplicatedStore::ApplyMany(
     std::span<const Batch> batches) {
-  const Expanded expanded = Expand(batches, copies_);
-  std::vector<Result<std::vector<uint64_t>>> answers =
-      store_->ApplyManyAt(expanded.batches, expanded.replicas);
+  std::vector<Result<std::vector<uint64_t>>> answers = store_->ApplyManyAt(batches, copies_);
   std::vector<Result<std::vector<uint64_t>>> results;
   results.reserve(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -72,8 +48,7 @@ std::vector<Result<std::vector<uint64_t>>> ReplicatedStore::ApplyMany(
 }
 
 std::vector<Status> ReplicatedStore::Send(std::span<const Batch> batches) {
-  const Expanded expanded = Expand(batches, copies_);
-  std::vector<Status> sent = store_->SendAt(expanded.batches, expanded.replicas);
+  std::vector<Status> sent = store_->SendAt(batches, copies_);
   std::vector<Status> results;
   results.reserve(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {

@@ -120,12 +120,13 @@ class MemcachedStore final : public Store {
   // How many servers the ring has.
   size_t servers() const;
 
-  // ApplyMany, Send and Delete with each batch sent to the server `replicas[i]` places after its
-  // group's own in ring order (ServerFor(group, replicas[i]); empty: 0 for all). For
-  // ReplicatedStore, which keeps copies on distinct servers.
+  // ApplyMany and Send with each batch sent to `copies` servers in the same exchange: its group's
+  // and the copies - 1 after it in ring order (ServerFor(group, r) for r < copies), planned
+  // once. results[r * batches.size() + i] is copy r of batches[i]. DeleteAt deletes on one copy's
+  // server. For ReplicatedStore, which keeps copies on distinct servers.
   std::vector<Result<std::vector<uint64_t>>> ApplyManyAt(std::span<const Batch> batches,
-                                                         std::span<const size_t> replicas);
-  std::vector<Status> SendAt(std::span<const Batch> batches, std::span<const size_t> replicas);
+                                                         size_t copies);
+  std::vector<Status> SendAt(std::span<const Batch> batches, size_t copies);
   Status DeleteAt(const std::string& group, std::span<const std::string> keys, size_t replica);
   std::vector<std::string> ServersOf(const std::string& group) override;
 
