@@ -36,15 +36,13 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
                  "features whose server changed are read on both, written to --servers only; keep "
                  "it for --retention after the last client switched (env "
                  "HOURGLASS_PREVIOUS_SERVERS)");
-  if (const char* env = std::getenv("HOURGLASS_REPLICAS"); env != nullptr && *env != '\0') {
-    g.replicas = std::strtoul(env, nullptr, 10);
-  }
   app.add_option("--replicas", g.replicas,
                  "memcached: keep this many copies of every count, on distinct servers of "
                  "--servers (at least that many); each hit is written to all in the same round "
                  "trip and a check reads the largest, so a server that restarts, is flushed or is "
                  "lost takes no count with it (env HOURGLASS_REPLICAS)")
       ->check(CLI::Range(size_t{1}, size_t{16}))
+      ->envname("HOURGLASS_REPLICAS")  // parsed and checked as the option is
       ->capture_default_str();
   if (const char* env = std::getenv("HOURGLASS_STORE"); env != nullptr && *env != '\0') {
     g.store = env;

@@ -924,6 +924,17 @@ TEST_F(CliTest, ServersComeFromTheEnvironment) {
   EXPECT_EQ(Json(r)["windows"][0]["count"], 1);
 }
 
+// HOURGLASS_REPLICAS is read as --replicas is: a value out of range or not a number is a usage
+// error naming it, not one copy in silence.
+TEST_F(CliTest, ReplicasFromTheEnvironmentAreCheckedAsTheOption) {
+  for (const std::string value : {"abc", "0", "17"}) {
+    ProcessResult r =
+        testing::RunProcess({HOURGLASS_CLI, "count", "env", "f"}, {"HOURGLASS_REPLICAS=" + value});
+    EXPECT_EQ(r.code, 2) << value << ": " << r.err;
+    EXPECT_NE(r.err.find("--replicas"), std::string::npos) << r.err;
+  }
+}
+
 // The same commands on Redis (--store redis, or a URL): a replayed trace counts exactly at any
 // instant, check decides and exits by it, reset clears; a password comes from the URL or
 // HOURGLASS_REDIS_PASSWORD, and a wrong one is named with its fix.
