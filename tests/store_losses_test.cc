@@ -17,6 +17,8 @@ TEST(StoreLosses, AWindowReachingBackBeforeALossOnItsServerFindsIt) {
   const std::vector<std::string> a = {"a:1"}, b = {"b:1"}, both = {"a:1", "b:1"};
   EXPECT_TRUE(losses.Record({"memcached", "a:1", FromUnix(1000), LossCause::kRestart}));
   EXPECT_TRUE(losses.any());
+  EXPECT_TRUE(losses.AnyAfter(999));
+  EXPECT_FALSE(losses.AnyAfter(1000)) << "checks of windows from the loss on skip the lookup";
   ASSERT_TRUE(losses.Since(a, 999).has_value());
   EXPECT_EQ(losses.Since(a, 999)->at, FromUnix(1000));
   EXPECT_FALSE(losses.Since(a, 1000).has_value()) << "a window from the loss on is whole";

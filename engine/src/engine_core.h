@@ -51,7 +51,7 @@ struct EngineCore {
   // starting at or before it may miss hits. nullopt without one, or without a loss registry.
   std::optional<StoreLoss> LossSince(const std::string& group, int64_t first) const {
     const StoreLosses* losses = options.losses;
-    if (losses == nullptr || !losses->any()) return std::nullopt;
+    if (losses == nullptr || !losses->AnyAfter(first)) return std::nullopt;
     return losses->Since(store->ServersOf(group), first, store->servers_are_copies());
   }
   // The latest loss that one of `spans` reaches back before (LossSince of their first second).

@@ -26,12 +26,14 @@ bool StoreLosses::Record(StoreLoss loss) {
   auto it = std::find_if(latest_.begin(), latest_.end(),
                          [&](const StoreLoss& l) { return l.server == loss.server; });
   if (it != latest_.end() && it->at >= loss.at) return false;
+  const int64_t at = ToUnix(loss.at);
   if (it == latest_.end()) {
     latest_.push_back(std::move(loss));
   } else {
     *it = std::move(loss);
   }
-  any_.store(true, std::memory_order_release);
+  // Writers hold mu_: the load and store cannot interleave with another Record's.
+  if (at > newest_.load(std::memory_order_relaxed)) newest_.store(at, std::memory_order_release);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -55,11 +56,15 @@ class StoreLosses {
   std::optional<StoreLoss> Since(std::span<const std::string> servers, int64_t first,
                                  bool copies = false) const;
 
-  // Whether any loss was ever recorded: checks skip the rest while there is none.
-  bool any() const { return any_.load(std::memory_order_acquire); }
+  // Whether any loss was ever recorded.
+  bool any() const { return newest_.load(std::memory_order_acquire) != kNone; }
+  // Whether a loss on any server is later than `first`: checks whose windows start after the
+  // newest loss (every one, a retention after it) skip Since and its lock.
+  bool AnyAfter(int64_t first) const { return newest_.load(std::memory_order_acquire) > first; }
 
  private:
-  std::atomic<bool> any_{false};
+  static constexpr int64_t kNone = INT64_MIN;
+  std::atomic<int64_t> newest_{kNone};  // the latest loss's instant, Unix seconds
   mutable std::mutex mu_;
   // Per server, its latest loss (an earlier one is older than every window that reaches back
   // before the latest). Guarded by mu_.
