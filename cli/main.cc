@@ -34,7 +34,8 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--previous-servers", g.previous_servers,
                  "while changing --servers (a server added, removed or replaced): the list before; "
                  "features whose server changed are read on both, written to --servers only; keep "
-                 "it for --retention after the last client switched (env "
+                 "it for --retention after the last client switched. With --replicas, it kept as "
+                 "many copies (at most its servers) unless it ends in ?replicas=N (env "
                  "HOURGLASS_PREVIOUS_SERVERS)");
   app.add_option("--replicas", g.replicas,
                  "memcached: keep this many copies of every count, on distinct servers of "

@@ -39,7 +39,9 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
       std::fprintf(stderr, "hourglass: warning: %s\n", warning.c_str());
     }
     if (!g.previous_servers.empty()) {
-      const Result<std::vector<std::string>> previous = ParseServers(g.previous_servers);
+      const std::string_view previous_list = g.previous_servers;
+      const Result<std::vector<std::string>> previous =
+          ParseServers(previous_list.substr(0, previous_list.find('?')));
       if (!previous.ok()) Fail(kUsage, "--previous-servers: " + previous.error().message());
     }
   }
@@ -102,11 +104,12 @@ size_t StoreConnections(const Globals& g) {
   const size_t scheme = url.find("://") + 3;
   const size_t at = url.rfind('@');
   std::string list = url.substr(at == std::string::npos ? scheme : at + 1);
-  list = list.substr(0, list.find('/'));
+  list = list.substr(0, list.find_first_of("/?"));
   const Result<std::vector<std::string>> servers = ParseServers(list);
+  const std::string previous_list = g.previous_servers.substr(0, g.previous_servers.find('?'));
   const Result<std::vector<std::string>> previous =
-      g.previous_servers.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
-                                 : ParseServers(g.previous_servers);
+      previous_list.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
+                            : ParseServers(previous_list);
   const size_t count =
       (servers.ok() ? servers->size() : 0) + (previous.ok() ? previous->size() : 0);
   return count * MemcachedOptions{}.pool_size;

@@ -84,5 +84,34 @@ TEST(StoreFactory, ReplicasKeepCopiesOnAsManyServers) {
             std::string::npos);
 }
 
+TEST(StoreFactory, ReplicasAndPreviousServersMakeATransitionBetweenCopies) {
+  testing::MemcachedServer one, two, three;
+  const std::string list = one.address() + "," + two.address() + "," + three.address();
+  StoreOptions options;
+  options.replicas = 2;
+  options.previous_servers = one.address() + "," + two.address();
+  Result<std::unique_ptr<Store>> store =
+      OpenStore("memcached://" + list, SystemClock::Get(), options);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  EXPECT_TRUE((*store)->servers_are_copies());
+  EXPECT_NE((*store)->Describe().find("previous memcached"), std::string::npos);
+  EXPECT_NE((*store)->Describe().find("2 copies"), (*store)->Describe().rfind("2 copies"))
+      << "both lists keep 2 copies: " << (*store)->Describe();
+
+  // A scale-out from one server: it kept one copy.
+  options.previous_servers = one.address();
+  store = OpenStore("memcached://" + list + "?replicas=2", SystemClock::Get(), options);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  // Said outright, and refused when it cannot be.
+  options.previous_servers = one.address() + "," + two.address() + "?replicas=1";
+  ASSERT_TRUE(OpenStore("memcached://" + list, SystemClock::Get(), options).ok());
+  options.previous_servers = one.address() + "?replicas=2";
+  Result<std::unique_ptr<Store>> bad =
+      OpenStore("memcached://" + list, SystemClock::Get(), options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("previous servers: --replicas 2 needs"), std::string::npos)
+      << bad.error().message();
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -14,6 +14,8 @@
 
 #include "hourglass/engine.h"
 #include "hourglass/key_codec.h"
+#include "hourglass/memcached_store.h"
+#include "hourglass/replicated_store.h"
 #include "memcached_server.h"
 
 namespace hourglass {
@@ -24,6 +26,14 @@ using testing::MemcachedServer;
 std::unique_ptr<MemcachedStore> On(std::vector<std::string> servers) {
   Result<std::unique_ptr<MemcachedStore>> store =
       MemcachedStore::Create(MemcachedOptions{.servers = std::move(servers)});
+  EXPECT_TRUE(store.ok()) << store.error().ToString();
+  return std::move(*store);
+}
+
+// Two copies of every count on `servers`.
+std::unique_ptr<Store> CopiesOn(std::vector<std::string> servers) {
+  Result<std::unique_ptr<ReplicatedStore>> store =
+      ReplicatedStore::Create(On(std::move(servers)), 2);
   EXPECT_TRUE(store.ok()) << store.error().ToString();
   return std::move(*store);
 }
@@ -154,6 +164,52 @@ TEST_F(TransitionStoreTest, AReplacedServerThatIsGoneReadsAsEmptyAndChecksGoOn) 
   EXPECT_FALSE(d->degraded) << "the current server answered";
   EXPECT_TRUE(d->allowed);
   EXPECT_EQ(DayCount(during, feature), 1u) << "B's hits are gone with B";
+}
+
+TEST_F(TransitionStoreTest, WithCopiesAScaleOutKeepsEveryCountAndSurvivesALostServer) {
+  // Two copies on {A, B, C}, then on {A, B, C, D} in transition from them.
+  MemcachedServer d;
+  ASSERT_TRUE(d.running()) << d.error();
+  const std::vector<std::string> old_list = New();
+  std::vector<std::string> new_list = New();
+  new_list.push_back(d.address());
+  std::unique_ptr<Store> old_store = CopiesOn(old_list);
+  const Engine before = *Engine::Create(*old_store, clock_, EngineOptions{});
+  std::map<std::string, uint64_t> truth;
+  for (int i = 0; i < 120; ++i) {
+    const std::string feature = "user" + std::to_string(i);
+    ASSERT_TRUE(before.Record("signup", feature, 1 + i % 4).ok());
+    truth[feature] = 1 + i % 4;
+  }
+  TransitionStore store(On(new_list), On(old_list), 2, 2);
+  EXPECT_TRUE(store.servers_are_copies());
+  const Engine during = *Engine::Create(store, clock_, EngineOptions{});
+  const KeyCodec codec = *KeyCodec::Create("hg");
+  int moved = 0, shared = 0;
+  for (const auto& [feature, count] : truth) {
+    const std::string group = codec.GroupKey("signup", feature);
+    (store.Moved(group) ? moved : shared) += 1;
+    EXPECT_EQ(DayCount(during, feature), count) << feature << (store.Moved(group) ? " moved" : "");
+    EXPECT_EQ(store.ServersOf(group).size(), 2u) << "a group's copies: the current ones";
+  }
+  EXPECT_GT(moved, 0) << "some features have both copies on other servers now";
+  EXPECT_GT(shared, 0) << "the others keep a server: it holds every count";
+
+  // One old server lost: every count is still read, from the copy that kept it.
+  const Policy policy{*ParseLimits("3/h"), CountingMode::kAttempts, FailureMode::kFailClosed};
+  a_.Stop();
+  ASSERT_TRUE(a_.Start());
+  int denied = 0;
+  for (auto& [feature, count] : truth) {
+    Result<Decision> decision = during.Check("signup", feature, policy);
+    ASSERT_TRUE(decision.ok()) << decision.error().ToString();
+    EXPECT_FALSE(decision->degraded) << feature;
+    EXPECT_EQ(decision->allowed, count < 3) << feature << " had " << count;
+    denied += !decision->allowed;
+    count += 1;
+    EXPECT_EQ(DayCount(during, feature), count) << feature;
+  }
+  EXPECT_EQ(denied, 60) << "every feature at its limit stays denied";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "hourglass/lmdb_store.h"
@@ -47,29 +48,37 @@ Result<size_t> ReplicasOf(std::string_view& list, size_t fallback) {
 Result<std::unique_ptr<Store>> OpenMemcachedUrl(std::string_view url, const Clock& clock,
                                                 const StoreOptions& options) {
   std::string_view list = url.substr(kMemcached.size());
-  Result<size_t> replicas = ReplicasOf(list, options.replicas);
-  if (!replicas.ok()) return replicas.error();
+  Result<size_t> copies = ReplicasOf(list, options.replicas);
+  if (!copies.ok()) return copies.error();
   Result<std::unique_ptr<MemcachedStore>> store = OpenMemcached(list, clock, options.network);
   if (!store.ok()) return store.error();
-  if (*replicas > 1) {
-    if (!options.previous_servers.empty()) {
-      return InvalidArgument(
-          "replicas and previous servers together are not supported yet: finish the transition "
-          "first, then add copies");
-    }
+  if (options.previous_servers.empty()) {
+    if (*copies == 1) return std::unique_ptr<Store>(std::move(*store));
     Result<std::unique_ptr<ReplicatedStore>> replicated =
-        ReplicatedStore::Create(std::move(*store), *replicas);
+        ReplicatedStore::Create(std::move(*store), *copies);
     if (!replicated.ok()) return replicated.error();
     return std::unique_ptr<Store>(std::move(*replicated));
   }
-  if (options.previous_servers.empty()) return std::unique_ptr<Store>(std::move(*store));
+  if (Status s = CheckCopies(*copies, (*store)->servers()); !s.ok()) return s.error();
+  // The previous list kept as many copies as the current one, unless it says otherwise
+  // (?replicas=N) or has fewer servers than that (a scale-out from one server).
+  std::string_view previous_list = options.previous_servers;
+  const Result<size_t> said = ReplicasOf(previous_list, 0);
   Result<std::unique_ptr<MemcachedStore>> previous =
-      OpenMemcached(options.previous_servers, clock, options.network);
+      said.ok() ? OpenMemcached(previous_list, clock, options.network)
+                : Result<std::unique_ptr<MemcachedStore>>(said.error());
+  size_t previous_copies = 1;
+  if (previous.ok()) {
+    previous_copies = *said > 0 ? *said : std::min(*copies, (*previous)->servers());
+    if (Status s = CheckCopies(previous_copies, (*previous)->servers()); !s.ok()) {
+      previous = s.error();
+    }
+  }
   if (!previous.ok()) {
     return InvalidArgument("previous servers: " + previous.error().message());
   }
-  return std::unique_ptr<Store>(
-      std::make_unique<TransitionStore>(std::move(*store), std::move(*previous)));
+  return std::unique_ptr<Store>(std::make_unique<TransitionStore>(
+      std::move(*store), std::move(*previous), *copies, previous_copies));
 }
 
 Result<std::unique_ptr<Store>> OpenRedisUrl(std::string_view url, const Clock& clock,

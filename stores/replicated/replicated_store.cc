@@ -3,32 +3,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace hourglass {
 
-Result<std::unique_ptr<ReplicatedStore>> ReplicatedStore::Create(
-    std::unique_ptr<MemcachedStore> store, size_t copies) {
-  if (copies < 2 || copies > store->servers()) {
-    return InvalidArgument(fmt::format(
-        "--replicas {} needs at least that many memcached servers (given {}), and at least 2",
-        copies, store->servers()));
-  }
-  return std::unique_ptr<ReplicatedStore>(new ReplicatedStore(std::move(store), copies));
+Status CheckCopies(size_t copies, size_t servers) {
+  if (copies >= 1 && copies <= servers) return {};
+  return InvalidArgument(
+      fmt::format("--replicas {} needs at least that many memcached servers (given {}), and at "
+                  "least 1",
+                  copies, servers));
 }
 
-Result<std::vector<uint64_t>> ReplicatedStore::Apply(const Batch& batch) {
-  return std::move(ApplyMany({&batch, 1}).front());
-}
-
-std::vector<Result<std::vector<uint64_t>>> ReplicatedStore::ApplyMany(
-    std::span<const Batch> batches) {
-  std::vector<Result<std::vector<uint64_t>>> answers = store_->ApplyManyAt(batches, copies_);
+std::vector<Result<std::vector<uint64_t>>> LargestOfCopies(
+    std::vector<Result<std::vector<uint64_t>>> answers, size_t copies, size_t batches) {
   std::vector<Result<std::vector<uint64_t>>> results;
-  results.reserve(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
+  results.reserve(batches);
+  for (size_t i = 0; i < batches; ++i) {
     std::optional<std::vector<uint64_t>> merged;
-    for (size_t r = 0; r < copies_; ++r) {
-      Result<std::vector<uint64_t>>& answer = answers[r * batches.size() + i];
+    for (size_t r = 0; r < copies; ++r) {
+      Result<std::vector<uint64_t>>& answer = answers[r * batches + i];
       if (!answer.ok()) continue;
       if (!merged) {
         merged = std::move(*answer);
@@ -47,18 +41,38 @@ std::vector<Result<std::vector<uint64_t>>> ReplicatedStore::ApplyMany(
   return results;
 }
 
-std::vector<Status> ReplicatedStore::Send(std::span<const Batch> batches) {
-  std::vector<Status> sent = store_->SendAt(batches, copies_);
+std::vector<Status> SentToACopy(const std::vector<Status>& sent, size_t copies, size_t batches) {
   std::vector<Status> results;
-  results.reserve(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
+  results.reserve(batches);
+  for (size_t i = 0; i < batches; ++i) {
     Status result = sent[i];
-    for (size_t r = 1; r < copies_ && !result.ok(); ++r) {
-      if (sent[r * batches.size() + i].ok()) result = Status();
+    for (size_t r = 1; r < copies && !result.ok(); ++r) {
+      if (sent[r * batches + i].ok()) result = Status();
     }
     results.push_back(std::move(result));
   }
   return results;
+}
+
+Result<std::unique_ptr<ReplicatedStore>> ReplicatedStore::Create(
+    std::unique_ptr<MemcachedStore> store, size_t copies) {
+  if (copies < 2)
+    return InvalidArgument(fmt::format("--replicas {}: copies are at least 2", copies));
+  if (Status s = CheckCopies(copies, store->servers()); !s.ok()) return s.error();
+  return std::unique_ptr<ReplicatedStore>(new ReplicatedStore(std::move(store), copies));
+}
+
+Result<std::vector<uint64_t>> ReplicatedStore::Apply(const Batch& batch) {
+  return std::move(ApplyMany({&batch, 1}).front());
+}
+
+std::vector<Result<std::vector<uint64_t>>> ReplicatedStore::ApplyMany(
+    std::span<const Batch> batches) {
+  return LargestOfCopies(store_->ApplyManyAt(batches, copies_), copies_, batches.size());
+}
+
+std::vector<Status> ReplicatedStore::Send(std::span<const Batch> batches) {
+  return SentToACopy(store_->SendAt(batches, copies_), copies_, batches.size());
 }
 
 Status ReplicatedStore::Delete(const std::string& group, std::span<const std::string> keys) {

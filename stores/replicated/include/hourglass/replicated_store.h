@@ -28,6 +28,18 @@
 
 namespace hourglass {
 
+// kInvalidArgument unless 1 <= `copies` <= `servers`, naming the fix.
+Status CheckCopies(size_t copies, size_t servers);
+
+// Per batch, the largest value of each read among the copies that answered: `answers` as
+// MemcachedStore::ApplyManyAt gives them (answers[r * batches + i]); a batch that no copy
+// answered gets the first copy's error.
+std::vector<Result<std::vector<uint64_t>>> LargestOfCopies(
+    std::vector<Result<std::vector<uint64_t>>> answers, size_t copies, size_t batches);
+
+// Per batch, success when one copy took it: `sent` as MemcachedStore::SendAt gives them.
+std::vector<Status> SentToACopy(const std::vector<Status>& sent, size_t copies, size_t batches);
+
 class ReplicatedStore final : public Store {
  public:
   // kInvalidArgument unless 2 <= `copies` <= the store's servers.

@@ -4,7 +4,14 @@
 // So a feature whose keys moved keeps its counts: nothing starts again from zero.
 //
 //   TransitionStore store(std::move(current), std::move(previous));  // both MemcachedStores
+//   TransitionStore copies(std::move(current), std::move(previous), 2, 2);  // as ReplicatedStore
 //
+// With copies (a list keeping each count on several servers, as ReplicatedStore does), a group's
+// servers in the two lists may share some: a shared server took every write of both lists, one
+// of the current list only those since, one of the previous list only those before. A read is
+// the largest of: each shared copy, and the largest current-only copy plus the largest
+// previous-only copy. So a lost shared server costs nothing while the copies of either side
+// hold the hits they took; the previous servers are read only when some of them are not current.
 // The previous server is read after the current one has answered (two round trips for a feature
 // that moved, one otherwise). That order keeps checks exact while processes with the two lists
 // swapped run side by side (a rolling restart): each writes its own server, then reads the other,
@@ -16,6 +23,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hourglass/memcached_store.h"
 #include "hourglass/store.h"
@@ -24,8 +33,9 @@ namespace hourglass {
 
 class TransitionStore final : public Store {
  public:
-  TransitionStore(std::unique_ptr<MemcachedStore> current,
-                  std::unique_ptr<MemcachedStore> previous);
+  // Requires 1 <= copies <= each list's servers (CheckCopies).
+  TransitionStore(std::unique_ptr<MemcachedStore> current, std::unique_ptr<MemcachedStore> previous,
+                  size_t copies = 1, size_t previous_copies = 1);
 
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override;
   std::vector<Result<std::vector<uint64_t>>> ApplyMany(std::span<const Batch> batches) override;
@@ -37,20 +47,23 @@ class TransitionStore final : public Store {
   uint64_t unconfirmed_failures() const override;
   // The current servers' figures (the previous ones stop taking writes).
   std::vector<Result<ServerStats>> Stats() override { return current_->Stats(); }
-  // Both: a group's counts are the sum of its servers' in the two lists.
+  // Without copies, both lists' servers: a group's counts are the sum of its servers' in the two.
+  // With copies, the current ones (losses on previous servers are not told: the watch reads the
+  // current servers' figures only, and the transition ends within the longest window).
   std::vector<std::string> ServersOf(const std::string& group) override;
+  bool servers_are_copies() const override { return copies_ > 1; }
   std::string Describe() const override;
 
-  // Whether `group`'s keys lie on another server in the previous list.
+  // Whether some of `group`'s servers in the previous list are not among its current ones.
   bool Moved(const std::string& group);
 
  private:
-  // Adds the previous servers' values of the moved batches with reads to `results`.
-  void AddPrevious(std::span<const Batch> batches,
-                   std::vector<Result<std::vector<uint64_t>>>& results);
+  // A group's copies' servers in one list, copy r at [r].
+  std::vector<std::string> Copies(MemcachedStore& list, size_t copies, const std::string& group);
 
   std::unique_ptr<MemcachedStore> current_;
   std::unique_ptr<MemcachedStore> previous_;
+  const size_t copies_, previous_copies_;
 };
 
 }  // namespace hourglass
