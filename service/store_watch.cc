@@ -1,7 +1,9 @@
 #include "hourglass/store_watch.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace hourglass {
@@ -39,8 +41,9 @@ void StoreWatch::Poll() {
       offsets.push_back({stats->server, ToUnix(local_->Now()) - static_cast<int64_t>(stats->time)});
       metrics_.SetClock(stats->server, offsets.back().seconds);
     }
-    const Seen look{stats->pid, stats->evictions, stats->flushes, stats->started(), ToUnix(now)};
-    auto [at, first] = seen_.try_emplace(stats->server, Seen{look.pid, 0, 0, look.started, 0});
+    const Seen look{stats->pid,       stats->evictions, stats->flushes,
+                    stats->started(), ToUnix(now),      stats->classes};
+    auto [at, first] = seen_.try_emplace(stats->server, Seen{look.pid, 0, 0, look.started, 0, {}});
     Seen& seen = at->second;
     if (!first) {
       if (std::optional<StoreLoss> loss = LossOf(seen, *stats, now)) {
@@ -54,12 +57,19 @@ void StoreWatch::Poll() {
         }
       }
     }
+    std::optional<StoreLoss> evicted;
+    if (!first && seen.pid == stats->pid) {
+      evicted = EvictionLoss(seen.evictions, seen.classes, *stats, now);
+    }
+    if (evicted && losses_ != nullptr && losses_->Record(*evicted)) {
+      metrics_.CountStoreLoss(*evicted);
+    }
     // Another process (a restart) counts from zero again.
     if (seen.pid != stats->pid || stats->evictions < seen.evictions) seen.evictions = 0;
     const uint64_t rise = stats->evictions - seen.evictions;
     seen = look;
     metrics_.SetServerStats(*stats, rise);
-    if (rise > 0) warn_(EvictionWarning(*stats, rise, first));
+    if (rise > 0) warn_(EvictionWarning(*stats, rise, first, losses_ ? evicted : std::nullopt));
   }
   if (follow_ == nullptr) return;
   const ClockFollower::Step step = follower_.Update(offsets);
@@ -85,6 +95,28 @@ std::optional<StoreLoss> StoreWatch::LossOf(const Seen& seen, const ServerStats&
   return std::nullopt;
 }
 
+std::optional<StoreLoss> EvictionLoss(uint64_t evictions_before,
+                                      std::span<const ServerStats::ClassEvictions> classes_before,
+                                      const ServerStats& stats, Instant now) {
+  if (stats.evictions <= evictions_before) return std::nullopt;
+  std::optional<Instant> at;
+  for (const ServerStats::ClassEvictions& now_class : stats.classes) {
+    uint64_t before = 0;
+    for (const ServerStats::ClassEvictions& c : classes_before) {
+      if (c.id == now_class.id) before = c.evicted;
+    }
+    if (now_class.evicted <= before) continue;
+    // The latest item this class evicted went unused for evicted_time seconds, by its figures;
+    // LRU evicts the least recently used first, so the others went unused longer.
+    const Instant last_used = std::min(
+        now, now - Seconds{static_cast<int64_t>(now_class.evicted_time)} + StoreWatch::kUseLag);
+    at = at ? std::max(*at, last_used) : last_used;
+  }
+  // No class told (Redis), or evictions in classes the last look had not listed: no age known.
+  if (!at) at = now;
+  return StoreLoss{stats.kind, stats.server, *at, LossCause::kEviction};
+}
+
 std::string LossWarning(const StoreLoss& loss) {
   return fmt::format(
       "{}: every count it held before then is lost. Checks whose windows reach back before it "
@@ -93,7 +125,8 @@ std::string LossWarning(const StoreLoss& loss) {
       loss.Describe());
 }
 
-std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first) {
+std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first,
+                            const std::optional<StoreLoss>& loss) {
   const std::string_view fix =
       stats.kind == "redis"
           ? "give it more memory (maxmemory), add servers, or set maxmemory-policy noeviction "
@@ -104,12 +137,18 @@ std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first)
       stats.limit_maxbytes > 0
           ? fmt::format("{} of {}", MiB(stats.bytes), MiB(stats.limit_maxbytes))
           : fmt::format("{}, with no memory limit set now", MiB(stats.bytes));
+  const std::string told =
+      loss ? fmt::format(
+                 "; checks whose windows reach back before {:%FT%TZ} are degraded (data "
+                 "loss) and decided per their policy's on_data_loss",
+                 loss->at)
+           : std::string();
   return fmt::format(
       "{} {} evicted {} {} {} ({} since it started; it holds {}): the counts they held are lost, "
-      "so limits admit more than they say until their windows pass; {}",
+      "so limits admit more than they say until their windows pass{}; {}",
       stats.kind, stats.server, rise, stats.kind == "redis" ? "keys" : "items",
       first ? "before this process watched it" : "since the last look", stats.evictions, holds,
-      fix);
+      told, fix);
 }
 
 void StoreWatch::Start(std::chrono::milliseconds interval) {

@@ -357,6 +357,45 @@ TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
             1);
 }
 
+// A small memcached flooded by other items evicts a feature's counts whole: the next look at its
+// figures (`stats items`: how long the latest evicted item went unused) finds counts used within
+// the day gone, logs it, and every check reaching back before then says so; closed holds the
+// limit. Before, the feature was admitted again, exact and unflagged.
+TEST_F(ServeTest, AnEvictionIsToldAndAClosedLimitHolds) {
+  testing::MemcachedServer small("127.0.0.1", 8);
+  ASSERT_TRUE(small.running()) << small.error();
+  ServeProcess serve(HOURGLASS_CLI,
+                     {"--policy",
+                      WritePolicy("events:\n  signup:\n    limits: [10/d]\n    on_data_loss: "
+                                  "closed\n  browse:\n    limits: [10/d]\n"),
+                      "--servers", small.address(), "--stats-interval", "1"});
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  HttpClient client(serve.port());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 200);
+  }
+  ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 429);
+  ASSERT_TRUE(small.EvictKeysContaining("ann"));
+  ASSERT_TRUE(serve.WaitForLog("memcached " + small.address() + " evicted ")) << serve.log();
+  ASSERT_TRUE(serve.WaitForLog("are degraded (data loss)")) << serve.log();
+
+  HttpReply closed = client.Post("/v1/check", CheckBody("signup", "ann"));
+  EXPECT_EQ(closed.status, 429) << closed.body;
+  EXPECT_NE(closed.Header("hourglass-degraded").find("evicted"), std::string::npos)
+      << closed.Header("hourglass-degraded");
+  EXPECT_FALSE(json::parse(closed.body)["limits"][0]["exact"].get<bool>());
+  HttpReply open = client.Post("/v1/check", CheckBody("browse", "ann"));
+  EXPECT_EQ(open.status, 200) << open.body;
+  EXPECT_NE(open.Header("hourglass-degraded"), "");
+  const json count = json::parse(client.Get("/v1/count?event=signup&feature=ann&window=1d").body);
+  EXPECT_TRUE(count["windows"][0]["lost"].get<bool>());
+  EXPECT_EQ(count["loss"]["cause"], "evicted");
+  EXPECT_GE(Sample(client.Get("/metrics").body,
+                   "hourglass_store_losses_total{cause=\"evicted\",server=\"" + small.address() +
+                       "\",store=\"memcached\"}"),
+            1);
+}
+
 // A memcached run with -M that fills refuses new counts: checks answer per their failure mode,
 // the log says once that the server is full, and /readyz is unready naming it. Once it has
 // refused nothing for a quiet period (here --stats-interval, 1 s) it is writable again: logged,
@@ -423,11 +462,12 @@ TEST_F(ServeTest, ARestartIsKnownToTheFirstCheckThatReachesTheNewProcess) {
 }
 
 // Two services keep two copies of every count on three memcached servers. One server at a time
-// is restarted, flushed, then killed: features at their limit before each fault stay at it
-// through either service (no admission over the limit, counted by the clients), and no client
-// sees an error or a degraded answer.
-TEST_F(ServeTest, TwoCopiesOnThreeServersLoseNoCountWhenOneRestartsIsFlushedOrDies) {
-  testing::MemcachedServer servers[3];
+// is restarted, flushed, made to evict (8 MB, flooded), then killed: features at their limit
+// before each fault stay at it through either service (no admission over the limit, counted by
+// the clients), and no client sees an error or a degraded answer.
+TEST_F(ServeTest, TwoCopiesOnThreeServersLoseNoCountWhenOneRestartsIsFlushedEvictsOrDies) {
+  testing::MemcachedServer servers[3] = {testing::MemcachedServer(), testing::MemcachedServer(),
+                                         testing::MemcachedServer("127.0.0.1", 8)};
   std::string url = "memcached://";
   for (auto& server : servers) {
     ASSERT_TRUE(server.running()) << server.error();
@@ -447,7 +487,7 @@ TEST_F(ServeTest, TwoCopiesOnThreeServersLoseNoCountWhenOneRestartsIsFlushedOrDi
     if (reply.status != expected && !(reply.status == 200 && expected == 429)) ++failed;
     if (!reply.Header("hourglass-degraded").empty()) ++failed;
   };
-  for (int fault = 0; fault < 3; ++fault) {
+  for (int fault = 0; fault < 4; ++fault) {
     std::vector<std::string> features;
     for (int f = 0; f < 10; ++f) features.push_back(fmt::format("f{}-{}", fault, f));
     for (const std::string& feature : features) {
@@ -458,6 +498,8 @@ TEST_F(ServeTest, TwoCopiesOnThreeServersLoseNoCountWhenOneRestartsIsFlushedOrDi
       ASSERT_TRUE(servers[0].Start());
     } else if (fault == 1) {
       ASSERT_EQ(servers[1].Raw("flush_all\r\n"), "OK\r\n");
+    } else if (fault == 2) {
+      ASSERT_TRUE(servers[2].EvictKeysContaining("f2-"));
     } else {
       servers[2].Kill();
     }

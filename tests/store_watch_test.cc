@@ -207,6 +207,71 @@ TEST_F(StoreWatchTest, AFlushIsALossAtThePollThatSawIt) {
   EXPECT_NE(warnings_[0].find("flushed"), std::string::npos) << warnings_[0];
 }
 
+// Evictions are a loss of counts last used before an instant: on a real server filled until it
+// evicts, the items just written went unused for under a minute, so the loss is dated at the
+// poll; the warning says which windows it makes inexact.
+TEST_F(StoreWatchTest, AnEvictionIsALossOfWhatWasUsedBeforeIt) {
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  watch_->RecordLosses(losses, clock);
+  watch_->Poll();
+  Overflow(small_);
+  clock.Set(FromUnix(2'000'000'009));
+  watch_->Poll();
+  const std::vector<std::string> small = {small_.address()}, large = {large_.address()};
+  const std::optional<StoreLoss> loss = losses.Since(small, 0);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kEviction);
+  EXPECT_EQ(loss->at, FromUnix(2'000'000'009));
+  EXPECT_EQ(loss->Describe(), "memcached " + small_.address() +
+                                  " evicted counts last used at 2033-05-18T03:33:29Z or before");
+  EXPECT_FALSE(losses.Since(large, 0).has_value());
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("windows reach back before 2033-05-18T03:33:29Z are degraded"),
+            std::string::npos)
+      << warnings_[0];
+  EXPECT_EQ(Sample(metrics_.Render(), "hourglass_store_losses_total{cause=\"evicted\",server=\"" +
+                                          small_.address() + "\",store=\"memcached\"}"),
+            1);
+
+  // The server's figures per slab class add up to its evictions.
+  uint64_t per_class = 0;
+  for (const Result<ServerStats>& stats : store_->Stats()) {
+    ASSERT_TRUE(stats.ok());
+    if (stats->server != small_.address()) continue;
+    for (const ServerStats::ClassEvictions& c : stats->classes) per_class += c.evicted;
+    EXPECT_EQ(per_class, stats->evictions);
+  }
+  EXPECT_GT(per_class, 0u);
+}
+
+// The date of an eviction: the youngest data a class that evicted since the last look lost
+// (its evicted_time), less the minute memcached may lag in noting a use; never later than now.
+TEST(EvictionLoss, IsDatedByTheYoungestDataEvictedSinceTheLastLook) {
+  const Instant now = FromUnix(2'000'000'000);
+  using Class = ServerStats::ClassEvictions;
+  const std::vector<Class> before = {{.id = 1, .evicted = 10, .evicted_time = 30},
+                                     {.id = 2, .evicted = 5, .evicted_time = 0}};
+  ServerStats stats{.kind = "memcached", .server = "a:1", .evictions = 15};
+  EXPECT_FALSE(EvictionLoss(15, before, stats, now).has_value()) << "none since";
+
+  stats.evictions = 19;
+  stats.classes = {{.id = 1, .evicted = 12, .evicted_time = 7200},
+                   {.id = 2, .evicted = 5, .evicted_time = 0},  // unchanged: its age is old news
+                   {.id = 3, .evicted = 2, .evicted_time = 3600}};
+  std::optional<StoreLoss> loss = EvictionLoss(15, before, stats, now);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kEviction);
+  EXPECT_EQ(loss->at, now - Seconds{3600} + StoreWatch::kUseLag) << "class 3's, the youngest";
+
+  stats.classes[0].evicted_time = 20;  // data used 20 s ago: the lag puts it at now
+  EXPECT_EQ(EvictionLoss(15, before, stats, now)->at, now);
+
+  stats.kind = "redis";  // tells no age
+  stats.classes.clear();
+  EXPECT_EQ(EvictionLoss(15, {}, stats, now)->at, now);
+}
+
 // A Redis that evicted and then had its maxmemory set to 0 (no limit) is not said to hold its
 // bytes "of 0.0 MiB".
 TEST(EvictionWarning, NamesNoLimitWhenTheServerHasNone) {

@@ -13,11 +13,16 @@ std::string_view LossCauseName(LossCause cause) {
       return "restarted";
     case LossCause::kFlush:
       return "flushed";
+    case LossCause::kEviction:
+      return "evicted";
   }
   return "lost its data";
 }
 
 std::string StoreLoss::Describe() const {
+  if (cause == LossCause::kEviction) {
+    return fmt::format("{} {} evicted counts last used at {:%FT%TZ} or before", kind, server, at);
+  }
   return fmt::format("{} {} {} at {:%FT%TZ}", kind, server, LossCauseName(cause), at);
 }
 

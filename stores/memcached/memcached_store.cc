@@ -474,8 +474,9 @@ std::vector<Result<ServerStats>> MemcachedStore::Stats() {
       c->socket->BeginExchange();
       // Answers of earlier fire-and-forget requests come first.
       if (c->unread > 0) s = ReadUnread(pool->name(), *c, impl_->unconfirmed_failures);
-      if (s.ok()) s = c->socket->Send("stats\r\n");
+      if (s.ok()) s = c->socket->Send("stats\r\nstats items\r\n");
       if (s.ok()) s = memcached::ReadStats(pool->name(), *c->socket, stats);
+      if (s.ok()) s = memcached::ReadItemStats(pool->name(), *c->socket, stats);
       if (!s.ok()) s = c.Fail(s.error());
     }
     if (s.ok()) {

@@ -178,6 +178,34 @@ Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out) 
   }
 }
 
+Status ReadItemStats(std::string_view server, net::Connection& c, ServerStats& out) {
+  for (;;) {
+    Result<std::string_view> line = c.ReadLine();
+    if (!line.ok()) return line.error();
+    if (*line == "END") return {};
+    // "STAT items:<class>:<figure> <value>"
+    constexpr std::string_view kPrefix = "STAT items:";
+    if (!line->starts_with(kPrefix)) return LineError(server, *line);
+    const std::string_view rest = line->substr(kPrefix.size());
+    const size_t colon = rest.find(':'), space = rest.find(' ');
+    if (colon == std::string_view::npos || space == std::string_view::npos || space < colon) {
+      return LineError(server, *line);
+    }
+    const std::string_view figure = rest.substr(colon + 1, space - colon - 1);
+    if (figure != "evicted" && figure != "evicted_time") continue;
+    uint32_t id = 0;
+    uint64_t value = 0;
+    const std::string_view id_text = rest.substr(0, colon), value_text = rest.substr(space + 1);
+    if (std::from_chars(id_text.data(), id_text.data() + id_text.size(), id).ec != std::errc{} ||
+        std::from_chars(value_text.data(), value_text.data() + value_text.size(), value).ec !=
+            std::errc{}) {
+      return LineError(server, *line);
+    }
+    if (out.classes.empty() || out.classes.back().id != id) out.classes.push_back({.id = id});
+    (figure == "evicted" ? out.classes.back().evicted : out.classes.back().evicted_time) = value;
+  }
+}
+
 bool IsOutOfMemory(std::string_view line) {
   // memcached 1.6 says "SERVER_ERROR Out of memory allocating new item" (an autovivified count)
   // or "SERVER_ERROR out of memory storing object" (a set).

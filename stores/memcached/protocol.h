@@ -57,6 +57,8 @@ std::string BuildDeleteRequest(std::span<const std::string> keys,
 // The answer to `stats`, "STAT <name> <value>" lines up to "END", into `out` (out.server is the
 // caller's). An error return leaves the connection out of step: the caller drops it.
 Status ReadStats(std::string_view server, net::Connection& c, ServerStats& out);
+// Reads the answer to `stats items` into out.classes: each slab class's evictions.
+Status ReadItemStats(std::string_view server, net::Connection& c, ServerStats& out);
 
 // Whether `line` is memcached's refusal to store for want of memory (run with -M, full).
 bool IsOutOfMemory(std::string_view line);

@@ -12,7 +12,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <random>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -165,21 +167,28 @@ void MemcachedServer::Thaw() {
 }
 
 std::string MemcachedServer::Raw(const std::string& command) const {
-  const int fd = Connect(host_, port_);
-  if (fd < 0) return "";
   // memcached answers "MN" to a meta no-op once everything before it is answered: the end of the
   // answer is known, however long the server takes (a fixed silence would cut a slow answer).
-  const std::string request = command + "mn\r\n";
+  constexpr std::string_view kEnd = "MN\r\n";
+  std::string answer =
+      RawUntil(command + "mn\r\n", [&](const std::string& a) { return a.ends_with(kEnd); });
+  if (answer.ends_with(kEnd)) answer.resize(answer.size() - kEnd.size());
+  return answer;
+}
+
+std::string MemcachedServer::RawUntil(const std::string& request,
+                                      const std::function<bool(const std::string&)>& done) const {
+  const int fd = Connect(host_, port_);
+  if (fd < 0) return "";
   for (size_t sent = 0; sent < request.size();) {
     const ssize_t n = write(fd, request.data() + sent, request.size() - sent);
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
-  constexpr std::string_view kEnd = "MN\r\n";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
   std::string answer;
   char buffer[4096];
-  while (!answer.ends_with(kEnd)) {
+  while (!done(answer)) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};
@@ -189,7 +198,6 @@ std::string MemcachedServer::Raw(const std::string& command) const {
     answer.append(buffer, static_cast<size_t>(n));
   }
   close(fd);
-  if (answer.ends_with(kEnd)) answer.resize(answer.size() - kEnd.size());
   return answer;
 }
 
@@ -202,6 +210,49 @@ bool MemcachedServer::Fill(int items, const std::string& prefix, int reads) cons
     for (int i = 0; i < items; ++i) request += "mg " + prefix + std::to_string(i) + " q\r\n";
   }
   return Raw(request + "get nothing\r\n").ends_with("END\r\n");  // after any HD of the reads
+}
+
+bool MemcachedServer::EvictKeysContaining(const std::string& needle, int rounds) const {
+  std::set<size_t> sizes;
+  for (int round = 0; round < rounds; ++round) {
+    // "key=<encoded key> exp=-1 la=... cas=... fetch=yes cls=1 size=75" per item, then "END".
+    // Its answer comes from the crawler, after any "MN" of a no-op sent behind it: read to END.
+    const std::string dump = RawUntil("lru_crawler metadump all\r\n", [](const std::string& a) {
+      return a.ends_with("END\r\n") || a.starts_with("BUSY") || a.starts_with("ERROR") ||
+             a.starts_with("CLIENT_ERROR");
+    });
+    bool left = false;
+    for (size_t at = 0, end; at < dump.size(); at = end + 1) {
+      end = dump.find('\n', at);
+      if (end == std::string::npos) end = dump.size();
+      const std::string_view line(dump.data() + at, end - at);
+      const size_t key_end = line.find(' ');
+      if (!line.starts_with("key=") || line.substr(0, key_end).find(needle) == line.npos) continue;
+      left = true;
+      const size_t size_at = line.find(" size=");
+      if (size_at != line.npos) sizes.insert(std::strtoul(line.data() + size_at + 6, nullptr, 10));
+    }
+    if (!left) return true;
+    std::string request;
+    constexpr int kItems = 20000;
+    for (size_t size : sizes) {
+      // An item takes about 72 bytes besides its value (header, CAS, this key, "\r\n").
+      const std::string value(size > 80 ? size - 72 : 8, 'x');
+      for (int i = 0; i < kItems; ++i) {
+        request += "set zz" + std::to_string(round) + "." + std::to_string(size) + "." +
+                   std::to_string(i) + " 0 0 " + std::to_string(value.size()) + " noreply\r\n" +
+                   value + "\r\n";
+      }
+      for (int r = 0; r < 2; ++r) {
+        for (int i = 0; i < kItems; ++i) {
+          request += "mg zz" + std::to_string(round) + "." + std::to_string(size) + "." +
+                     std::to_string(i) + " q\r\n";
+        }
+      }
+    }
+    if (!Raw(request + "get nothing\r\n").ends_with("END\r\n")) return false;  // unreachable
+  }
+  return false;
 }
 
 long long MemcachedServer::Stat(const std::string& name) const {

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,11 +53,20 @@ class MemcachedServer {
   // to a minute): a meta no-op ("mn") follows them, and its "MN" marks the end (it is not
   // returned). "" when the server cannot be reached.
   std::string Raw(const std::string& command) const;
+  // Sends `request` as it is and returns the answer once `done` says it is whole (or after a
+  // minute).
+  std::string RawUntil(const std::string& request,
+                       const std::function<bool(const std::string&)>& done) const;
   // Stores `items` small items (a bucket's size, keys "<prefix><i>") in one quiet request; true
   // once the server answered after them. Enough of them make a small server (-m 8) evict.
   // `reads` > 0 reads each that many times after (items in use, as a bucket is, which memcached's
   // segmented LRU protects against one-time writes).
   bool Fill(int items, const std::string& prefix = "fill:", int reads = 0) const;
+  // Evicts every item whose key contains `needle` (URL-encoded as memcached lists keys: letters,
+  // digits and "-_.~" as they are) by LRU, as a flood of other items would on a small server:
+  // stores items of their sizes (lru_crawler metadump), each read twice (in use, as the flooded
+  // items were), until none is left, at most `rounds` times. True once none is left.
+  bool EvictKeysContaining(const std::string& needle, int rounds = 40) const;
   // The reason the last Start() failed, for assertion messages.
   const std::string& error() const { return error_; }
 

@@ -88,6 +88,13 @@ struct ServerStats {
   uint64_t time = 0;     // the server's clock when it answered, Unix seconds (0: not reported)
   uint64_t uptime = 0;   // seconds since the process started (0: not reported)
   uint64_t flushes = 0;  // flushes of every item since it started (memcached cmd_flush)
+  // Per slab class (memcached `stats items`): items evicted since the server started, and
+  // `evicted_time`, the seconds since the last use of the latest one evicted when it was.
+  struct ClassEvictions {
+    uint32_t id = 0;
+    uint64_t evicted = 0, evicted_time = 0;
+  };
+  std::vector<ClassEvictions> classes = {};  // empty when the store tells none (Redis)
   // Its process's start by its own clock, Unix seconds (`time - uptime`; memcached's is 62 s
   // early, but fixed for the process); 0 when either is not reported.
   int64_t started() const {

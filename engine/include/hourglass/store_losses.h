@@ -1,5 +1,6 @@
 // What the store's servers lost, as their own figures tell: a server that restarted (another
-// process: it starts empty) or was flushed lost every count it held before that instant. Checks
+// process: it starts empty) or was flushed lost every count it held before that instant; one
+// that evicted lost some counts last used before an instant its figures bound. Checks
 // and counts whose windows reach back before a loss on one of their servers say so
 // (Engine::Check, Engine::Count); a watcher of the servers' figures records the losses.
 //
@@ -25,17 +26,19 @@
 namespace hourglass {
 
 enum class LossCause : uint8_t {
-  kRestart,  // another process of the server: it started empty
-  kFlush,    // every item flushed (memcached flush_all, Redis FLUSHALL/FLUSHDB)
+  kRestart,   // another process of the server: it started empty
+  kFlush,     // every item flushed (memcached flush_all, Redis FLUSHALL/FLUSHDB)
+  kEviction,  // items evicted to make room: some counts last used before the loss's instant
 };
-std::string_view LossCauseName(LossCause cause);  // "restarted", "flushed"
+std::string_view LossCauseName(LossCause cause);  // "restarted", "flushed", "evicted"
 
 struct StoreLoss {
   std::string kind;    // the store's kind: "memcached", "redis"
   std::string server;  // as ServerStats::server and Store::ServersOf name it
   Instant at;          // counts of hits before this instant are gone
   LossCause cause = LossCause::kRestart;
-  // "memcached 10.0.0.1:11211 restarted at 2026-11-26T21:41:38Z".
+  // "memcached 10.0.0.1:11211 restarted at 2026-11-26T21:41:38Z"; an eviction: "... evicted
+  // counts last used at 2026-11-26T21:41:38Z or before".
   std::string Describe() const;
 };
 

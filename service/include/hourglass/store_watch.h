@@ -4,6 +4,11 @@
 // feature over-admit until the bucket's windows pass. A server that restarted (another process,
 // or its uptime went back) or was flushed lost every count it held: the watch records the loss
 // (StoreLosses, which checks consult), dated at the poll that saw it, counts it and warns once.
+// A server that evicted lost counts last used before an instant: memcached tells, per slab class,
+// how long the latest item it evicted had gone unused (`evicted_time`), so the loss is dated
+// that long before the poll, plus the minute memcached may wait to note a use (kUseLag); Redis
+// tells no age, so its evictions are dated at the poll. Each poll that sees evictions records
+// one such loss and warns once (EvictionWarning).
 // Losses are seen from the second poll on, within one interval of happening; one before the
 // first poll is not told.
 //
@@ -20,8 +25,10 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hourglass/clock.h"
 #include "hourglass/clock_follower.h"
@@ -32,14 +39,26 @@
 namespace hourglass {
 
 // The warning for a server's `stats` when its evictions rose by `rise` since the last look (or,
-// `first`, before the first): what was lost, how full it is, and the fix for its kind.
-std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first);
+// `first`, before the first): what was lost, how full it is, and the fix for its kind; with
+// `loss`, the windows it makes inexact.
+std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first,
+                            const std::optional<StoreLoss>& loss = std::nullopt);
+
+// The evictions a server's `stats` show since an earlier look at the same process (its
+// `evictions` then, and its slab classes' figures), if any, as a loss seen at `now`: dated by the
+// youngest class's `evicted_time` less StoreWatch::kUseLag, or at `now` when no class tells.
+std::optional<StoreLoss> EvictionLoss(uint64_t evictions_before,
+                                      std::span<const ServerStats::ClassEvictions> classes_before,
+                                      const ServerStats& stats, Instant now);
 
 // The warning for a loss the watch saw.
 std::string LossWarning(const StoreLoss& loss);
 
 class StoreWatch {
  public:
+  // How long memcached may take to note that an item was used: it updates an item's last use at
+  // most once a minute (ITEM_UPDATE_INTERVAL), plus a second for its coarse clock.
+  static constexpr Seconds kUseLag{61};
   using Warn = std::function<void(const std::string& line)>;
   // `store` and `metrics` must outlive the watch.
   StoreWatch(Store& store, ServiceMetrics& metrics, Warn warn)
@@ -77,9 +96,12 @@ class StoreWatch {
     uint64_t pid = 0, evictions = 0, flushes = 0;
     int64_t started = 0;  // its process's start, Unix seconds by its clock (0: not told)
     int64_t polled = 0;   // when this look was, Unix seconds by the loss clock
+    std::vector<ServerStats::ClassEvictions> classes;
   };
-  // The loss `stats` show against what was `seen` before, if any, dated `now`.
+  // The loss `stats` show against what was `seen` before, if any, dated `now`: a restart or a
+  // flush.
   static std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats, Instant now);
+
   std::map<std::string, Seen> seen_;
   std::set<std::string> told_;  // data-loss errors already warned of. Poll's thread only.
   StoreLosses* losses_ = nullptr;
