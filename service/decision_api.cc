@@ -155,7 +155,9 @@ std::shared_ptr<const PolicySource> DecisionApi::Policies() const {
 }
 
 void DecisionApi::CountReload(bool ok) const {
-  if (options_.metrics != nullptr) options_.metrics->CountReload(ok);
+  if (options_.metrics == nullptr) return;
+  options_.metrics->CountReload(
+      ok, options_.clock != nullptr ? options_.clock->Now() : SystemClock::Get().Now());
 }
 
 HttpResponse DecisionApi::StoreErrorResponse(const Error& e) const {

@@ -85,6 +85,8 @@ Status Service::Impl::Start() {
   engine.emplace(std::move(*made));
   Result<PolicySource> policy = LoadPolicy(options.policy_path, options.engine.retention);
   if (!policy.ok()) return policy.error();
+  metrics.PolicyLoaded(clock.Now());
+  metrics.SetBuildInfo(HOURGLASS_VERSION);
   health.emplace(
       clock, options.stats_interval.count() > 0 ? options.stats_interval : std::chrono::seconds{10},
       log);

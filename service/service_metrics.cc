@@ -46,7 +46,8 @@ ServiceMetrics::ServiceMetrics()
                         .Register(*registry_)),
       store_losses_(BuildCounter()
                         .Name("hourglass_store_losses_total")
-                        .Help("Losses of every count a server held (a restart, a flush), as its "
+                        .Help("Losses of counts a server held (a restart, a flush: every "
+                              "count; an eviction: those last used before a date), as its "
                               "figures told")
                         .Register(*registry_)),
       data_loss_checks_(BuildCounter()
@@ -141,6 +142,20 @@ ServiceMetrics::ServiceMetrics()
                    .Name("hourglass_policy_reloads_total")
                    .Help("Policy file reloads, by result")
                    .Register(*registry_)),
+      last_reload_ok_(BuildGauge()
+                          .Name("hourglass_config_last_reload_successful")
+                          .Help("1 when the last load of the policy succeeded, else 0")
+                          .Register(*registry_)
+                          .Add({})),
+      last_reload_at_(BuildGauge()
+                          .Name("hourglass_config_last_reload_success_timestamp_seconds")
+                          .Help("When the policy in force was loaded, Unix seconds")
+                          .Register(*registry_)
+                          .Add({})),
+      build_info_(BuildGauge()
+                      .Name("hourglass_build_info")
+                      .Help("1, labelled with the version this process runs")
+                      .Register(*registry_)),
       settled_hits_(BuildCounter()
                         .Name("hourglass_settled_hits_total")
                         .Help("Hits added (direction up) or taken back (down) by settlements of "
@@ -160,7 +175,14 @@ ServiceMetrics::ServiceMetrics()
                              .Help("Connections a listener closed to make room for a new one "
                                    "(made_room) or refused (refused_busy: every connection busy "
                                    "at the cap; refused_descriptors: out of file descriptors)")
-                             .Register(*registry_)) {}
+                             .Register(*registry_)) {
+  // At 0 from the start: an alert on a rise needs a series before the first event.
+  for (const char* result : {"ok", "failed"}) reloads_.Add({{"result", result}});
+  for (ConnectionEvent e : {ConnectionEvent::kMadeRoom, ConnectionEvent::kRefusedBusy,
+                            ConnectionEvent::kRefusedDescriptors}) {
+    connection_events_.Add({{"listener", "http"}, {"event", std::string(ConnectionEventName(e))}});
+  }
+}
 
 namespace {
 
@@ -219,6 +241,12 @@ void ServiceMetrics::SyncUnconfirmedFailures(uint64_t total) {
 
 void ServiceMetrics::SetServerStats(const ServerStats& stats, uint64_t new_evictions) {
   const prometheus::Labels store = {{"store", stats.kind}, {"server", stats.server}};
+  store_errors_.Add({{"server", stats.server}});  // at 0 until its first error
+  for (LossCause cause : {LossCause::kRestart, LossCause::kFlush, LossCause::kEviction}) {
+    prometheus::Labels loss = store;
+    loss.emplace("cause", std::string(LossCauseName(cause)));
+    store_losses_.Add(loss);
+  }
   store_evictions_.Add(store).Increment(static_cast<double>(new_evictions));
   store_bytes_.Add(store).Set(static_cast<double>(stats.bytes));
   store_limit_bytes_.Add(store).Set(static_cast<double>(stats.limit_maxbytes));
@@ -265,8 +293,19 @@ void ServiceMetrics::CountBatch(size_t checks) {
   batched_checks_.Increment(static_cast<double>(checks));
 }
 
-void ServiceMetrics::CountReload(bool ok) {
+void ServiceMetrics::CountReload(bool ok, Instant at) {
   reloads_.Add({{"result", ok ? "ok" : "failed"}}).Increment();
+  last_reload_ok_.Set(ok ? 1 : 0);
+  if (ok) last_reload_at_.Set(static_cast<double>(ToUnix(at)));
+}
+
+void ServiceMetrics::PolicyLoaded(Instant at) {
+  last_reload_ok_.Set(1);
+  last_reload_at_.Set(static_cast<double>(ToUnix(at)));
+}
+
+void ServiceMetrics::SetBuildInfo(std::string_view version) {
+  build_info_.Add({{"version", std::string(version)}}).Set(1);
 }
 
 void ServiceMetrics::CountSettlement(std::string_view event, int64_t delta) {

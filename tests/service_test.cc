@@ -398,6 +398,37 @@ TEST_F(ServiceTest, MetricsCountDecisionsByEventAndResultNeverByFeature) {
   EXPECT_EQ(text.find("secret-feature"), std::string::npos) << "a label per feature";
 }
 
+// What an alert needs before anything happened: the version, the policy's load and its time,
+// reloads and connection events at 0; a refused reload turns the gauge to 0 and keeps the time
+// of the policy still in force; a good one turns it back.
+TEST_F(ServiceTest, MetricsAnAlertNeedsAreThereFromTheStart) {
+  auto serve = Serve("events:\n  signup:\n    limits: [3/m]\n");
+  HttpClient client(serve->port());
+  std::string text = client.Get("/metrics").body;
+  EXPECT_EQ(Sample(text, "hourglass_build_info{version=\"" HOURGLASS_TEST_VERSION "\"}"), 1)
+      << text;
+  EXPECT_EQ(Sample(text, "hourglass_config_last_reload_successful"), 1);
+  EXPECT_EQ(Sample(text, "hourglass_config_last_reload_success_timestamp_seconds"),
+            static_cast<double>(ToUnix(kStart)));
+  EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"ok\"}"), 0);
+  EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"failed\"}"), 0);
+  EXPECT_EQ(Sample(text,
+                   "hourglass_connection_events_total{event=\"refused_busy\",listener="
+                   "\"http\"}"),
+            0);
+
+  std::ofstream(policy_path_) << "events:\n  signup:\n    limits: [3/fortnight]\n";
+  EXPECT_FALSE(serve->service().Reload());
+  text = client.Get("/metrics").body;
+  EXPECT_EQ(Sample(text, "hourglass_config_last_reload_successful"), 0);
+  EXPECT_EQ(Sample(text, "hourglass_config_last_reload_success_timestamp_seconds"),
+            static_cast<double>(ToUnix(kStart)));
+  EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"failed\"}"), 1);
+  std::ofstream(policy_path_) << "events:\n  signup:\n    limits: [4/m]\n";
+  EXPECT_TRUE(serve->service().Reload());
+  EXPECT_EQ(Sample(client.Get("/metrics").body, "hourglass_config_last_reload_successful"), 1);
+}
+
 TEST_F(ServiceTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {
   auto serve = Serve("events:\n  trial:\n    limits: [1/m]\n    shadow: true\n");
   HttpClient client(serve->port());

@@ -54,6 +54,11 @@ TEST_F(StoreWatchTest, EvictionsRaiseTheMetricAndAWarningNamingTheServer) {
   EXPECT_EQ(Metric("hourglass_memcached_evictions_total", small_), 0);
   EXPECT_EQ(Metric("hourglass_memcached_limit_bytes", small_), 8 * 1048576);
   EXPECT_EQ(Metric("hourglass_memcached_limit_bytes", large_), 256 * 1048576);
+  // What an alert on a rise needs is there at 0 from the first look.
+  EXPECT_EQ(Metric("hourglass_store_errors_total", large_), 0);
+  EXPECT_EQ(Sample(metrics_.Render(), "hourglass_store_losses_total{cause=\"evicted\",server=\"" +
+                                          large_.address() + "\",store=\"memcached\"}"),
+            0);
 
   Overflow(small_);
   const long long evicted = small_.Stat("evictions");

@@ -36,7 +36,12 @@
 //                                             names
 //   hourglass_clock_offset_seconds{server}    this host's clock minus the server's (+-1 s)
 //   hourglass_clock_correction_seconds        added to this host's clock to follow the servers'
-//   hourglass_policy_reloads_total{result}    result: ok, failed
+//   hourglass_policy_reloads_total{result}    result: ok, failed (both exported from the start)
+//   hourglass_config_last_reload_successful   1 when the last load of the policy (at start, or a
+//                                             reload) succeeded, else 0
+//   hourglass_config_last_reload_success_timestamp_seconds
+//                                             when the policy in force was loaded (Unix seconds)
+//   hourglass_build_info{version}             1; the version this process runs
 //   hourglass_settled_hits_total{event,direction}
 //                                             hits settlements added (up) or took back (down)
 //   hourglass_ratelimit_hits_total{domain,descriptor,result}
@@ -47,7 +52,9 @@
 //                                             hits admitted at 80% or more of the limit
 //
 // Labels come from bounded sets (the policy's events, the endpoints, the servers): never one per
-// feature. Events the policy lacks are answered 404 before anything is counted.
+// feature. Events the policy lacks are answered 404 before anything is counted. Counters an alert
+// watches for a rise are exported at 0 before their first event: reloads by result, HTTP
+// connection events, and per server (from its first figures) store errors and losses by cause.
 //
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
@@ -64,6 +71,7 @@
 #include <string>
 #include <string_view>
 
+#include "hourglass/clock.h"
 #include "hourglass/connection_events.h"
 #include "hourglass/decision.h"
 #include "hourglass/store.h"
@@ -91,7 +99,12 @@ class ServiceMetrics {
   void SetClock(const std::string& server, int64_t offset_seconds);
   void SetClockCorrection(int64_t seconds);
   void ObserveRequest(std::string_view endpoint, std::chrono::duration<double> elapsed);
-  void CountReload(bool ok);
+  // A load of the policy (`ok`: it is in force) at `at`.
+  void CountReload(bool ok, Instant at);
+  // The policy loaded at start, at `at`: in force, not counted as a reload.
+  void PolicyLoaded(Instant at);
+  // hourglass_build_info{version="<version>"} 1.
+  void SetBuildInfo(std::string_view version);
   // A settlement of `event` that changed its decision's charge by `delta` hits (0: nothing).
   void CountSettlement(std::string_view event, int64_t delta);
   // A connection `listener` ("http", "grpc") closed to make room for, or refused.
@@ -134,6 +147,9 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Gauge>& clock_offset_;
   prometheus::Gauge& clock_correction_;
   prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Gauge& last_reload_ok_;
+  prometheus::Gauge& last_reload_at_;
+  prometheus::Family<prometheus::Gauge>& build_info_;
   prometheus::Family<prometheus::Counter>& settled_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
