@@ -28,6 +28,7 @@ constexpr int kUnavailable = 3;
 constexpr int kCannotListen = 4;  // serve: the address is in use, or not ours to listen on
 
 struct Globals {
+  std::string env_file;            // --env-file: read before the options (main.cc)
   std::string servers;             // empty: the store's own default (memcached :11211, Redis :6379)
   bool servers_given = false;      // --servers on the command line (not only HOURGLASS_SERVERS)
   std::string previous_servers;    // in transition from this list (TransitionStore); empty: none

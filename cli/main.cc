@@ -10,17 +10,25 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "app.h"
 #include "commands.h"
+#include "env_file.h"
 #include "hourglass/display_text.h"
 
 namespace hourglass::cli {
 namespace {
 
 void AddGlobalOptions(CLI::App& app, Globals& g) {
+  app.add_option("--env-file", g.env_file,
+                 "read HOURGLASS_* settings from this file, as the service unit does (default "
+                 "/etc/default/hourglass when it exists; env HOURGLASS_ENV_FILE, \"\" for none); "
+                 "the environment and options win over it. With serve, its HOURGLASS_SERVE_ARGS "
+                 "are options of serve, as in the unit's command line");
   if (const char* env = std::getenv("HOURGLASS_SERVERS"); env != nullptr && *env != '\0') {
     g.servers = env;
   }
@@ -156,7 +164,57 @@ int ParseError(const CLI::App& app, const CLI::ParseError& e) {
   return kUsage;
 }
 
+// The --env-file option's value in `args`, if given.
+std::optional<std::string> EnvFileFlag(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--env-file" && i + 1 < args.size()) return args[i + 1];
+    if (args[i].starts_with("--env-file=")) return args[i].substr(11);
+  }
+  return std::nullopt;
+}
+
+// Reads the host's environment file into the environment (what is set already wins). Returns what
+// the help shows of it; exits 2 for a file named but missing or malformed.
+std::string LoadEnvFile(const EnvFileChoice& choice) {
+  if (choice.path.empty()) return "Environment file: none (HOURGLASS_ENV_FILE is empty).";
+  Result<EnvFile> file = ReadEnvFile(choice.path);
+  if (!file.ok() && file.error().code() == ErrorCode::kNotFound && !choice.explicitly) {
+    return fmt::format("Environment file: {} (absent).", choice.path);
+  }
+  if (!file.ok()) throw Exit{kUsage, "--env-file " + file.error().message()};
+  std::vector<std::string> applied;
+  for (const auto& [name, value] : file->assignments) {
+    if (!name.starts_with("HOURGLASS_") || std::getenv(name.c_str()) != nullptr) continue;
+    ::setenv(name.c_str(), value.c_str(), 0);
+    applied.push_back(name == "HOURGLASS_REDIS_PASSWORD" ? name : name + "=" + value);
+  }
+  return fmt::format(
+      "Environment file: {} (read; set {}).", choice.path,
+      applied.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(applied, " ")));
+}
+
+int Run(std::vector<std::string> args, bool env_file_named, const std::string& env_note,
+        bool serve_args_added);
+
 int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  const std::optional<std::string> flag = EnvFileFlag(args);
+  const EnvFileChoice choice =
+      ChooseEnvFile(flag ? &*flag : nullptr, std::getenv("HOURGLASS_ENV_FILE"));
+  std::string env_note;
+  try {
+    env_note = LoadEnvFile(choice);
+  } catch (const Exit& e) {
+    std::fprintf(stderr, "hourglass: %s\n", DisplayText(e.message).c_str());
+    return e.code;
+  }
+  return Run(std::move(args), choice.explicitly, env_note, false);
+}
+
+// Parses `args` and runs the command. `env_file_named`: serve takes HOURGLASS_SERVE_ARGS as its
+// options (run again with them added, once).
+int Run(std::vector<std::string> args, bool env_file_named, const std::string& env_note,
+        bool serve_args_added) {
   CLI::App app{
       "hourglass: exact hit counters in memcached, Redis or LMDB, per event and feature, to the\n"
       "second.\n"
@@ -171,19 +229,33 @@ int Main(int argc, char** argv) {
       "  hourglass check url_shorten 203.0.113.7 --limit 2/s --limit 5/m --limit 100/d\n"
       "  hourglass count signup ann@example.com --window 1h --window 1d --json\n"
       "  hourglass replay access.log --format apache --policy policies/example.yaml\n"
-      "Run 'hourglass COMMAND --help' for a command's options and examples.");
+      "Run 'hourglass COMMAND --help' for a command's options and examples.\n" +
+      env_note);
   Globals g;
   AddGlobalOptions(app, g);
   const std::vector<Command> commands = {
       AddHitCommand(app, g),     AddCountCommand(app, g), AddCheckCommand(app, g),
       AddInspectCommand(app, g), AddResetCommand(app, g), AddReplayCommand(app, g),
       AddPolicyCommand(app, g),  AddServeCommand(app, g), AddTopCommand(app, g)};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return ParseError(app, e);
+  }
+  const char* serve_args = std::getenv("HOURGLASS_SERVE_ARGS");
+  if (env_file_named && !serve_args_added && serve_args != nullptr &&
+      app.get_subcommand("serve")->parsed()) {
+    Result<std::vector<std::string>> words = SplitArgs(serve_args);
+    if (!words.ok()) {
+      std::fprintf(stderr, "hourglass: %s\n", DisplayText(words.error().message()).c_str());
+      return kUsage;
+    }
+    args.insert(args.end(), words->begin(), words->end());
+    return Run(std::move(args), env_file_named, env_note, true);
   }
   // HOURGLASS_SERVERS alone does not contradict a store URL (an environment file may keep both).
   g.servers_given = app.get_option("--servers")->count() > 0;

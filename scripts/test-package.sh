@@ -124,6 +124,34 @@ start_unit HOURGLASS_STORE=lmdb:///var/lib/hourglass/counts  # a restart keeps t
 stop_unit
 echo "test-package: the unit's command served on Redis and on LMDB (counts kept across a restart)"
 
+# Without systemd (a container): the README's foreground command, nothing between it and the
+# signals (setpriv execs): the environment file given to serve, SIGHUP to its own pid reloads,
+# SIGTERM stops it with 0; the CLI on the host reads the same file and needs no flags.
+env_copy=$(mktemp /tmp/hourglass-env-XXXXXX)
+sed "s/127.0.0.1:11211/127.0.0.1:$memcached_port/; s/127.0.0.1:8080/127.0.0.1:$port/" \
+  /etc/default/hourglass >"$env_copy"
+chmod 644 "$env_copy"
+: >"$work/serve.log"
+setpriv --reuid=hourglass --regid=hourglass --init-groups /usr/bin/hourglass serve \
+  --env-file "$env_copy" --policy /etc/hourglass/policy.yaml 2>"$work/serve.log" &
+main_pid=$!
+pids+=("$main_pid")
+for _ in $(seq 100); do curl -fs "$url/readyz" >/dev/null && break; sleep 0.1; done
+[[ "$(ps -o comm= -p "$main_pid")" == hourglass ]] || fail "the foreground command is not hourglass"
+[[ "$(ps -o user= -p "$main_pid")" == hourglass ]] || fail "the foreground command's user"
+HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass reset signup ann@example.com >/dev/null ||
+  fail "reset through the environment file"
+limit_a_client foreground
+counted=$(HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass count signup ann@example.com --window 1h)
+echo "$counted" | grep -Eq '^  1h +5$' || fail "count through the environment file: $counted"
+kill -HUP "$main_pid"
+for _ in $(seq 50); do grep -q "reloaded /etc/hourglass/policy.yaml" "$work/serve.log" && break; sleep 0.1; done
+grep -q "reloaded /etc/hourglass/policy.yaml" "$work/serve.log" || fail "SIGHUP did not reload"
+kill -TERM "$main_pid"
+wait "$main_pid" || fail "SIGTERM: exit $?"
+rm -f "$env_copy"
+echo "test-package: the foreground command served, reloaded on SIGHUP, stopped on SIGTERM; the CLI read its file"
+
 dpkg -P hourglass >/dev/null
 [[ ! -e /usr/bin/hourglass && ! -e "$unit" && ! -e /etc/hourglass/policy.yaml &&
   ! -e /var/lib/hourglass ]] ||

@@ -1007,5 +1007,41 @@ TEST(CliRedisTest, APasswordComesFromTheUrlOrTheEnvironmentAndAWrongOneIsNamed) 
   EXPECT_NE(r.err.find("password"), std::string::npos) << r.err;
 }
 
+// On a host with the package, the CLI reads the service's environment file: `count` finds the
+// service's store with no flags; the environment and the options win over the file; a file named
+// but missing or malformed is refused naming it; `--help` says which file was read.
+TEST_F(CliTest, TheHostsEnvironmentFileNamesTheStore) {
+  const std::string env =
+      TempFile("hourglass.env",
+               "# as /etc/default/hourglass\nHOURGLASS_SERVERS=" + server_.address() + "\n");
+  ASSERT_EQ(
+      testing::RunProcess({HOURGLASS_CLI, "--env-file", env, "hit", "signup", "ann", "--cost", "3"})
+          .code,
+      0);
+  ProcessResult counted =
+      testing::RunProcess({HOURGLASS_CLI, "count", "signup", "ann", "--window", "1h", "--json"},
+                          {"HOURGLASS_ENV_FILE=" + env});
+  ASSERT_EQ(counted.code, 0) << counted.err;
+  EXPECT_EQ(Json(counted)["windows"][0]["count"], 3);
+  ProcessResult env_wins = testing::RunProcess(
+      {HOURGLASS_CLI, "count", "signup", "ann", "--window", "1h", "--timeout-ms", "200"},
+      {"HOURGLASS_ENV_FILE=" + env, "HOURGLASS_SERVERS=127.0.0.1:1"});
+  EXPECT_EQ(env_wins.code, 3) << "the environment's server, unreachable: " << env_wins.out;
+  ProcessResult help = testing::RunProcess({HOURGLASS_CLI, "--env-file", env, "--help"});
+  EXPECT_NE(help.out.find("Environment file: " + env +
+                          " (read; set HOURGLASS_SERVERS=" + server_.address() + ")"),
+            std::string::npos)
+      << help.out;
+
+  ProcessResult missing = RunBare({"--env-file", "/nonexistent/hourglass.env", "count", "a", "b"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("/nonexistent/hourglass.env: no such file"), std::string::npos)
+      << missing.err;
+  ProcessResult bad =
+      RunBare({"--env-file", TempFile("bad.env", "HOURGLASS_SERVERS\n"), "count", "a", "b"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find(":1: expected NAME=VALUE"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -511,6 +511,29 @@ TEST_F(ServeTest, TwoCopiesOnThreeServersLoseNoCountWhenOneRestartsIsFlushedEvic
   EXPECT_EQ(failed, 0) << a.log() << b.log();
 }
 
+// A container's foreground command: `hourglass serve --env-file FILE` takes the store from the
+// file and its HOURGLASS_SERVE_ARGS as options of serve, as the unit's command line does, with
+// no shell or user switch in between: a SIGHUP reaches it and reloads, SIGTERM stops it with 0.
+TEST_F(ServeTest, AnEnvironmentFileRunsTheUnitsCommandInTheForeground) {
+  const std::string policy = WritePolicy("events:\n  signup:\n    limits: [2/m]\n");
+  const std::string env = policy + ".env";
+  std::ofstream(env) << "HOURGLASS_SERVERS=" << memcached_.address()
+                     << "\nHOURGLASS_SERVE_ARGS=\"--policy " << policy << " --stats-interval 0\"\n";
+  ServeProcess serve(HOURGLASS_CLI, {"--env-file", env});
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  EXPECT_TRUE(serve.WaitForLog("store memcached " + memcached_.address())) << serve.log();
+  HttpClient client(serve.port());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 200);
+  }
+  EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 429) << "its policy";
+  serve.Signal(SIGHUP);
+  EXPECT_TRUE(serve.WaitForLog("reloaded " + policy)) << serve.log();
+  serve.Signal(SIGTERM);
+  EXPECT_EQ(serve.Wait(), 0) << serve.log();
+  std::remove(env.c_str());
+}
+
 TEST_F(ServeTest, AnOpenFileLimitTooLowForTheStoreIsRefusedAtStart) {
   ServeProcess serve(HOURGLASS_CLI,
                      {"--policy", WritePolicy("events:\n  signup:\n    limits: [5/m]\n"),
