@@ -27,12 +27,31 @@ std::optional<std::string> DenialSampler::Offer(std::string_view event, std::str
     if (it == events_.end()) it = events_.emplace(std::string(event), Seen{}).first;
     Seen& seen = it->second;
     ++seen.since;
-    if (seen.logged_at != Instant{} && at - seen.logged_at < every_) return std::nullopt;
+    if (seen.logged_at != Instant{} && at - seen.logged_at < every_) {
+      seen.last_feature = Printable(feature);
+      return std::nullopt;
+    }
     stands_for = seen.since;
-    seen = Seen{at, 0};
+    seen = Seen{at, 0, {}};
   }
+  return Line(event, Printable(feature), stands_for);
+}
+
+std::vector<std::string> DenialSampler::Flush(Instant now) {
+  std::vector<std::string> lines;
+  std::lock_guard lock(mu_);
+  for (auto& [event, seen] : events_) {
+    if (seen.since == 0 || now - seen.logged_at < every_) continue;
+    lines.push_back(Line(event, seen.last_feature, seen.since));
+    seen = Seen{now, 0, {}};
+  }
+  return lines;
+}
+
+std::string DenialSampler::Line(std::string_view event, std::string_view printable_feature,
+                                uint64_t stands_for) {
   return fmt::format("denied: {} \"{}\" ({} denial{} of {} since the last such line)",
-                     Printable(event), Printable(feature), stands_for, stands_for == 1 ? "" : "s",
+                     Printable(event), printable_feature, stands_for, stands_for == 1 ? "" : "s",
                      Printable(event));
 }
 

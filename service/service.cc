@@ -8,6 +8,7 @@
 
 #include "hourglass/check_front_end.h"
 #include "hourglass/denial_sampler.h"
+#include "hourglass/periodic.h"
 #include "hourglass/recent_top.h"
 #include "hourglass/store_watch.h"
 
@@ -67,6 +68,7 @@ struct Service::Impl {
   std::optional<StoreHealth> health;  // full store servers, as checks' errors tell
   std::optional<RecentTop> top;
   DenialSampler denials{std::chrono::seconds{1}};
+  std::optional<Periodic> denial_flushes;  // with log_denials
   std::unique_ptr<CheckFrontEnd> front_end;
   std::unique_ptr<DecisionApi> api;
   std::vector<std::unique_ptr<ServiceProtocol>> protocols;
@@ -107,6 +109,10 @@ Status Service::Impl::Start() {
         log(LogLevel::kInfo, *line);
       }
     };
+    // The rest of a burst is told within a second, not with the next denial.
+    denial_flushes.emplace(std::chrono::seconds{1}, [this] {
+      for (const std::string& line : denials.Flush(clock.Now())) log(LogLevel::kInfo, line);
+    });
   }
   api = std::make_unique<DecisionApi>(
       *engine, std::make_shared<const PolicySource>(std::move(*policy)), std::move(api_options));
@@ -151,6 +157,7 @@ Service::~Service() {
   if (impl_ == nullptr) return;
   impl_->server.reset();
   impl_->watch.reset();
+  impl_->denial_flushes.reset();
   for (auto& protocol : impl_->protocols) protocol->Stop();
   impl_->protocols.clear();
   impl_->api.reset();

@@ -15,15 +15,6 @@ std::string MiB(uint64_t bytes) {
 
 }  // namespace
 
-StoreWatch::~StoreWatch() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
 void StoreWatch::Poll() {
   std::vector<ClockOffset> offsets;
   const Instant now = loss_clock_ != nullptr ? loss_clock_->Now() : Instant{};
@@ -153,16 +144,7 @@ std::string EvictionWarning(const ServerStats& stats, uint64_t rise, bool first,
 
 void StoreWatch::Start(std::chrono::milliseconds interval) {
   Poll();  // before the caller serves anything: a clock to follow is followed from the start
-  thread_ = std::thread([this, interval] {
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      wake_.wait_for(lock, interval, [this] { return stopping_; });
-      if (stopping_) break;
-      lock.unlock();
-      Poll();
-      lock.lock();
-    }
-  });
+  polls_.emplace(interval, [this] { Poll(); });
 }
 
 }  // namespace hourglass

@@ -25,6 +25,22 @@ TEST(DenialSampler, OneLinePerEventPerPeriodStandingForEveryDenialSince) {
   EXPECT_EQ(*next, "denied: signup \"dan\" (3 denials of signup since the last such line)");
 }
 
+TEST(DenialSampler, FlushTellsTheRestOfABurstOnceAPeriodHasPassed) {
+  DenialSampler sampler(std::chrono::seconds{1});
+  const Instant t = FromUnix(1'800'000'000);
+  ASSERT_TRUE(sampler.Offer("signup", "ann", t).has_value());
+  EXPECT_FALSE(sampler.Offer("signup", "bob", t).has_value());
+  EXPECT_FALSE(sampler.Offer("signup", "carol\n", t).has_value());
+  EXPECT_TRUE(sampler.Flush(t).empty()) << "the period since the last line has not passed";
+  const std::vector<std::string> lines = sampler.Flush(t + Seconds{1});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "denied: signup \"carol\\x0a\" (2 denials of signup since the last such line)");
+  EXPECT_TRUE(sampler.Flush(t + Seconds{5}).empty()) << "every denial told";
+  EXPECT_FALSE(sampler.Offer("signup", "dan", t + Seconds{1}).has_value())
+      << "the flush was a line: a period from it";
+}
+
 TEST(DenialSampler, HostileFeaturesCannotForgeALine) {
   EXPECT_EQ(Printable("a\nb\"c\\d\x01\xff"), "a\\x0ab\\x22c\\x5cd\\x01\\xff");
   EXPECT_EQ(Printable(std::string(200, 'x')), std::string(128, 'x') + "...");

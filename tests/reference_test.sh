@@ -7,7 +7,9 @@ bin="$1"
 src="$2"
 doc="$src/docs/reference.md"
 missing=()
-commands=$("$bin" --help | awk '/^Subcommands:/ {on = 1; next} on && !NF {exit} on {print $1}')
+# The help read whole first: awk leaving early would end `--help` by SIGPIPE, failing the pipe.
+help=$("$bin" --help)
+commands=$(awk '/^Subcommands:/ {on = 1; next} on && !NF {exit} on {print $1}' <<<"$help")
 for command in "" $commands "policy validate"; do
   # shellcheck disable=SC2086
   for option in $("$bin" $command --help | grep -oE '^ +(-[a-z],)?--?[a-z][a-z-]*' |

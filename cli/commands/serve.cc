@@ -53,7 +53,7 @@ struct ServeArgs {
   int stats_interval = 10;
   // Counters per summary of /v1/top (one summary per event, minute and kind); 0: no top.
   size_t top_capacity = 256;
-  bool log_denials = false;
+  bool log_denials = true;
   std::string log_level = "info";
   std::string log_format = "text";
 };
@@ -338,9 +338,10 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   sub->add_option("--log-level", args->log_level,
                   "debug, info, warning, error or off: lines below it are not written")
       ->capture_default_str();
-  sub->add_flag("--log-denials", args->log_denials,
-                "log a sampled denial: at most one line per event a second, naming that moment's "
-                "denied feature (escaped) and how many denials it stands for");
+  sub->add_flag("--log-denials,!--no-log-denials", args->log_denials,
+                "log sampled denials (on by default; --no-log-denials turns them off): at most "
+                "one line per event a second, naming that moment's denied feature (escaped) and "
+                "how many denials it stands for; the rest of a burst within a second");
   sub->add_option("--log-format", args->log_format,
                   "text (\"2026-11-25T00:22:45.123Z info ...\") or json (an object a line), on "
                   "stderr")

@@ -58,7 +58,8 @@ struct ServiceOptions {
   // Where the losses the store's servers told of are kept (the store's own handler may record
   // into it too: LossLog); must outlive the service. Null: the service keeps its own.
   StoreLosses* losses = nullptr;
-  bool log_denials = false;                // a sampled line (one per event and second) for denials
+  // Sampled denial lines (at most one per event and second, the rest of a burst within a second).
+  bool log_denials = true;
   std::vector<ProtocolFactory> protocols;  // served beside HTTP, in this order
 };
 

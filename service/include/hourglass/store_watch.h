@@ -19,19 +19,17 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "hourglass/clock.h"
 #include "hourglass/clock_follower.h"
+#include "hourglass/periodic.h"
 #include "hourglass/service_metrics.h"
 #include "hourglass/store.h"
 #include "hourglass/store_losses.h"
@@ -63,7 +61,7 @@ class StoreWatch {
   // `store` and `metrics` must outlive the watch.
   StoreWatch(Store& store, ServiceMetrics& metrics, Warn warn)
       : store_(store), metrics_(metrics), warn_(std::move(warn)) {}
-  ~StoreWatch();  // stops the polling thread
+  ~StoreWatch() = default;  // stops the polling thread
   StoreWatch(const StoreWatch&) = delete;
   StoreWatch& operator=(const StoreWatch&) = delete;
 
@@ -108,11 +106,8 @@ class StoreWatch {
   const Clock* loss_clock_ = nullptr;
   const Clock* local_ = nullptr;
   OffsetClock* follow_ = nullptr;
-  ClockFollower follower_;  // Poll's thread only
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mu_
-  std::thread thread_;
+  ClockFollower follower_;         // Poll's thread only
+  std::optional<Periodic> polls_;  // last: destroyed first, before what Poll uses
 };
 
 }  // namespace hourglass
