@@ -1043,5 +1043,40 @@ TEST_F(CliTest, TheHostsEnvironmentFileNamesTheStore) {
   EXPECT_NE(bad.err.find(":1: expected NAME=VALUE"), std::string::npos) << bad.err;
 }
 
+// "Who is blocked, and until when": with the event's policy (--policy or HOURGLASS_POLICY),
+// count and inspect tell each limit's count of its maximum, the limit that binds and when the
+// client is free; check --peek tells the same and records nothing.
+TEST_F(CliTest, CountInspectAndPeekTellUntilWhenAClientIsLimited) {
+  const std::string policy = TempFile("until.yaml", "events:\n  login:\n    limits: [2/m, 9/h]\n");
+  const std::string at = std::to_string(kAt);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(Run({"hit", "login", "ann", "--at", at}).code, 0);
+  }
+  const std::string later = std::to_string(kAt + 10);
+  ProcessResult inspected = Run({"inspect", "login", "ann", "--policy", policy, "--at", later});
+  ASSERT_EQ(inspected.code, 0) << inspected.err;
+  EXPECT_NE(inspected.out.find("a hit now: denied until 2015-05-17T10:06:03Z (in 50s): 2/m binds\n"
+                               "  2/m        2 of 2         free at 2015-05-17T10:06:03Z  binds\n"
+                               "  9/h        2 of 9\n"),
+            std::string::npos)
+      << inspected.out;
+  ProcessResult counted = testing::RunProcess({HOURGLASS_CLI, "--servers", server_.address(),
+                                               "count", "login", "ann", "--at", later, "--json"},
+                                              {"HOURGLASS_POLICY=" + policy});
+  ASSERT_EQ(counted.code, 0) << counted.err;
+  EXPECT_EQ(Json(counted)["until"]["binding"], "2/m");
+  EXPECT_EQ(Json(counted)["until"]["free_at"], kAt + 60);
+
+  ProcessResult peek = Run({"check", "login", "ann", "--policy", policy, "--at", later, "--peek"});
+  EXPECT_EQ(peek.code, 1) << "denied: " << peek.out << peek.err;
+  EXPECT_NE(peek.out.find("(a peek: nothing recorded)"), std::string::npos) << peek.out;
+  ProcessResult bob = Run({"check", "login", "bob", "--policy", policy, "--peek", "--json"});
+  EXPECT_EQ(bob.code, 0);
+  EXPECT_EQ(Json(bob)["binding"], "2/m");
+  EXPECT_EQ(Json(bob)["recorded"], false);
+  ProcessResult after = Run({"count", "login", "ann", "--at", later, "--window", "1m", "--json"});
+  EXPECT_EQ(Json(after)["windows"][0]["count"], 2) << "the peek recorded nothing";
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -20,6 +20,7 @@ TEST(EnvFile, ThePackagesFileParses) {
   Result<EnvFile> file = ParseEnvFile(text.str(), "/etc/default/hourglass");
   ASSERT_TRUE(file.ok()) << file.error().ToString();
   EXPECT_EQ(file->assignments, (Assignments{{"HOURGLASS_SERVERS", "127.0.0.1:11211"},
+                                            {"HOURGLASS_POLICY", "/etc/hourglass/policy.yaml"},
                                             {"HOURGLASS_SERVE_ARGS", "--listen 127.0.0.1:8080"}}));
 }
 

@@ -7,6 +7,7 @@
 #include "../policy_args.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "../until.h"
 #include "hourglass/display_text.h"
 #include "hourglass/json.h"
 #include "hourglass/policy_file.h"
@@ -18,6 +19,7 @@ struct CheckArgs {
   PolicyArgs policy;
   std::string event, feature, at;
   int64_t cost = 1;
+  bool peek = false;  // --peek: decide without recording (Engine::Peek)
 };
 
 std::string DecisionText(std::string_view event, std::string_view feature, const Decision& d) {
@@ -50,9 +52,23 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   const Policy& policy = resolved.policy;
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShotExact);
+  const Engine& engine = rt.engine();
   const Decision d = Unwrap(
-      rt.engine().Check(a.event, resolved.feature, policy, CheckCost(a.cost), ParseAt(a.at)));
-  Print(g.json ? Dump(DecisionJson(d)) + "\n" : DecisionText(a.event, resolved.feature, d));
+      a.peek ? engine.Peek(a.event, resolved.feature, policy, CheckCost(a.cost), ParseAt(a.at))
+             : engine.Check(a.event, resolved.feature, policy, CheckCost(a.cost), ParseAt(a.at)));
+  if (g.json) {
+    nlohmann::json j = DecisionJson(d);
+    if (a.peek) {
+      const nlohmann::json until = UntilJson(d);
+      j["binding"] = until["binding"];
+      j["free_at"] = until["free_at"];
+    }
+    Print(Dump(j) + "\n");
+  } else {
+    Print(a.peek ? fmt::format("{} {} (a peek: nothing recorded)\n{}", DisplayText(a.event),
+                               DisplayText(resolved.feature), UntilText(d))
+                 : DecisionText(a.event, resolved.feature, d));
+  }
   if (d.degraded && d.store_error->code() == ErrorCode::kDataLoss) {
     std::fprintf(stderr, "hourglass: warning: %s\n", d.store_error->message().c_str());
   } else if (d.degraded) {
@@ -74,6 +90,9 @@ Command AddCheckCommand(CLI::App& app, const Globals& g) {
   AddFeatureArgs(sub, args->event, args->feature);
   AddPolicyArgs(sub, args->policy);
   AddCostOption(sub, args->cost);
+  sub->add_flag("--peek", args->peek,
+                "decide without recording anything: what a hit would get, each limit's count, "
+                "the limit that binds and when the client is free again");
   sub->add_option("--at", args->at,
                   "check at TIME (Unix seconds or ISO 8601, 2015-05-17T10:05:03Z) instead of now");
   sub->footer(
@@ -83,7 +102,8 @@ Command AddCheckCommand(CLI::App& app, const Globals& g) {
       "  hourglass check url_shorten 203.0.113.7 --limit 2/s --limit 5/m --limit 10/h --limit "
       "100/d\n"
       "  hourglass check signup ann@example.com --policy policies/example.yaml --json\n"
-      "  hourglass check login mallory --limit 5/10m --mode attempts");
+      "  hourglass check login mallory --limit 5/10m --mode attempts\n"
+      "  hourglass check signup ann@example.com --policy /etc/hourglass/policy.yaml --peek");
   return {sub, [&g, args] { return RunCheck(g, *args); }};
 }
 

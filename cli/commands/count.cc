@@ -4,6 +4,7 @@
 #include "../commands.h"
 #include "../render.h"
 #include "../runtime.h"
+#include "../until.h"
 #include "hourglass/display_text.h"
 #include "hourglass/json.h"
 
@@ -20,7 +21,9 @@ int RunCount(const Globals& g, const CountArgs& a) {
   const Resolved resolved = PolicyIn(a.policy, a.event, a.feature);
   const std::string& feature = resolved.feature;
   SystemClock clock;
-  Runtime rt(g, clock, EngineUse::kOneShot);
+  // A policy's "free at" is exact to the second.
+  Runtime rt(g, clock,
+             resolved.policy.limits.empty() ? EngineUse::kOneShot : EngineUse::kOneShotExact);
   const std::vector<Window> windows =
       a.windows.empty() ? rt.engine().DefaultWindows() : ParseWindows(a.windows);
   const Counts counts = Unwrap(rt.engine().Count(a.event, feature, windows, ParseAt(a.at)));
@@ -29,16 +32,23 @@ int RunCount(const Globals& g, const CountArgs& a) {
       block_for > Seconds{0}
           ? Unwrap(rt.engine().BlockedUntil(a.event, feature, block_for, counts.at))
           : std::nullopt;
+  // With the event's limits: what a hit now would get, and until when (a peek records nothing).
+  std::optional<Decision> peek;
+  if (!resolved.policy.limits.empty()) {
+    peek = Unwrap(rt.engine().Peek(a.event, feature, resolved.policy, 1, counts.at));
+  }
   if (g.json) {
     nlohmann::json j = CountsJson(a.event, feature, counts);
     if (block_for > Seconds{0}) {
       j["blocked_until"] = blocked ? nlohmann::json(ToUnix(*blocked)) : nlohmann::json(nullptr);
     }
+    if (peek) j["until"] = UntilJson(*peek);
     Print(Dump(j) + "\n");
   } else {
-    Print(fmt::format("{} {} at {}\n{}{}keys read {}, round trips {}\n", DisplayText(a.event),
+    Print(fmt::format("{} {} at {}\n{}{}{}keys read {}, round trips {}\n", DisplayText(a.event),
                       DisplayText(feature), FormatTime(counts.at), CountsText(counts),
-                      BlockedText(blocked), counts.cost.keys_read, counts.cost.round_trips));
+                      BlockedText(blocked), peek ? UntilText(*peek) : std::string(),
+                      counts.cost.keys_read, counts.cost.round_trips));
   }
   return kOk;
 }
@@ -60,6 +70,8 @@ Command AddCountCommand(CLI::App& app, const Globals& g) {
                   "windows ending at TIME (Unix seconds or ISO 8601, 2015-05-17T10:05:03Z; default "
                   "now); exact in the past too");
   sub->footer(
+      "With --policy (or HOURGLASS_POLICY), also what a hit now would get: each limit's count of "
+      "its maximum, the limit that binds and when the client is free again.\n"
       "Examples:\n"
       "  hourglass count url_shorten 203.0.113.7\n"
       "  hourglass count signup ann@example.com --window 10m --window 1d --json\n"

@@ -49,7 +49,9 @@ int RunPolicyValidate(const Globals& g, const std::string& file) {
 void AddPolicyCheckOption(CLI::App* sub, std::string& path) {
   sub->add_option("--policy", path,
                   "policy file the event should be in: warns if it is not (a typo); with its "
-                  "penalty (block_for), count and inspect show a block and reset lifts it");
+                  "limits and penalty (block_for), count and inspect show until when a client is "
+                  "limited and reset lifts a penalty (env HOURGLASS_POLICY)")
+      ->envname("HOURGLASS_POLICY");
 }
 
 Resolved PolicyIn(const std::string& path, const std::string& event, const std::string& feature) {

@@ -263,7 +263,9 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve checks over HTTP (JSON API, nginx auth)");
   sub->add_option("--policy", args->policy,
-                  "YAML policy file for the /v1 API (or --envoy-config); SIGHUP reloads it");
+                  "YAML policy file for the /v1 API (or --envoy-config); SIGHUP reloads it (env "
+                  "HOURGLASS_POLICY)")
+      ->envname("HOURGLASS_POLICY");
   sub->add_option("--listen", args->listen, "HOST:PORT to listen on ([::1]:PORT for IPv6)")
       ->capture_default_str();
   sub->add_option("--threads", args->threads,
