@@ -171,5 +171,58 @@ TEST_F(TopCommandTest, AFeaturesControlBytesAreSpelledOutNotWrittenToTheTerminal
   EXPECT_EQ(r.out.find("\nInjected"), std::string::npos) << "no forged row";
 }
 
+// Who is blocked, by what and until when: with the services' policy, each row tells the binding
+// limit and where it stands (a penalty's end, a ban, the instant it is free); without --event,
+// every event at once; windows of the same length shown once; a refused token named as such.
+TEST_F(TopCommandTest, RowsTellTheBindingLimitAndUntilWhenForEveryEvent) {
+  std::ofstream(policy_) << "events:\n  signup:\n    limits: [3/h, 10/d, {max: 20, window: day, "
+                            "kind: calendar}]\n  login:\n    limits: [2/m]\n    block_for: 10m\n"
+                            "    overrides:\n      mallory: {deny: true}\n";
+  auto a = Serve();
+  HttpClient client(a->port());
+  const auto check = [&](const std::string& event, const std::string& feature) {
+    return client.Post("/v1/check", json{{"event", event}, {"feature", feature}}.dump()).status;
+  };
+  for (int i = 0; i < 4; ++i) check("signup", "ann");
+  for (int i = 0; i < 3; ++i) check("login", "carol");
+  ASSERT_EQ(check("login", "mallory"), 429);
+  const testing::ProcessResult r =
+      Top({"--service", Services(a->port(), a->port()), "--policy", policy_, "--once"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("hourglass top: login by denied"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hourglass top: signup by denied"), std::string::npos) << r.out;
+  const auto row = [&](const std::string& feature) {
+    const size_t at = r.out.find("\n" + feature + " ");
+    return at == std::string::npos ? std::string()
+                                   : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_NE(row("carol").find("2/m        blocked to "), std::string::npos) << r.out;
+  EXPECT_NE(row("mallory").find("ban        banned"), std::string::npos) << r.out;
+  EXPECT_NE(row("ann").find("3/h        free at "), std::string::npos) << r.out;
+  const std::string header = r.out.substr(r.out.find("\nfeature", r.out.find("signup by")));
+  EXPECT_EQ(header.find(" 1d"), header.rfind(" 1d")) << "10/d and a calendar day: one 1d column";
+
+  const testing::ProcessResult j = Top({"--service", Services(a->port(), a->port()), "--policy",
+                                        policy_, "--event", "login", "--once"},
+                                       true);
+  ASSERT_EQ(j.code, 0) << j.err;
+  const json answer = json::parse(j.out);
+  for (const json& f : answer["features"]) {
+    if (f["feature"] == "carol") {
+      EXPECT_EQ(f["binding"], "2/m");
+    }
+    if (f["feature"] == "mallory") {
+      EXPECT_EQ(f["status"], "banned");
+    }
+  }
+
+  const testing::ProcessResult refused = testing::RunProcess(
+      {HOURGLASS_CLI, "--servers", memcached_.address(), "top", "--service",
+       "http://127.0.0.1:" + std::to_string(a->port()), "--event", "login", "--once"});
+  EXPECT_EQ(refused.code, 3);
+  EXPECT_NE(refused.err.find("401 refused: the service wants its admin token"), std::string::npos)
+      << refused.err;
+}
+
 }  // namespace
 }  // namespace hourglass
