@@ -36,7 +36,16 @@ dpkg -i "$deb" >/dev/null
   fail "installed --version: $(/usr/bin/hourglass --version)"
 getent passwd hourglass >/dev/null || fail "no system user hourglass"
 [[ "$(stat -c %U /var/lib/hourglass)" == hourglass ]] || fail "no state directory of its own"
-zcat /usr/share/man/man1/hourglass.1.gz | grep -q '^.SS hourglass serve' || fail "man page lacks serve"
+man=$(zcat /usr/share/man/man1/hourglass.1.gz)
+for section in '^.SS hourglass serve' '^.SH POLICY FILE' '^.B HOURGLASS_POLICY' '^.B block_for'; do
+  grep -q "$section" <<<"$man" || fail "man page lacks $section"
+done
+for f in README.md reference.md openapi.yaml examples/example.yaml \
+  examples/monitoring/hourglass-alerts.yml examples/monitoring/hourglass-dashboard.json; do
+  [[ -f /usr/share/doc/hourglass/$f ]] || fail "no /usr/share/doc/hourglass/$f"
+done
+wants=/etc/systemd/system/multi-user.target.wants/hourglass.service
+[[ -L "$wants" ]] || fail "the unit is not enabled on installation"
 for f in /etc/default/hourglass /etc/hourglass/policy.yaml; do
   dpkg-query -W -f='${Conffiles}\n' hourglass | grep -q " $f " || fail "$f is not a conffile"
 done
@@ -91,6 +100,7 @@ url="http://127.0.0.1:$port"
 start_unit HOURGLASS_SERVERS=127.0.0.1:$memcached_port
 
 limit_a_client memcached
+grep -q "is hourglass's example policy" "$work/serve.log" || fail "the example policy is not told"
 top=$(/usr/bin/hourglass --servers "127.0.0.1:$memcached_port" top --service "$url" \
   --event signup --once)
 echo "$top" | grep -Eq '^ann@example\.com +2 +0 +denied' || fail "hourglass top: $top"
@@ -144,6 +154,17 @@ HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass reset signup ann@example.com >
 limit_a_client foreground
 counted=$(HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass count signup ann@example.com --window 1h)
 echo "$counted" | grep -Eq '^  1h +5$' || fail "count through the environment file: $counted"
+# Who is blocked, by which limit and until when: the CLI with no flags, the log, the metrics.
+inspected=$(HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass inspect signup ann@example.com)
+grep -Eq '^a hit now: denied until .* 3/h binds$' <<<"$inspected" ||
+  fail "inspect does not say until when: $inspected"
+top=$(HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass top --service "$url" --once)
+grep -Eq '^ann@example\.com .* 3/h +free at ' <<<"$top" || fail "top without --event: $top"
+for _ in $(seq 30); do grep -q "info denied: signup" "$work/serve.log" && break; sleep 0.1; done
+grep -q "info denied: signup \"ann@example.com\"" "$work/serve.log" || fail "no denial logged"
+metrics=$(curl -s "$url/metrics")
+grep -q '^hourglass_build_info{version="' <<<"$metrics" || fail "no hourglass_build_info"
+grep -q '^hourglass_config_last_reload_successful 1' <<<"$metrics" || fail "no reload gauge"
 kill -HUP "$main_pid"
 for _ in $(seq 50); do grep -q "reloaded /etc/hourglass/policy.yaml" "$work/serve.log" && break; sleep 0.1; done
 grep -q "reloaded /etc/hourglass/policy.yaml" "$work/serve.log" || fail "SIGHUP did not reload"
@@ -152,7 +173,15 @@ wait "$main_pid" || fail "SIGTERM: exit $?"
 rm -f "$env_copy"
 echo "test-package: the foreground command served, reloaded on SIGHUP, stopped on SIGTERM; the CLI read its file"
 
+# An operator's disable (what `systemctl disable` does to the unit's link) survives an upgrade
+# (deb-systemd-helper, as dh_installsystemd).
+rm -f "$wants"
+dpkg -i "$deb" >/dev/null
+[[ ! -e "$wants" ]] || fail "an upgrade enabled the unit the operator disabled"
+echo "test-package: an upgrade kept the operator's disable"
+
 dpkg -P hourglass >/dev/null
+[[ ! -e "$wants" ]] || fail "purge left the unit enabled"
 [[ ! -e /usr/bin/hourglass && ! -e "$unit" && ! -e /etc/hourglass/policy.yaml &&
   ! -e /var/lib/hourglass ]] ||
   fail "purge left files"

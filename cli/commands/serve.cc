@@ -82,12 +82,27 @@ void ParseListen(const std::string& flag, const std::string& text, HttpServerOpt
   options.port = static_cast<uint16_t>(std::stoi(port));
 }
 
-// The policy's events and their limits, a line each.
+// The first line of the example policy the package installs.
+constexpr std::string_view kExamplePolicyMark = "# hourglass example policy";
+
+// The policy's events and their limits, a line each; a warning when it is the example.
 void LogPolicy(const Logger& log, const ServeArgs& a, const PolicySource& policy) {
   if (a.policy.empty()) return;
   const std::map<std::string, std::string> events = policy.Summary();
   log->info("policy {}: {} event{}", a.policy, events.size(), events.size() == 1 ? "" : "s");
   for (const auto& [event, summary] : events) log->info("  event {}: {}", event, summary);
+  // The package installs the example as /etc/hourglass/policy.yaml: said loudly, since it limits
+  // clients the operator never chose to.
+  std::ifstream file(a.policy);
+  std::string first;
+  std::getline(file, first);
+  if (first.starts_with(kExamplePolicyMark)) {
+    log->warn(
+        "{} is hourglass's example policy: its limits are a demonstration, not yours; write your "
+        "events and limits there (hourglass policy validate FILE checks them), then reload "
+        "(systemctl reload hourglass, or SIGHUP)",
+        a.policy);
+  }
 }
 
 // Waits for SIGHUP (reload), SIGTERM or SIGINT (drain and stop).
