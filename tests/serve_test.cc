@@ -376,8 +376,12 @@ TEST_F(ServeTest, AnEvictionIsToldAndAClosedLimitHolds) {
   }
   ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 429);
   ASSERT_TRUE(small.EvictKeysContaining("ann"));
-  ASSERT_TRUE(serve.WaitForLog("memcached " + small.address() + " evicted ")) << serve.log();
-  ASSERT_TRUE(serve.WaitForLog("are degraded (data loss)")) << serve.log();
+  // The next look at the server's figures (every second) sees it; a busy machine may delay
+  // that look by seconds, which changes nothing it finds.
+  const std::string told = "memcached " + small.address() + " evicted ";
+  ASSERT_TRUE(serve.WaitForLog(told, std::chrono::seconds{20})) << serve.log();
+  const std::string log = serve.log();
+  ASSERT_NE(log.find("are degraded (data loss)", log.find(told)), std::string::npos) << log;
 
   HttpReply closed = client.Post("/v1/check", CheckBody("signup", "ann"));
   EXPECT_EQ(closed.status, 429) << closed.body;
