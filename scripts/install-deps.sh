@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hourglass needs to build, test and run (as root, or with sudo);
-# prometheus for promtool, which checks the shipped alerting rules.
+# prometheus for promtool, which checks the shipped alerting rules; chromium, which loads the
+# operator's page in its tests.
 # `install-deps.sh bench` adds what the benchmarks need (gnuplot, the Python limits peer);
 # `install-deps.sh fuzz` adds clang and libFuzzer.
 # Does nothing when all of them are installed already.
@@ -13,7 +14,7 @@ packages=(
   libboost1.81-dev prometheus-cpp-dev libspdlog-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nginx-light curl python3 python3-flask python3-requests python3-yaml python3-jsonschema
-  faketime ninja-build ccache mold prometheus
+  faketime ninja-build ccache mold prometheus chromium
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(gnuplot-nox python3-limits python3-pymemcache python3-redis wrk lmdb-utils nodejs

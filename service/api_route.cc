@@ -11,7 +11,7 @@ struct Fixed {
   HttpMethod method;
 };
 
-constexpr std::array<Fixed, 12> kFixed = {{
+constexpr std::array<Fixed, 13> kFixed = {{
     {"/v1/check", Endpoint::kCheck, HttpMethod::kPost},
     {"/v1/count", Endpoint::kCount, HttpMethod::kGet},
     {"/v1/inspect", Endpoint::kInspect, HttpMethod::kGet},
@@ -24,6 +24,7 @@ constexpr std::array<Fixed, 12> kFixed = {{
     {"/v1/top", Endpoint::kTop, HttpMethod::kGet},
     {"/v1/policy", Endpoint::kPolicy, HttpMethod::kGet},
     {"/json", Endpoint::kEnvoyJson, HttpMethod::kPost},
+    {"/ui", Endpoint::kPage, HttpMethod::kGet},
 }};
 
 constexpr std::string_view kAuthPrefix = "/v1/auth/";

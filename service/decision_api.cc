@@ -15,6 +15,7 @@
 #include "hourglass/api_route.h"
 #include "hourglass/inspection.h"
 #include "hourglass/json.h"
+#include "hourglass/operator_page.h"
 #include "hourglass/ratelimit_headers.h"
 #include "hourglass/request_body.h"
 
@@ -241,11 +242,28 @@ HttpResponse DecisionApi::Route(const HttpRequest& request, std::string_view pee
     case Endpoint::kPolicy:
       if (std::optional<HttpResponse> refused = RefuseAdmin(request)) return std::move(*refused);
       return JsonText(HttpStatus::kOk, PolicyView(*Policies(), options_.policy_path));
+    case Endpoint::kPage:
+      return Page();
     case Endpoint::kEnvoyJson:
     case Endpoint::kUnknown:
       break;
   }
   return NoSuchEndpoint();
+}
+
+HttpResponse DecisionApi::Page() const {
+  // Its data come from the admin calls, guarded each; with them turned off, there is no page.
+  if (!options_.admin) {
+    return ErrorResponse(HttpStatus::kForbidden,
+                         "admin calls are turned off on this server (hourglass serve --no-admin)");
+  }
+  HttpResponse res(HttpStatus::kOk);
+  res.Set("Content-Type", "text/html; charset=utf-8");
+  res.Set("Content-Security-Policy", std::string(kOperatorPagePolicy));
+  res.Set("X-Content-Type-Options", "nosniff");
+  res.Set("Cache-Control", "no-store");
+  res.body() = OperatorPageHtml();
+  return res;
 }
 
 HttpResponse DecisionApi::Metrics() const {

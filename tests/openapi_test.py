@@ -239,6 +239,7 @@ def exercise(service, contract, memcached, memcached_port):
     call("/healthz", "get", "/healthz", expect=200)
     call("/readyz", "get", "/readyz", expect=200)
     call("/metrics", "get", "/metrics", expect=200)
+    call("/ui", "get", "/ui", expect=200)
     # The store gone: a check is answered by its failure mode (degraded, with the error), other
     # calls are 503.
     memcached.kill()

@@ -28,6 +28,7 @@ enum class Endpoint {
   kTop,        // GET /v1/top (admin)
   kPolicy,     // GET /v1/policy (admin)
   kEnvoyJson,  // POST /json (Envoy's RateLimitRequest in JSON)
+  kPage,       // GET /ui: the operator's page (its data from the admin calls)
   kUnknown,
 };
 

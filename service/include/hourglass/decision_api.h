@@ -111,6 +111,7 @@ class DecisionApi {
   HttpResponse Route(const HttpRequest& request, std::string_view peer, const ApiRoute& route,
                      const RequestTarget& url) const;
   HttpResponse Metrics() const;
+  HttpResponse Page() const;
   // A check request (/v1/check, or /v1/auth with `auth_event`) parsed, its policies resolved.
   struct PendingChecks {
     std::shared_ptr<const PolicySource> policies;
