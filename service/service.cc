@@ -11,6 +11,7 @@
 #include "hourglass/periodic.h"
 #include "hourglass/recent_top.h"
 #include "hourglass/store_watch.h"
+#include "hourglass/top_state.h"
 
 namespace hourglass {
 namespace {
@@ -76,7 +77,12 @@ struct Service::Impl {
   std::unique_ptr<HttpServer> server;
   std::mutex reload_mu;  // one reload at a time
 
+  std::optional<Periodic> top_saves;  // with a top state path
+
   Status Start();
+  // Reads /v1/top's summaries from options.top_state_path, and writes them there every minute.
+  void KeepTop();
+  void SaveTop();
   void Serve(HttpRequest request, HttpResponder respond);
 };
 
@@ -101,7 +107,10 @@ Status Service::Impl::Start() {
   api_options.clock = &clock;
   api_options.policy_path = options.policy_path;
   api_options.front_end = front_end.get();
-  if (options.top_capacity > 0) api_options.top = &top.emplace(options.top_capacity);
+  if (options.top_capacity > 0) {
+    api_options.top = &top.emplace(options.top_capacity);
+    KeepTop();
+  }
   if (options.log_denials) {
     api_options.on_denial = [this](std::string_view event, std::string_view feature,
                                    const Decision& d) {
@@ -141,6 +150,25 @@ Status Service::Impl::Start() {
   return {};
 }
 
+void Service::Impl::KeepTop() {
+  if (options.top_state_path.empty()) return;
+  const Status loaded = LoadTopState(*top, options.top_state_path, clock.Now());
+  if (loaded.ok()) {
+    log(LogLevel::kInfo,
+        "/v1/top: the last minutes' summaries read from " + options.top_state_path);
+  } else if (loaded.error().code() != ErrorCode::kNotFound) {
+    log(LogLevel::kWarning, loaded.error().message() + "; /v1/top starts afresh");
+  }
+  top_saves.emplace(std::chrono::minutes{1}, [this] { SaveTop(); });
+}
+
+void Service::Impl::SaveTop() {
+  if (!top || options.top_state_path.empty()) return;
+  if (const Status saved = SaveTopState(*top, options.top_state_path); !saved.ok()) {
+    log(LogLevel::kWarning, saved.error().message());
+  }
+}
+
 void Service::Impl::Serve(HttpRequest request, HttpResponder respond) {
   const Endpoint endpoint = RouteOf(PathOf(request.target())).endpoint;
   for (const auto& protocol : protocols) {
@@ -158,6 +186,7 @@ Service::~Service() {
   impl_->server.reset();
   impl_->watch.reset();
   impl_->denial_flushes.reset();
+  impl_->top_saves.reset();
   for (auto& protocol : impl_->protocols) protocol->Stop();
   impl_->protocols.clear();
   impl_->api.reset();
@@ -181,6 +210,7 @@ std::shared_ptr<const PolicySource> Service::policies() const { return impl_->ap
 uint64_t Service::Run() {
   impl_->server->Run();
   for (auto& protocol : impl_->protocols) protocol->Stop();  // calls in flight get 5 s
+  impl_->SaveTop();                                          // for the next process
   return impl_->store.Flush();  // settle fire-and-forget writes before leaving
 }
 

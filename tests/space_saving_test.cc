@@ -82,5 +82,27 @@ TEST(SpaceSaving, ExactWhileCountersAreFreeAndKeepsTheLastDecision) {
   EXPECT_EQ(summary.total(), 0u);
 }
 
+// A restored summary keeps the heaviest entries, stays a summary (its bounds hold as keys
+// arrive), and its total covers what it holds.
+TEST(SpaceSaving, ARestoredSummaryKeepsTheHeaviestAndGoesOnAsOne) {
+  std::vector<SpaceSaving::Entry> saved = {
+      {"a", 9, 1, {}}, {"b", 2, 0, {}}, {"c", 7, 0, {}}, {"d", 5, 2, {}}, {"e", 1, 0, {}}};
+  SpaceSaving s = SpaceSaving::Restored(3, saved, 30);
+  const std::vector<SpaceSaving::Entry> kept = s.Entries();
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].key, "a");
+  EXPECT_EQ(kept[1].key, "c");
+  EXPECT_EQ(kept[2].key, "d");
+  EXPECT_EQ(s.min_count(), 5u);
+  EXPECT_EQ(s.total(), 30u);
+  s.Add("f", 1, {});  // takes d's counter, inheriting its count as error
+  ASSERT_NE(s.Find("f"), nullptr);
+  EXPECT_EQ(s.Find("f")->count, 6u);
+  EXPECT_EQ(s.Find("f")->error, 5u);
+  EXPECT_EQ(s.Find("d"), nullptr);
+  EXPECT_EQ(SpaceSaving::Restored(3, saved, 0).total(), 8u + 7u + 3u)
+      << "a total below what the entries hold is raised to it";
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -224,5 +224,36 @@ TEST_F(TopCommandTest, RowsTellTheBindingLimitAndUntilWhenForEveryEvent) {
       << refused.err;
 }
 
+// A restart of the service (an upgrade, a reload of the unit) forgets no one: the summaries are
+// kept in --top-state (read at start, written at stop), so `hourglass top` still names who was
+// limited before it.
+TEST_F(TopCommandTest, WhoWasLimitedIsStillNamedAfterTheServiceRestarts) {
+  const std::string state = policy_ + ".top.json";
+  const std::vector<std::string> args = {
+      "--policy",    policy_, "--servers",          memcached_.address(),
+      "--namespace", ns_,     "--admin-token-file", token_,
+      "--top-state", state};
+  {
+    ServeProcess before(HOURGLASS_CLI, args);
+    ASSERT_TRUE(before.ready()) << before.log();
+    HttpClient client(before.port());
+    for (int i = 0; i < 8; ++i) client.Post("/v1/check", R"({"event":"signup","feature":"eve"})");
+    before.Signal(SIGTERM);
+    ASSERT_EQ(before.Wait(), 0) << before.log();
+  }
+  ServeProcess after(HOURGLASS_CLI, args);
+  ASSERT_TRUE(after.ready()) << after.log();
+  EXPECT_NE(after.log().find("/v1/top: the last minutes' summaries read from " + state),
+            std::string::npos)
+      << after.log();
+  const testing::ProcessResult r =
+      Top({"--service", "http://127.0.0.1:" + std::to_string(after.port()), "--event", "signup",
+           "--once"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\neve "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 denied in all"), std::string::npos) << r.out;
+  std::remove(state.c_str());
+}
+
 }  // namespace
 }  // namespace hourglass

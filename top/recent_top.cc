@@ -77,6 +77,36 @@ void RecentTop::Record(std::string_view event, std::string_view feature, uint64_
   if (!allowed) m.denied.Add(key, cost, last);
 }
 
+RecentTop::State RecentTop::Save() const {
+  State state;
+  std::shared_lock lock(mu_);
+  for (const auto& [event, top] : events_) {
+    std::lock_guard minutes_lock(top->mu);
+    for (const Minute& m : top->minutes) {
+      if (m.minute < 0 || m.hits.total() == 0) continue;
+      state[event].push_back(
+          {m.minute, m.hits.Entries(), m.denied.Entries(), m.hits.total(), m.denied.total()});
+    }
+  }
+  return state;
+}
+
+void RecentTop::Restore(const State& state, Instant now) {
+  const int64_t last = MinuteOf(now);
+  for (const auto& [event, minutes] : state) {
+    EventTop& top = Of(event);
+    std::lock_guard lock(top.mu);
+    for (const MinuteState& saved : minutes) {
+      if (saved.minute <= last - kMinutes || saved.minute > last) continue;
+      Minute& m = top.minutes[static_cast<size_t>(saved.minute % kMinutes)];
+      if (m.minute >= saved.minute) continue;
+      m.minute = saved.minute;
+      m.hits = SpaceSaving::Restored(capacity_, saved.hits, saved.hits_total);
+      m.denied = SpaceSaving::Restored(capacity_, saved.denied, saved.denied_total);
+    }
+  }
+}
+
 Ranking MergeRankings(std::span<const RankingPart> parts, size_t n) {
   Ranking ranking;
   struct Sum {

@@ -42,6 +42,24 @@ void SpaceSaving::Add(std::string_view key, uint64_t weight, LastDecision last) 
   SiftDown(0);
 }
 
+SpaceSaving SpaceSaving::Restored(size_t capacity, std::vector<Entry> entries, uint64_t total) {
+  SpaceSaving s(capacity);
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.count > b.count; });
+  uint64_t counted = 0;
+  for (Entry& e : entries) {
+    if (s.heap_.size() == capacity || s.where_.contains(e.key)) continue;
+    e.error = std::min(e.error, e.count);
+    counted += e.count - e.error;
+    s.where_.emplace(e.key, s.heap_.size());
+    s.heap_.push_back(std::move(e));
+  }
+  // A min-heap by count: sifting down from the last parent to the root makes one.
+  for (size_t i = s.heap_.size() / 2; i-- > 0;) s.SiftDown(i);
+  s.total_ = std::max(total, counted);
+  return s;
+}
+
 std::vector<SpaceSaving::Entry> SpaceSaving::Entries() const {
   std::vector<Entry> entries = heap_;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {

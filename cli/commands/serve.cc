@@ -53,6 +53,7 @@ struct ServeArgs {
   int stats_interval = 10;
   // Counters per summary of /v1/top (one summary per event, minute and kind); 0: no top.
   size_t top_capacity = 256;
+  std::string top_state;  // "": $STATE_DIRECTORY/top.json under systemd, else none
   bool log_denials = true;
   std::string log_level = "info";
   std::string log_format = "text";
@@ -223,6 +224,12 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   SettleTokensOf(g, a, options.api);
   options.stats_interval = std::chrono::seconds{a.stats_interval};
   options.top_capacity = a.top_capacity;
+  options.top_state_path = a.top_state;
+  // The unit's StateDirectory (systemd sets STATE_DIRECTORY): /v1/top survives a restart there.
+  if (const char* dir = std::getenv("STATE_DIRECTORY");
+      a.top_state.empty() && dir != nullptr && *dir != '\0') {
+    options.top_state_path = std::string(dir) + "/top.json";
+  }
   options.log_denials = a.log_denials;
   if (!a.envoy_config.empty()) {
     options.protocols.push_back(EnvoyProtocol(
@@ -352,6 +359,10 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "the window's hits / this); 0: no /v1/top")
       ->check(CLI::Range(size_t{0}, size_t{1} << 16))
       ->capture_default_str();
+  sub->add_option("--top-state", args->top_state,
+                  "keep /v1/top's summaries in FILE across restarts (read at start, written "
+                  "every minute and at stop); default $STATE_DIRECTORY/top.json when systemd "
+                  "gives the unit a state directory, else none");
   sub->add_option("--log-level", args->log_level,
                   "debug, info, warning, error or off: lines below it are not written")
       ->capture_default_str();

@@ -55,6 +55,9 @@ struct ServiceOptions {
   // the clock follows nobody.
   std::chrono::seconds stats_interval{10};
   size_t top_capacity = 256;  // counters per event and minute behind /v1/top; 0: no /v1/top
+  // Where /v1/top's summaries are kept across restarts (TopState): read at start, written every
+  // minute and when Run returns. Empty: kept in memory only.
+  std::string top_state_path;
   // Where the losses the store's servers told of are kept (the store's own handler may record
   // into it too: LossLog); must outlive the service. Null: the service keeps its own.
   StoreLosses* losses = nullptr;

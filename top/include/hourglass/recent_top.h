@@ -88,6 +88,19 @@ class RecentTop {
   // (1 to kMinutes), by hits or by denied hits. An event never recorded answers no rows.
   TopAnswer Query(std::string_view event, int minutes, TopBy by, size_t n, Instant now) const;
 
+  // What a process keeps for the next (TopState): every event's minutes as their summaries'
+  // entries and totals.
+  struct MinuteState {
+    int64_t minute = 0;  // Unix minute
+    std::vector<SpaceSaving::Entry> hits, denied;
+    uint64_t hits_total = 0, denied_total = 0;
+  };
+  using State = std::map<std::string, std::vector<MinuteState>, std::less<>>;
+  State Save() const;
+  // Takes `state`'s minutes within the last kMinutes before `now` in place of this summary's
+  // (a minute this one has already recorded into is kept as it is).
+  void Restore(const State& state, Instant now);
+
  private:
   struct Minute {
     int64_t minute = -1;  // Unix minute it holds, -1: none yet

@@ -41,6 +41,10 @@ class SpaceSaving {
 
   // `capacity` >= 1 counters.
   explicit SpaceSaving(size_t capacity);
+  // A summary as `entries` (Entries() of one) and `total` left it: the state a process kept for
+  // the next. Only the heaviest `capacity` entries are taken; entries beyond those, and a total
+  // below their weights, are not a summary this one could have made: the total is raised to them.
+  static SpaceSaving Restored(size_t capacity, std::vector<Entry> entries, uint64_t total);
 
   void Add(std::string_view key, uint64_t weight, LastDecision last);
   // The monitored keys, heaviest first (ties: least error first, then by key).
