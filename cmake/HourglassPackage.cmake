@@ -23,11 +23,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/default DESTINATION /etc/default
   RENAME hourglass COMPONENT service)
 install(FILES ${PROJECT_SOURCE_DIR}/policies/example.yaml DESTINATION /etc/hourglass
   RENAME policy.yaml COMPONENT service)
-# /usr/share/doc/hourglass: the reference, the HTTP API, the README, example policies, and the
-# monitoring (Prometheus alerting rules with their tests, a Grafana dashboard).
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/reference.md
-              ${PROJECT_SOURCE_DIR}/docs/openapi.yaml ${PROJECT_SOURCE_DIR}/docs/design.md
+# /usr/share/doc/hourglass: the README and the changes, the docs it links to (the reference, the
+# HTTP API), example policies, and the monitoring (alerting rules with their tests, a dashboard).
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+  COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/policies/example.yaml
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/packaging/monitoring/

@@ -87,8 +87,8 @@ the store, its servers, the policy and further options of the service (HOURGLASS
 every command of the CLI reads it too
 .TP
 .I /usr/share/doc/hourglass/
-the reference, the HTTP API (openapi.yaml), example policies, Prometheus alerting rules and a
-Grafana dashboard (examples/monitoring)
+the README and its pages (docs/: the reference, the HTTP API in openapi.yaml, operations),
+example policies, Prometheus alerting rules and a Grafana dashboard (examples/monitoring)
 .SH SEE ALSO
 .BR memcached (1),
 .BR redis-server (1),

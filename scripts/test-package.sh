@@ -40,7 +40,8 @@ man=$(zcat /usr/share/man/man1/hourglass.1.gz)
 for section in '^.SS hourglass serve' '^.SH POLICY FILE' '^.B HOURGLASS_POLICY' '^.B block_for'; do
   grep -q "$section" <<<"$man" || fail "man page lacks $section"
 done
-for f in README.md reference.md openapi.yaml examples/example.yaml \
+for f in README.md CHANGELOG.md docs/reference.md docs/openapi.yaml docs/operations.md \
+  examples/example.yaml \
   examples/monitoring/hourglass-alerts.yml examples/monitoring/hourglass-dashboard.json; do
   [[ -f /usr/share/doc/hourglass/$f ]] || fail "no /usr/share/doc/hourglass/$f"
 done

@@ -80,6 +80,14 @@ struct Service::Impl {
   std::optional<Periodic> top_saves;  // with a top state path
 
   Status Start();
+  // The policy's events' counters, at 0 until their first check.
+  void PrimeEventMetrics(const PolicySource& policy) {
+    std::vector<std::string> events;
+    for (const auto& [event, summary] : policy.Summary()) {
+      if (event != "*") events.push_back(event);  // "*": inline limits, no event of their own
+    }
+    metrics.PrimeEvents(events);
+  }
   // Reads /v1/top's summaries from options.top_state_path, and writes them there every minute.
   void KeepTop();
   void SaveTop();
@@ -94,6 +102,7 @@ Status Service::Impl::Start() {
   Result<PolicySource> policy = LoadPolicy(options.policy_path, options.engine.retention);
   if (!policy.ok()) return policy.error();
   metrics.PolicyLoaded(clock.Now());
+  PrimeEventMetrics(*policy);
   metrics.SetBuildInfo(HOURGLASS_VERSION);
   health.emplace(
       clock, options.stats_interval.count() > 0 ? options.stats_interval : std::chrono::seconds{10},
@@ -238,6 +247,7 @@ bool Service::Reload() {
     return false;
   }
   const std::vector<std::string> changes = PolicyChanges(*s.api->Policies(), *policy);
+  s.PrimeEventMetrics(*policy);
   s.api->SetPolicies(std::make_shared<const PolicySource>(std::move(*policy)));
   for (ServiceProtocol::Reloaded& r : reloaded) {
     r.apply();

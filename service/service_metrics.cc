@@ -304,6 +304,19 @@ void ServiceMetrics::PolicyLoaded(Instant at) {
   last_reload_at_.Set(static_cast<double>(ToUnix(at)));
 }
 
+void ServiceMetrics::PrimeEvents(const std::vector<std::string>& events) {
+  for (const std::string& event : events) {
+    for (const char* result :
+         {"allowed", "denied", "shadow_denied", "degraded_allowed", "degraded_denied"}) {
+      checks_.Add({{"event", event}, {"result", result}});
+    }
+    near_limit_.Add({{"event", event}});
+    for (const char* direction : {"up", "down"}) {
+      settled_hits_.Add({{"event", event}, {"direction", direction}});
+    }
+  }
+}
+
 void ServiceMetrics::SetBuildInfo(std::string_view version) {
   build_info_.Add({{"version", std::string(version)}}).Set(1);
 }

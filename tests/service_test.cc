@@ -424,6 +424,8 @@ TEST_F(ServiceTest, MetricsAnAlertNeedsAreThereFromTheStart) {
             static_cast<double>(ToUnix(kStart)));
   EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"ok\"}"), 0);
   EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"failed\"}"), 0);
+  EXPECT_EQ(Sample(text, "hourglass_checks_total{event=\"signup\",result=\"denied\"}"), 0);
+  EXPECT_EQ(Sample(text, "hourglass_checks_near_limit_total{event=\"signup\"}"), 0);
   EXPECT_EQ(Sample(text,
                    "hourglass_connection_events_total{event=\"refused_busy\",listener="
                    "\"http\"}"),
@@ -436,9 +438,13 @@ TEST_F(ServiceTest, MetricsAnAlertNeedsAreThereFromTheStart) {
   EXPECT_EQ(Sample(text, "hourglass_config_last_reload_success_timestamp_seconds"),
             static_cast<double>(ToUnix(kStart)));
   EXPECT_EQ(Sample(text, "hourglass_policy_reloads_total{result=\"failed\"}"), 1);
-  std::ofstream(policy_path_) << "events:\n  signup:\n    limits: [4/m]\n";
+  std::ofstream(policy_path_) << "events:\n  signup:\n    limits: [4/m]\n  login:\n    limits: "
+                                 "[5/m]\n";
   EXPECT_TRUE(serve->service().Reload());
-  EXPECT_EQ(Sample(client.Get("/metrics").body, "hourglass_config_last_reload_successful"), 1);
+  text = client.Get("/metrics").body;
+  EXPECT_EQ(Sample(text, "hourglass_config_last_reload_successful"), 1);
+  EXPECT_EQ(Sample(text, "hourglass_checks_total{event=\"login\",result=\"allowed\"}"), 0)
+      << "an event a reload added";
 }
 
 TEST_F(ServiceTest, ShadowEventsAreDecidedAndCountedButAlwaysAllowed) {

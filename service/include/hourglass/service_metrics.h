@@ -52,9 +52,10 @@
 //                                             hits admitted at 80% or more of the limit
 //
 // Labels come from bounded sets (the policy's events, the endpoints, the servers): never one per
-// feature. Events the policy lacks are answered 404 before anything is counted. Counters an alert
-// watches for a rise are exported at 0 before their first event: reloads by result, HTTP
-// connection events, and per server (from its first figures) store errors and losses by cause.
+// feature. Events the policy lacks are answered 404 before anything is counted. Counters are
+// exported at 0 before their first event (an alert on a rise needs a series): reloads by result,
+// HTTP connection events, each event's checks by result, near-limit and settled hits, and per
+// server (from its first figures) store errors and losses by cause.
 //
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
@@ -70,6 +71,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hourglass/clock.h"
 #include "hourglass/connection_events.h"
@@ -105,6 +107,9 @@ class ServiceMetrics {
   void PolicyLoaded(Instant at);
   // hourglass_build_info{version="<version>"} 1.
   void SetBuildInfo(std::string_view version);
+  // Exports the per-event counters of `events` (the policy's) at 0 until their first event:
+  // checks by result, near-limit decisions, settled hits.
+  void PrimeEvents(const std::vector<std::string>& events);
   // A settlement of `event` that changed its decision's charge by `delta` hits (0: nothing).
   void CountSettlement(std::string_view event, int64_t delta);
   // A connection `listener` ("http", "grpc") closed to make room for, or refused.
