@@ -24,5 +24,5 @@ suites+="|MemcachedStore[A-Za-z]*|MemcachedPackedLayoutTest|RedisStore[A-Za-z]*|
 suites+="|LmdbStoreTest|NetConnection|TransitionStoreTest|CheckBatcherTest|CheckFrontEndTest"
 suites+="|HttpServerTest"
 suites+="|StoreWatchTest|ClockFollower|DecisionApiTest|EnvoyServiceTest|GrpcListener[A-Za-z]*"
-suites+="|StoreLosses|DataLossTest|ReplicatedFaultTest"
+suites+="|StoreLosses|DataLossTest|ReplicatedFaultTest|Periodic|DenialSampler"
 ctest --output-on-failure -j"$(nproc)" --timeout 900 -R "(^|/)($suites)\\."

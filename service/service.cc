@@ -219,7 +219,8 @@ std::shared_ptr<const PolicySource> Service::policies() const { return impl_->ap
 uint64_t Service::Run() {
   impl_->server->Run();
   for (auto& protocol : impl_->protocols) protocol->Stop();  // calls in flight get 5 s
-  impl_->SaveTop();                                          // for the next process
+  impl_->top_saves.reset();     // no save of its own beside the last one
+  impl_->SaveTop();             // for the next process
   return impl_->store.Flush();  // settle fire-and-forget writes before leaving
 }
 
