@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <random>
 #include <set>
 #include <string_view>
@@ -212,15 +213,30 @@ bool MemcachedServer::Fill(int items, const std::string& prefix, int reads) cons
   return Raw(request + "get nothing\r\n").ends_with("END\r\n");  // after any HD of the reads
 }
 
+std::optional<std::string> MemcachedServer::MetaDump() const {
+  // "key=<encoded key> exp=-1 la=... cas=... fetch=yes cls=1 size=75" per item, then "END". Its
+  // answer comes from the crawler, after any "MN" of a no-op sent behind it: read to END. While
+  // the crawler is busy with a crawl of its own (memcached crawls by itself from time to time),
+  // it answers "BUSY": asked again until it has done, within a minute.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string dump = RawUntil("lru_crawler metadump all\r\n", [](const std::string& a) {
+      return a.ends_with("END\r\n") ||
+             (a.find('\n') != std::string::npos && !a.starts_with("key="));
+    });
+    if (dump.ends_with("END\r\n")) return dump;
+    if (!dump.starts_with("BUSY")) return std::nullopt;  // an error, or no answer
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  return std::nullopt;
+}
+
 bool MemcachedServer::EvictKeysContaining(const std::string& needle, int rounds) const {
   std::set<size_t> sizes;
   for (int round = 0; round < rounds; ++round) {
-    // "key=<encoded key> exp=-1 la=... cas=... fetch=yes cls=1 size=75" per item, then "END".
-    // Its answer comes from the crawler, after any "MN" of a no-op sent behind it: read to END.
-    const std::string dump = RawUntil("lru_crawler metadump all\r\n", [](const std::string& a) {
-      return a.ends_with("END\r\n") || a.starts_with("BUSY") || a.starts_with("ERROR") ||
-             a.starts_with("CLIENT_ERROR");
-    });
+    const std::optional<std::string> listed = MetaDump();
+    if (!listed) return false;
+    const std::string& dump = *listed;
     bool left = false;
     for (size_t at = 0, end; at < dump.size(); at = end + 1) {
       end = dump.find('\n', at);

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ class MemcachedServer {
   // stores items of their sizes (lru_crawler metadump), each read twice (in use, as the flooded
   // items were), until none is left, at most `rounds` times. True once none is left.
   bool EvictKeysContaining(const std::string& needle, int rounds = 40) const;
+  // Every item's metadata (`lru_crawler metadump all`, up to its "END"), asked again while the
+  // crawler is busy; nullopt when it cannot be had within a minute.
+  std::optional<std::string> MetaDump() const;
   // The reason the last Start() failed, for assertion messages.
   const std::string& error() const { return error_; }
 
