@@ -14,7 +14,7 @@ packages=(
   libboost1.81-dev prometheus-cpp-dev libspdlog-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nginx-light curl python3 python3-flask python3-requests python3-yaml python3-jsonschema
-  faketime ninja-build ccache mold prometheus chromium
+  faketime ninja-build ccache mold prometheus chromium init-system-helpers
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(gnuplot-nox python3-limits python3-pymemcache python3-redis wrk lmdb-utils nodejs
