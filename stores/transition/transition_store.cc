@@ -74,13 +74,18 @@ std::vector<std::string> TransitionStore::Copies(MemcachedStore& list, size_t co
   return servers;
 }
 
-bool TransitionStore::Moved(const std::string& group) {
-  const std::vector<std::string> now = Copies(*current_, copies_, group);
-  for (const std::string& server : Copies(*previous_, previous_copies_, group)) {
-    if (!Contains(now, server)) return true;
+TransitionStore::Placement TransitionStore::PlacementOf(const std::string& group) {
+  return {Copies(*current_, copies_, group), Copies(*previous_, previous_copies_, group)};
+}
+
+bool TransitionStore::Placement::Moved() const {
+  for (const std::string& server : previous) {
+    if (!Contains(current, server)) return true;
   }
   return false;
 }
+
+bool TransitionStore::Moved(const std::string& group) { return PlacementOf(group).Moved(); }
 
 std::vector<std::string> TransitionStore::ServersOf(const std::string& group) {
   std::vector<std::string> servers = Copies(*current_, copies_, group);
@@ -99,11 +104,15 @@ std::vector<Result<std::vector<uint64_t>>> TransitionStore::ApplyMany(
     std::span<const Batch> batches) {
   std::vector<Result<std::vector<uint64_t>>> now = current_->ApplyManyAt(batches, copies_);
   std::vector<Batch> reads;
-  std::vector<size_t> of;  // reads[k] is batches[of[k]]'s
+  std::vector<size_t> of;             // reads[k] is batches[of[k]]'s
+  std::vector<Placement> placements;  // placements[k]: where reads[k]'s group lives
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (batches[i].reads.empty() || !Moved(batches[i].group)) continue;
+    if (batches[i].reads.empty()) continue;
+    Placement placement = PlacementOf(batches[i].group);
+    if (!placement.Moved()) continue;
     reads.push_back(ReadsOnly(batches[i]));
     of.push_back(i);
+    placements.push_back(std::move(placement));
   }
   if (reads.empty()) return LargestOfCopies(std::move(now), copies_, batches.size());
   // After the current servers answered: see the class comment.
@@ -114,9 +123,7 @@ std::vector<Result<std::vector<uint64_t>>> TransitionStore::ApplyMany(
   for (size_t k = 0; k < reads.size(); ++k) {
     const size_t i = of[k];
     if (!results[i].ok()) continue;
-    const std::vector<std::string> current = Copies(*current_, copies_, batches[i].group);
-    const std::vector<std::string> previous =
-        Copies(*previous_, previous_copies_, batches[i].group);
+    const auto& [current, previous] = placements[k];
     Sides sides;
     for (size_t r = 0; r < copies_; ++r) {
       const Result<std::vector<uint64_t>>& answer = now[r * batches.size() + i];
@@ -142,10 +149,9 @@ Status TransitionStore::Delete(const std::string& group, std::span<const std::st
   for (size_t r = 0; r < copies_; ++r) {
     if (Status s = current_->DeleteAt(group, keys, r); !s.ok()) return s;
   }
-  const std::vector<std::string> current = Copies(*current_, copies_, group);
-  const std::vector<std::string> previous = Copies(*previous_, previous_copies_, group);
+  const Placement placement = PlacementOf(group);
   for (size_t r = 0; r < previous_copies_; ++r) {
-    if (Contains(current, previous[r])) continue;
+    if (Contains(placement.current, placement.previous[r])) continue;
     if (Status s = previous_->DeleteAt(group, keys, r); !s.ok()) return s;
   }
   return {};

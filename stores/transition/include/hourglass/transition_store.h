@@ -60,6 +60,12 @@ class TransitionStore final : public Store {
  private:
   // A group's copies' servers in one list, copy r at [r].
   std::vector<std::string> Copies(MemcachedStore& list, size_t copies, const std::string& group);
+  // A group's copies' servers in both lists.
+  struct Placement {
+    std::vector<std::string> current, previous;
+    bool Moved() const;  // some previous server is not a current one
+  };
+  Placement PlacementOf(const std::string& group);
 
   std::unique_ptr<MemcachedStore> current_;
   std::unique_ptr<MemcachedStore> previous_;
