@@ -45,6 +45,21 @@ Result<size_t> ReplicasOf(std::string_view& list, size_t fallback) {
   return n;
 }
 
+// The previous list of a transition ("h1:11211,h2:11211[?replicas=N]") and, in `copies`, how many
+// copies of each count it kept: as many as the current list (`copies` given), unless it says
+// otherwise or has fewer servers than that (a scale-out from one server).
+Result<std::unique_ptr<MemcachedStore>> OpenPrevious(std::string_view list, const Clock& clock,
+                                                     const MemcachedOptions& network,
+                                                     size_t& copies) {
+  const Result<size_t> said = ReplicasOf(list, 0);
+  if (!said.ok()) return said.error();
+  Result<std::unique_ptr<MemcachedStore>> previous = OpenMemcached(list, clock, network);
+  if (!previous.ok()) return previous.error();
+  copies = *said > 0 ? *said : std::min(copies, (*previous)->servers());
+  if (Status s = CheckCopies(copies, (*previous)->servers()); !s.ok()) return s.error();
+  return previous;
+}
+
 Result<std::unique_ptr<Store>> OpenMemcachedUrl(std::string_view url, const Clock& clock,
                                                 const StoreOptions& options) {
   std::string_view list = url.substr(kMemcached.size());
@@ -60,20 +75,9 @@ Result<std::unique_ptr<Store>> OpenMemcachedUrl(std::string_view url, const Cloc
     return std::unique_ptr<Store>(std::move(*replicated));
   }
   if (Status s = CheckCopies(*copies, (*store)->servers()); !s.ok()) return s.error();
-  // The previous list kept as many copies as the current one, unless it says otherwise
-  // (?replicas=N) or has fewer servers than that (a scale-out from one server).
-  std::string_view previous_list = options.previous_servers;
-  const Result<size_t> said = ReplicasOf(previous_list, 0);
+  size_t previous_copies = *copies;
   Result<std::unique_ptr<MemcachedStore>> previous =
-      said.ok() ? OpenMemcached(previous_list, clock, options.network)
-                : Result<std::unique_ptr<MemcachedStore>>(said.error());
-  size_t previous_copies = 1;
-  if (previous.ok()) {
-    previous_copies = *said > 0 ? *said : std::min(*copies, (*previous)->servers());
-    if (Status s = CheckCopies(previous_copies, (*previous)->servers()); !s.ok()) {
-      previous = s.error();
-    }
-  }
+      OpenPrevious(options.previous_servers, clock, options.network, previous_copies);
   if (!previous.ok()) {
     return InvalidArgument("previous servers: " + previous.error().message());
   }
