@@ -2,8 +2,11 @@
 // subcommand, options, help and examples on `app` and returns what runs when it was parsed.
 #pragma once
 
+#include <optional>
+
 #include "app.h"
 #include "hourglass/policy_file.h"
+#include "runtime.h"
 
 namespace hourglass::cli {
 
@@ -28,5 +31,10 @@ std::string FeatureIn(const std::string& path, const std::string& event,
 // FeatureIn's feature with the policy the file gives it (none without a file or an entry): its
 // block_for says which penalty count and inspect show and reset lifts.
 Resolved PolicyIn(const std::string& path, const std::string& event, const std::string& feature);
+// For count and inspect given the event's limits: the engine use (exact retries: "free at" to
+// the second), and what a hit at `at` would get (a peek, nothing recorded); nullopt without limits.
+EngineUse ReadingUse(const Resolved& resolved);
+std::optional<Decision> PeekUnder(const Engine& engine, const std::string& event,
+                                  const Resolved& resolved, Instant at);
 
 }  // namespace hourglass::cli

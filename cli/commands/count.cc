@@ -21,9 +21,7 @@ int RunCount(const Globals& g, const CountArgs& a) {
   const Resolved resolved = PolicyIn(a.policy, a.event, a.feature);
   const std::string& feature = resolved.feature;
   SystemClock clock;
-  // A policy's "free at" is exact to the second.
-  Runtime rt(g, clock,
-             resolved.policy.limits.empty() ? EngineUse::kOneShot : EngineUse::kOneShotExact);
+  Runtime rt(g, clock, ReadingUse(resolved));
   const std::vector<Window> windows =
       a.windows.empty() ? rt.engine().DefaultWindows() : ParseWindows(a.windows);
   const Counts counts = Unwrap(rt.engine().Count(a.event, feature, windows, ParseAt(a.at)));
@@ -32,11 +30,7 @@ int RunCount(const Globals& g, const CountArgs& a) {
       block_for > Seconds{0}
           ? Unwrap(rt.engine().BlockedUntil(a.event, feature, block_for, counts.at))
           : std::nullopt;
-  // With the event's limits: what a hit now would get, and until when (a peek records nothing).
-  std::optional<Decision> peek;
-  if (!resolved.policy.limits.empty()) {
-    peek = Unwrap(rt.engine().Peek(a.event, feature, resolved.policy, 1, counts.at));
-  }
+  const std::optional<Decision> peek = PeekUnder(rt.engine(), a.event, resolved, counts.at);
   if (g.json) {
     nlohmann::json j = CountsJson(a.event, feature, counts);
     if (block_for > Seconds{0}) {

@@ -48,17 +48,11 @@ int RunInspect(const Globals& g, const InspectArgs& a) {
   const Resolved resolved = PolicyIn(a.policy, a.event, a.feature);
   const std::string& feature = resolved.feature;
   SystemClock clock;
-  // A policy's "free at" is exact to the second.
-  Runtime rt(g, clock,
-             resolved.policy.limits.empty() ? EngineUse::kOneShot : EngineUse::kOneShotExact);
+  Runtime rt(g, clock, ReadingUse(resolved));
   const Instant t = ParseAt(a.at).value_or(clock.Now());
   const Inspection inspection =
       Unwrap(Inspect(rt.engine(), a.event, feature, t, resolved.policy.block_for));
-  // With the event's limits: what a hit now would get, and until when (a peek records nothing).
-  std::optional<Decision> peek;
-  if (!resolved.policy.limits.empty()) {
-    peek = Unwrap(rt.engine().Peek(a.event, feature, resolved.policy, 1, t));
-  }
+  const std::optional<Decision> peek = PeekUnder(rt.engine(), a.event, resolved, t);
   if (g.json) {
     nlohmann::json j = InspectionJson(a.event, feature, inspection);
     if (peek) j["until"] = UntilJson(*peek);

@@ -64,6 +64,16 @@ Resolved PolicyIn(const std::string& path, const std::string& event, const std::
   return Resolved{{}, feature};
 }
 
+EngineUse ReadingUse(const Resolved& resolved) {
+  return resolved.policy.limits.empty() ? EngineUse::kOneShot : EngineUse::kOneShotExact;
+}
+
+std::optional<Decision> PeekUnder(const Engine& engine, const std::string& event,
+                                  const Resolved& resolved, Instant at) {
+  if (resolved.policy.limits.empty()) return std::nullopt;
+  return Unwrap(engine.Peek(event, resolved.feature, resolved.policy, 1, at));
+}
+
 std::string FeatureIn(const std::string& path, const std::string& event,
                       const std::string& feature) {
   return PolicyIn(path, event, feature).feature;

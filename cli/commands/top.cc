@@ -1,5 +1,6 @@
-// hourglass top --service URL[,URL...] [--event E] [--policy F] [--window 5m] [--by denied] [--once]:
-// who is limited now, from the services' /v1/top, merged, with exact counts from the store.
+// hourglass top --service URL[,URL...] [--event E] [--policy F] [--window 5m] [--by denied]
+// [--once]: who is limited now, from the services' /v1/top, merged, with exact counts from the
+// store.
 #include <fmt/format.h>
 #include <unistd.h>
 
