@@ -531,5 +531,51 @@ TEST(MemcachedStoreCreate, RejectsBadOptionsNamingThem) {
   EXPECT_NE(store.error().message().find("pool_size"), std::string::npos);
 }
 
+// Each server keeps its own note, which every client of it reads; a note is checked before it
+// is sent, and only a server of the store takes one. A stopped server's note is its error.
+TEST(MemcachedStoreNotes, EachServerKeepsItsOwnNoteForEveryClient) {
+  testing::MemcachedServer a, b;
+  ASSERT_TRUE(a.running()) << a.error();
+  ASSERT_TRUE(b.running()) << b.error();
+  MemcachedOptions options;
+  options.servers = {a.address(), b.address()};
+  options.retry_timeout = std::chrono::seconds{0};
+  Result<std::unique_ptr<MemcachedStore>> writer = MemcachedStore::Create(options);
+  Result<std::unique_ptr<MemcachedStore>> reader = MemcachedStore::Create(options);
+  ASSERT_TRUE(writer.ok() && reader.ok());
+  const auto note_of = [&](const std::string& server) -> Result<ServerNote> {
+    for (Result<ServerNote>& note : (*reader)->Notes()) {
+      if (!note.ok() || note->server == server) return note;
+    }
+    return InvalidArgument("no note of " + server);
+  };
+  ASSERT_TRUE(note_of(a.address()).ok());
+  EXPECT_FALSE(note_of(a.address())->text.has_value()) << "nothing written yet";
+  EXPECT_EQ(note_of(a.address())->kind, "memcached");
+
+  ASSERT_TRUE((*writer)->WriteNote(b.address(), "loss 2000000000 restarted").ok());
+  EXPECT_EQ(note_of(b.address())->text, "loss 2000000000 restarted");
+  EXPECT_FALSE(note_of(a.address())->text.has_value()) << "kept on its own server only";
+  EXPECT_EQ(b.Raw("get hourglass::note\r\n"),
+            "VALUE hourglass::note 0 25\r\nloss 2000000000 restarted\r\nEND\r\n");
+
+  for (const std::string& bad :
+       {std::string("x\r\nflush_all"), std::string(), std::string(201, 'n')}) {
+    Status refused = (*writer)->WriteNote(a.address(), bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(note_of(a.address())->text.has_value()) << "a refused note changed nothing";
+  Status elsewhere = (*writer)->WriteNote("127.0.0.1:1", "loss none");
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_NE(elsewhere.error().message().find("has no server 127.0.0.1:1"), std::string::npos)
+      << elsewhere.error().message();
+
+  b.Stop();
+  std::vector<Result<ServerNote>> notes = (*reader)->Notes();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(std::count_if(notes.begin(), notes.end(), [](auto& n) { return n.ok(); }), 1);
+}
+
 }  // namespace
 }  // namespace hourglass

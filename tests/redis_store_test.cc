@@ -337,6 +337,30 @@ TEST_F(RedisStoreTest, StatsTellEvictionsMemoryKeysAndTheServersClock) {
   EXPECT_GT(after[0]->curr_items, 0u);
 }
 
+// The server keeps the note every client of it reads; FLUSHALL takes it with the counts.
+TEST_F(RedisStoreTest, TheServersNoteIsReadByEveryClientUntilItsDataIsFlushed) {
+  Open();
+  std::vector<Result<ServerNote>> notes = store().Notes();
+  ASSERT_EQ(notes.size(), 1u);
+  ASSERT_TRUE(notes[0].ok()) << notes[0].error().ToString();
+  EXPECT_EQ(notes[0]->kind, "redis");
+  EXPECT_EQ(notes[0]->server, server().address());
+  EXPECT_FALSE(notes[0]->text.has_value());
+  ASSERT_TRUE(store().WriteNote(server().address(), "loss none").ok());
+  EXPECT_EQ(server().Command({"GET", "hourglass::note"}), "loss none");
+  RedisOptions options;
+  options.servers = {server().address()};
+  Result<std::unique_ptr<RedisStore>> other = RedisStore::Create(options);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->Notes()[0]->text, "loss none");
+  Status bad = store().WriteNote(server().address(), "a\nb");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(store().WriteNote("127.0.0.1:1", "loss none").ok());
+  (void)server().Command({"FLUSHALL"});
+  EXPECT_FALSE((*other)->Notes()[0]->text.has_value());
+}
+
 // Standalone servers listed together share the groups: each group on one server, the same one for
 // any order of the list, and a batch for each server answered by it.
 TEST(RedisStoreShards, ServersListedTogetherShareTheGroupsTheSameWayInAnyOrder) {

@@ -60,5 +60,41 @@ TEST(StoreLosses, RecordAndSinceFromManyThreads) {
   EXPECT_EQ(losses.Since(one, 0)->at, FromUnix(4003));
 }
 
+// A loss travels between processes as a note on its server: each cause and the "none" a watch
+// leaves read back as written; anything else is named as no loss note.
+TEST(LossNote, ReadsBackAsWrittenAndRefusesOtherText) {
+  for (LossCause cause : {LossCause::kRestart, LossCause::kFlush, LossCause::kEviction}) {
+    const StoreLoss loss{"redis", "h:6379", FromUnix(1'795'000'000), cause};
+    Result<std::optional<StoreLoss>> back = ParseLossNote(LossNote(loss), "redis", "h:6379");
+    ASSERT_TRUE(back.ok()) << back.error().ToString();
+    ASSERT_TRUE(back->has_value());
+    EXPECT_EQ((*back)->Describe(), loss.Describe());
+  }
+  EXPECT_EQ(LossNote(std::nullopt), "loss none");
+  Result<std::optional<StoreLoss>> none = ParseLossNote("loss none", "memcached", "h:1");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(LossNote(StoreLoss{"memcached", "h:1", FromUnix(7), LossCause::kRestart}),
+            "loss 7 restarted");
+  for (const char* bad : {"", "loss", "loss 12", "loss 12 exploded", "loss -5 restarted",
+                          "loss 0 restarted", "loss x restarted", "hello", "loss 12restarted"}) {
+    Result<std::optional<StoreLoss>> r = ParseLossNote(bad, "memcached", "h:1");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message().find("memcached h:1"), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(StoreLosses, LatestIsTheServersNewestLoss) {
+  StoreLosses losses;
+  EXPECT_FALSE(losses.Latest("a:1").has_value());
+  losses.Record({"memcached", "a:1", FromUnix(1000), LossCause::kRestart});
+  losses.Record({"memcached", "a:1", FromUnix(900), LossCause::kFlush});
+  losses.Record({"memcached", "b:1", FromUnix(2000), LossCause::kFlush});
+  ASSERT_TRUE(losses.Latest("a:1").has_value());
+  EXPECT_EQ(losses.Latest("a:1")->at, FromUnix(1000));
+  EXPECT_EQ(losses.Latest("a:1")->cause, LossCause::kRestart);
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -1,5 +1,7 @@
 #include "hourglass/store.h"
 
+#include <fmt/format.h>
+
 #include "hourglass/key_codec.h"
 #include "hourglass/saturating.h"
 
@@ -54,6 +56,23 @@ Status ValidateKeys(const std::string& group, std::span<const std::string> keys)
     if (Status s = KeyCodec::CheckKey(key); !s.ok()) return s;
   }
   return {};
+}
+
+Status ValidateNote(std::string_view text) {
+  if (text.empty() || text.size() > 200) {
+    return InvalidArgument(
+        fmt::format("a server's note takes 1 to 200 bytes, not {}", text.size()));
+  }
+  for (const char c : text) {
+    if (c < 0x20 || c > 0x7e) return InvalidArgument("a server's note takes printable ASCII only");
+  }
+  return {};
+}
+
+Status Store::WriteNote(const std::string& server, std::string_view text) {
+  static_cast<void>(text);
+  return InvalidArgument(
+      fmt::format("{} keeps no notes on its servers (asked for {})", Describe(), server));
 }
 
 std::vector<Result<std::vector<uint64_t>>> Store::ApplyMany(std::span<const Batch> batches) {

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+
+#include "hourglass/store.h"
 
 namespace hourglass {
 
@@ -26,6 +29,37 @@ std::string StoreLoss::Describe() const {
   return fmt::format("{} {} {} at {:%FT%TZ}", kind, server, LossCauseName(cause), at);
 }
 
+std::string LossNote(const std::optional<StoreLoss>& loss) {
+  if (!loss) return "loss none";
+  return fmt::format("loss {} {}", ToUnix(loss->at), LossCauseName(loss->cause));
+}
+
+Result<std::optional<StoreLoss>> ParseLossNote(std::string_view text, std::string kind,
+                                               std::string server) {
+  if (text == "loss none") return std::optional<StoreLoss>{};
+  const auto malformed = [&] {
+    return InvalidArgument(
+        fmt::format("{} {}: its note \"{}\" is no loss note (\"loss <Unix "
+                    "seconds> <cause>\"); another program wrote {}?",
+                    kind, server, text.substr(0, 60), kNoteKey));
+  };
+  if (!text.starts_with("loss ")) return malformed();
+  text.remove_prefix(5);
+  int64_t at = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), at);
+  if (ec != std::errc{} || at <= 0 || end == text.data() + text.size() || *end != ' ') {
+    return malformed();
+  }
+  const std::string_view cause = text.substr(end - text.data() + 1);
+  for (LossCause c : {LossCause::kRestart, LossCause::kFlush, LossCause::kEviction}) {
+    if (cause == LossCauseName(c)) {
+      return std::optional<StoreLoss>{
+          StoreLoss{std::move(kind), std::move(server), FromUnix(at), c}};
+    }
+  }
+  return malformed();
+}
+
 bool StoreLosses::Record(StoreLoss loss) {
   std::lock_guard lock(mu_);
   auto it = std::find_if(latest_.begin(), latest_.end(),
@@ -40,6 +74,14 @@ bool StoreLosses::Record(StoreLoss loss) {
   // Writers hold mu_: the load and store cannot interleave with another Record's.
   if (at > newest_.load(std::memory_order_relaxed)) newest_.store(at, std::memory_order_release);
   return true;
+}
+
+std::optional<StoreLoss> StoreLosses::Latest(std::string_view server) const {
+  std::lock_guard lock(mu_);
+  for (const StoreLoss& loss : latest_) {
+    if (loss.server == server) return loss;
+  }
+  return std::nullopt;
 }
 
 std::optional<StoreLoss> StoreLosses::Since(std::span<const std::string> servers, int64_t first,

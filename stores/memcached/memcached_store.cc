@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -462,23 +463,59 @@ Status MemcachedStore::DeleteAt(const std::string& group, std::span<const std::s
   return {};
 }
 
+namespace {
+
+// One exchange with `pool`'s server on a pooled connection, after the answers it owed:
+// `exchange` sends and reads. A failure drops the connection.
+Status ExchangeWith(net::ServerPool& pool, std::atomic<uint64_t>& unconfirmed,
+                    const std::function<Status(net::Connection&)>& exchange) {
+  net::Lease c(pool);
+  Status s = c.Acquire();
+  if (!s.ok()) return s;
+  c->socket->BeginExchange();
+  // Answers of earlier fire-and-forget requests come first.
+  if (c->unread > 0) s = ReadUnread(pool.name(), *c, unconfirmed);
+  if (s.ok()) s = exchange(*c->socket);
+  if (!s.ok()) return c.Fail(s.error());
+  return s;
+}
+
+// The answer to `get <kNoteKey>`: its value, or nullopt for a bare END.
+Status ReadNote(std::string_view server, net::Connection& c, std::optional<std::string>& out) {
+  Result<std::string_view> line = c.ReadLine();
+  if (!line.ok()) return line.error();
+  if (*line == "END") return {};
+  // VALUE <key> <flags> <bytes>
+  const size_t last = line->rfind(' ');
+  size_t bytes = 0;
+  if (!line->starts_with("VALUE ") || last == std::string_view::npos ||
+      std::from_chars(line->data() + last + 1, line->data() + line->size(), bytes).ec !=
+          std::errc{}) {
+    return memcached::LineError(server, *line);
+  }
+  Result<std::string_view> value = c.ReadBlock(bytes);
+  if (!value.ok()) return value.error();
+  out = std::string(*value);
+  line = c.ReadLine();
+  if (!line.ok()) return line.error();
+  if (*line != "END") return memcached::LineError(server, *line);
+  return {};
+}
+
+}  // namespace
+
 std::vector<Result<ServerStats>> MemcachedStore::Stats() {
   std::vector<Result<ServerStats>> out;
   for (const auto& pool : impl_->pools) {
     ServerStats stats;
     stats.kind = "memcached";
     stats.server = net::HostPort(pool->address());
-    net::Lease c(*pool);
-    Status s = c.Acquire();
-    if (s.ok()) {
-      c->socket->BeginExchange();
-      // Answers of earlier fire-and-forget requests come first.
-      if (c->unread > 0) s = ReadUnread(pool->name(), *c, impl_->unconfirmed_failures);
-      if (s.ok()) s = c->socket->Send("stats\r\nstats items\r\n");
-      if (s.ok()) s = memcached::ReadStats(pool->name(), *c->socket, stats);
-      if (s.ok()) s = memcached::ReadItemStats(pool->name(), *c->socket, stats);
-      if (!s.ok()) s = c.Fail(s.error());
-    }
+    Status s = ExchangeWith(*pool, impl_->unconfirmed_failures, [&](net::Connection& c) {
+      Status sent = c.Send("stats\r\nstats items\r\n");
+      if (sent.ok()) sent = memcached::ReadStats(pool->name(), c, stats);
+      if (sent.ok()) sent = memcached::ReadItemStats(pool->name(), c, stats);
+      return sent;
+    });
     if (s.ok()) {
       out.emplace_back(std::move(stats));
     } else {
@@ -486,6 +523,42 @@ std::vector<Result<ServerStats>> MemcachedStore::Stats() {
     }
   }
   return out;
+}
+
+std::vector<Result<ServerNote>> MemcachedStore::Notes() {
+  std::vector<Result<ServerNote>> out;
+  for (const auto& pool : impl_->pools) {
+    ServerNote note{"memcached", net::HostPort(pool->address()), std::nullopt};
+    Status s = ExchangeWith(*pool, impl_->unconfirmed_failures, [&](net::Connection& c) {
+      Status sent = c.Send(fmt::format("get {}\r\n", kNoteKey));
+      if (sent.ok()) sent = ReadNote(pool->name(), c, note.text);
+      return sent;
+    });
+    if (s.ok()) {
+      out.emplace_back(std::move(note));
+    } else {
+      out.emplace_back(s.error());
+    }
+  }
+  return out;
+}
+
+Status MemcachedStore::WriteNote(const std::string& server, std::string_view text) {
+  if (Status s = ValidateNote(text); !s.ok()) return s;
+  for (const auto& pool : impl_->pools) {
+    if (net::HostPort(pool->address()) != server) continue;
+    return ExchangeWith(*pool, impl_->unconfirmed_failures, [&](net::Connection& c) -> Status {
+      if (Status s = c.Send(fmt::format("set {} 0 0 {}\r\n{}\r\n", kNoteKey, text.size(), text));
+          !s.ok()) {
+        return s;
+      }
+      Result<std::string_view> line = c.ReadLine();
+      if (!line.ok()) return line.error();
+      if (*line != "STORED") return memcached::LineError(pool->name(), *line);
+      return {};
+    });
+  }
+  return InvalidArgument(fmt::format("{} has no server {}", Describe(), server));
 }
 
 Result<std::string> MemcachedStore::ServerFor(const std::string& group, size_t replica) {

@@ -881,6 +881,46 @@ std::vector<Result<ServerStats>> RedisStore::Stats() {
   return out;
 }
 
+std::vector<Result<ServerNote>> RedisStore::Notes() {
+  std::vector<Result<ServerNote>> out;
+  if (impl_->options.cluster) return out;  // a key's node is its slot's, not one of our choice
+  for (const std::string& server : impl_->options.servers) {
+    Result<Node*> node = impl_->NodeAt(server);
+    if (!node.ok()) {
+      out.emplace_back(node.error());
+      continue;
+    }
+    Result<Reply> value = impl_->Command(**node, {"GET", kNoteKey});
+    if (!value.ok()) {
+      out.emplace_back(value.error());
+    } else if (value->error()) {
+      out.emplace_back(ReplyError((*node)->pool->name(), *value));
+    } else {
+      ServerNote note{"redis", (*node)->address, std::nullopt};
+      if (value->type == Reply::Type::kString) note.text = std::move(value->text);
+      out.emplace_back(std::move(note));
+    }
+  }
+  impl_->SendDeferred();
+  return out;
+}
+
+Status RedisStore::WriteNote(const std::string& server, std::string_view text) {
+  if (Status s = ValidateNote(text); !s.ok()) return s;
+  const auto& servers = impl_->options.servers;
+  if (impl_->options.cluster ||
+      std::find(servers.begin(), servers.end(), server) == servers.end()) {
+    return Store::WriteNote(server, text);
+  }
+  Result<Node*> node = impl_->NodeAt(server);
+  if (!node.ok()) return node.error();
+  Result<Reply> reply = impl_->Command(**node, {"SET", kNoteKey, text});
+  impl_->SendDeferred();
+  if (!reply.ok()) return reply.error();
+  if (reply->error()) return ReplyError((*node)->pool->name(), *reply);
+  return {};
+}
+
 Result<std::string> RedisStore::ServerFor(const std::string& group) {
   Result<Node*> node = impl_->NodeFor(group);
   if (!node.ok()) return node.error();

@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hourglass/clock.h"
@@ -102,6 +104,18 @@ struct ServerStats {
   }
 };
 
+// A server's note (Store::Notes).
+struct ServerNote {
+  std::string kind;                 // as ServerStats::kind names it
+  std::string server;               // as ServerStats::server names it
+  std::optional<std::string> text;  // nullopt: none there
+};
+// The key a server's note is kept under: no count's key (KeyCodec's events are never empty),
+// the same for every namespace (a server's loss is every namespace's).
+inline constexpr std::string_view kNoteKey = "hourglass::note";
+// What Store::WriteNote accepts: 1 to 200 bytes of printable ASCII.
+Status ValidateNote(std::string_view text);
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -151,6 +165,16 @@ class Store {
   // Whether each of ServersOf's servers holds a whole copy of a group's counts (ReplicatedStore):
   // then a loss is one only when every one of them told of one.
   virtual bool servers_are_copies() const { return false; }
+
+  // Per server, in Stats()'s order, the short note kept on the server itself under kNoteKey, a
+  // key no count uses: every client of the server reads what any one of them wrote (the latest
+  // loss seen there, StoreLosses). A note is gone when the server's data is (a restart, a flush).
+  // Stores without servers of their own, or that cannot address one server, give none.
+  virtual std::vector<Result<ServerNote>> Notes() { return {}; }
+  // Writes `server`'s note (named as Stats() names it), replacing what was there; kept until the
+  // server loses it. kInvalidArgument for a server the store does not have or a note over 200
+  // bytes or with bytes other than printable ASCII.
+  virtual Status WriteNote(const std::string& server, std::string_view text);
 
   // Whether batches may carry guards: the store evaluates a batch (guards, increments, reads) as
   // one atomic step. Stores that cannot refuse guarded batches as kInvalidArgument.

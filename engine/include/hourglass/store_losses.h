@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hourglass/clock.h"
+#include "hourglass/status.h"
 
 namespace hourglass {
 
@@ -42,6 +43,16 @@ struct StoreLoss {
   std::string Describe() const;
 };
 
+// A server's note of its latest loss (Store::WriteNote), so that every client of the server
+// learns of it, even one started after it or that never watches (a CLI command): "loss <Unix
+// seconds> <cause>", or "loss none" from a watch that saw none (a note that then vanishes while
+// the server's process stays the same tells of a flush).
+std::string LossNote(const std::optional<StoreLoss>& loss);
+// The loss a note tells, on `server` of `kind`; nullopt for "loss none". kInvalidArgument for
+// text that is no loss note.
+Result<std::optional<StoreLoss>> ParseLossNote(std::string_view text, std::string kind,
+                                               std::string server);
+
 // Told of a loss as a store sees it (e.g. a new connection finds another server process).
 // Called from any thread using the store; must not call into the store.
 using StoreLossHandler = std::function<void(const StoreLoss&)>;
@@ -58,6 +69,9 @@ class StoreLosses {
   // them lost later than `first`: the earliest of those, before which no copy holds a hit.
   std::optional<StoreLoss> Since(std::span<const std::string> servers, int64_t first,
                                  bool copies = false) const;
+
+  // `server`'s latest recorded loss, if any.
+  std::optional<StoreLoss> Latest(std::string_view server) const;
 
   // Whether any loss was ever recorded.
   bool any() const { return newest_.load(std::memory_order_acquire) != kNone; }

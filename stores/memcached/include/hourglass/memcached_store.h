@@ -109,6 +109,9 @@ class MemcachedStore final : public Store {
   std::string Describe() const override;
   // `stats` of every server, in ring order (one round trip each, up to io_timeout).
   std::vector<Result<ServerStats>> Stats() override;
+  // `get` and `set` of kNoteKey, one round trip per server (up to io_timeout).
+  std::vector<Result<ServerNote>> Notes() override;
+  Status WriteNote(const std::string& server, std::string_view text) override;
 
   // Failures of fire-and-forget increments (Send's batches), learnt after their callers
   // had returned: increments memcached refused (e.g. out of memory). Normally 0.

@@ -84,6 +84,9 @@ class RedisStore final : public Store {
   // INFO of every server (every master of a cluster): evicted_keys, used_memory, maxmemory, keys,
   // process_id, the server's time.
   std::vector<Result<ServerStats>> Stats() override;
+  // GET and SET of kNoteKey on each server; none on a cluster (a key lives where its slot does).
+  std::vector<Result<ServerNote>> Notes() override;
+  Status WriteNote(const std::string& server, std::string_view text) override;
   bool conditional_batches() const override { return true; }
   std::string Describe() const override;
 

@@ -53,6 +53,10 @@ class ReplicatedStore final : public Store {
   uint64_t Flush() override { return store_->Flush(); }
   uint64_t unconfirmed_failures() const override { return store_->unconfirmed_failures(); }
   std::vector<Result<ServerStats>> Stats() override { return store_->Stats(); }
+  std::vector<Result<ServerNote>> Notes() override { return store_->Notes(); }
+  Status WriteNote(const std::string& server, std::string_view text) override {
+    return store_->WriteNote(server, text);
+  }
   // The copies' servers: a loss is one only when each of them lost (servers_are_copies).
   std::vector<std::string> ServersOf(const std::string& group) override;
   bool servers_are_copies() const override { return true; }

@@ -47,6 +47,10 @@ class TransitionStore final : public Store {
   uint64_t unconfirmed_failures() const override;
   // The current servers' figures (the previous ones stop taking writes).
   std::vector<Result<ServerStats>> Stats() override { return current_->Stats(); }
+  std::vector<Result<ServerNote>> Notes() override { return current_->Notes(); }
+  Status WriteNote(const std::string& server, std::string_view text) override {
+    return current_->WriteNote(server, text);
+  }
   // Without copies, both lists' servers: a group's counts are the sum of its servers' in the two.
   // With copies, the current ones (losses on previous servers are not told: the watch reads the
   // current servers' figures only, and the transition ends within the longest window).
