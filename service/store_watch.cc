@@ -32,41 +32,95 @@ void StoreWatch::Poll() {
       offsets.push_back({stats->server, ToUnix(local_->Now()) - static_cast<int64_t>(stats->time)});
       metrics_.SetClock(stats->server, offsets.back().seconds);
     }
-    const Seen look{stats->pid,       stats->evictions, stats->flushes,
-                    stats->started(), ToUnix(now),      stats->classes};
-    auto [at, first] = seen_.try_emplace(stats->server, Seen{look.pid, 0, 0, look.started, 0, {}});
-    Seen& seen = at->second;
-    if (!first) {
-      if (std::optional<StoreLoss> loss = LossOf(seen, *stats, now)) {
-        metrics_.CountStoreLoss(*loss);
-        // Told once: a store's new connection may have seen it since the last look (LossLog).
-        const std::vector<std::string> server = {stats->server};
-        const bool told = losses_ != nullptr && losses_->Since(server, seen.polled - 1).has_value();
-        if (!told) {
-          if (losses_ != nullptr) losses_->Record(*loss);
-          warn_(LossWarning(*loss));
-        }
-      }
-    }
-    std::optional<StoreLoss> evicted;
-    if (!first && seen.pid == stats->pid) {
-      evicted = EvictionLoss(seen.evictions, seen.classes, *stats, now);
-    }
-    if (evicted && losses_ != nullptr && losses_->Record(*evicted)) {
-      metrics_.CountStoreLoss(*evicted);
-    }
-    // Another process (a restart) counts from zero again.
-    if (seen.pid != stats->pid || stats->evictions < seen.evictions) seen.evictions = 0;
-    const uint64_t rise = stats->evictions - seen.evictions;
-    seen = look;
-    metrics_.SetServerStats(*stats, rise);
-    if (rise > 0) warn_(EvictionWarning(*stats, rise, first, losses_ ? evicted : std::nullopt));
+    Look(*stats, now);
   }
+  if (losses_ != nullptr) PollNotes(now);
   if (follow_ == nullptr) return;
   const ClockFollower::Step step = follower_.Update(offsets);
   follow_->SetOffset(step.correction);
   metrics_.SetClockCorrection(step.correction.count());
   if (step.warning) warn_(*step.warning);
+}
+
+void StoreWatch::Look(const ServerStats& stats, Instant now) {
+  const Seen look{stats.pid,   stats.evictions, stats.flushes, stats.started(),
+                  ToUnix(now), stats.classes,   false,         true,
+                  false};
+  auto [at, first] = seen_.try_emplace(stats.server, Seen{look.pid, 0, 0, look.started, 0, {}});
+  Seen& seen = at->second;
+  std::optional<StoreLoss> loss;
+  if (!first) loss = LossOf(seen, stats, now);
+  if (loss) {
+    metrics_.CountStoreLoss(*loss);
+    // Told once: a store's new connection may have seen it since the last look (LossLog).
+    const std::vector<std::string> server = {stats.server};
+    const bool told = losses_ != nullptr && losses_->Since(server, seen.polled - 1).has_value();
+    if (!told) {
+      if (losses_ != nullptr) losses_->Record(*loss);
+      warn_(LossWarning(*loss));
+    }
+  }
+  std::optional<StoreLoss> evicted;
+  if (!first && seen.pid == stats.pid) {
+    evicted = EvictionLoss(seen.evictions, seen.classes, stats, now);
+  }
+  if (evicted && losses_ != nullptr && losses_->Record(*evicted)) {
+    metrics_.CountStoreLoss(*evicted);
+  }
+  // Another process (a restart) counts from zero again.
+  if (seen.pid != stats.pid || stats.evictions < seen.evictions) seen.evictions = 0;
+  const uint64_t rise = stats.evictions - seen.evictions;
+  // The note stays known to be there while nothing could have taken it: the same process, no
+  // loss, nothing evicted.
+  const bool noted = !first && seen.noted && !loss && rise == 0;
+  seen = look;
+  seen.noted = noted;
+  seen.lost = loss.has_value() || evicted.has_value();
+  metrics_.SetServerStats(stats, rise);
+  if (rise > 0) warn_(EvictionWarning(stats, rise, first, losses_ ? evicted : std::nullopt));
+}
+
+void StoreWatch::PollNotes(Instant now) {
+  for (Result<ServerNote>& note : store_.Notes()) {
+    if (!note.ok()) continue;  // its error is the Stats' one, counted there
+    auto at = seen_.find(note->server);
+    if (at == seen_.end() || !at->second.fresh) continue;  // its figures did not answer this poll
+    Seen& seen = at->second;
+    seen.fresh = false;
+    std::optional<StoreLoss> told;
+    std::string_view source = "";
+    if (note->text) {
+      source = "; told by the note an hourglass process that saw it left on the server";
+      Result<std::optional<StoreLoss>> parsed =
+          ParseLossNote(*note->text, note->kind, note->server);
+      if (parsed.ok()) {
+        told = *parsed;
+      } else if (told_.insert(parsed.error().message()).second) {
+        warn_(parsed.error().message() + "; it is written again");
+      }
+    } else if (seen.noted) {
+      // The note vanished while the same process kept running and evicted nothing: its data was
+      // flushed (Redis FLUSHALL tells no figure), some time since the last look.
+      told = StoreLoss{note->kind, note->server, now, LossCause::kFlush};
+    }
+    // Another process's watch saw it (or this one's before a restart of this process); one this
+    // poll saw too is told once, as seen here.
+    if (told && losses_->Record(*told) && !seen.lost) {
+      metrics_.CountStoreLoss(*told);
+      warn_(LossWarning(*told) + std::string(source));
+    }
+    const std::string text = LossNote(losses_->Latest(note->server));
+    seen.noted = true;
+    if (note->text == text) continue;
+    if (Status s = store_.WriteNote(note->server, text); !s.ok()) {
+      seen.noted = false;
+      metrics_.CountStoreError(s.error());
+      if (told_.insert(s.error().message()).second) {
+        warn_(fmt::format("cannot note the latest loss on {} {} for its other clients: {}",
+                          note->kind, note->server, s.error().message()));
+      }
+    }
+  }
 }
 
 std::optional<StoreLoss> StoreWatch::LossOf(const Seen& seen, const ServerStats& stats,

@@ -11,8 +11,10 @@
 
 #include "hourglass/lmdb_store.h"
 #include "hourglass/memcached_store.h"
+#include "hourglass/redis_store.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
+#include "redis_server.h"
 
 namespace hourglass {
 namespace {
@@ -210,6 +212,97 @@ TEST_F(StoreWatchTest, AFlushIsALossAtThePollThatSawIt) {
   EXPECT_EQ(loss->at, FromUnix(2'000'000'007));
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_NE(warnings_[0].find("flushed"), std::string::npos) << warnings_[0];
+}
+
+// The watch keeps each server's latest loss in a note on the server: a watch started after the
+// restart (another service, this one restarted) learns of it from there, and tells it once.
+TEST_F(StoreWatchTest, ALossIsNotedOnItsServerForAWatchStartedAfterIt) {
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  watch_->RecordLosses(losses, clock);
+  watch_->Poll();
+  EXPECT_EQ(large_.Raw("get hourglass::note\r\n"),
+            "VALUE hourglass::note 0 9\r\nloss none\r\nEND\r\n");
+  small_.Stop();
+  ASSERT_TRUE(small_.Start());
+  clock.Set(FromUnix(2'000'000'005));
+  watch_->Poll();
+  EXPECT_EQ(small_.Raw("get hourglass::note\r\n"),
+            "VALUE hourglass::note 0 25\r\nloss 2000000005 restarted\r\nEND\r\n");
+
+  StoreLosses later_losses;
+  ServiceMetrics later_metrics;
+  std::vector<std::string> later_warnings;
+  StoreWatch later(*store_, later_metrics,
+                   [&](const std::string& w) { later_warnings.push_back(w); });
+  later.RecordLosses(later_losses, clock);
+  later.Poll();
+  const std::vector<std::string> small = {small_.address()}, large = {large_.address()};
+  const std::optional<StoreLoss> loss = later_losses.Since(small, 0);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kRestart);
+  EXPECT_EQ(loss->at, FromUnix(2'000'000'005));
+  EXPECT_FALSE(later_losses.Since(large, 0).has_value());
+  ASSERT_EQ(later_warnings.size(), 1u);
+  EXPECT_NE(later_warnings[0].find(small_.address() + " restarted at "), std::string::npos)
+      << later_warnings[0];
+  EXPECT_NE(later_warnings[0].find("told by the note"), std::string::npos) << later_warnings[0];
+  later.Poll();
+  EXPECT_EQ(later_warnings.size(), 1u) << "told once";
+}
+
+// A note that vanishes while its server kept its process and evicted nothing went with a flush
+// the server's figures need not show (Redis FLUSHALL shows none): a loss at the poll that saw it.
+TEST_F(StoreWatchTest, ANoteGoneFromTheSameProcessIsAFlush) {
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  watch_->RecordLosses(losses, clock);
+  watch_->Poll();
+  clock.Set(FromUnix(2'000'000'003));
+  watch_->Poll();
+  EXPECT_FALSE(losses.any()) << "a note kept is no loss";
+  ASSERT_EQ(large_.Raw("delete hourglass::note\r\n"), "DELETED\r\n");
+  clock.Set(FromUnix(2'000'000'006));
+  watch_->Poll();
+  const std::vector<std::string> large = {large_.address()}, small = {small_.address()};
+  const std::optional<StoreLoss> loss = losses.Since(large, 0);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kFlush);
+  EXPECT_EQ(loss->at, FromUnix(2'000'000'006));
+  EXPECT_FALSE(losses.Since(small, 0).has_value());
+  EXPECT_EQ(large_.Raw("get hourglass::note\r\n"),
+            "VALUE hourglass::note 0 23\r\nloss 2000000006 flushed\r\nEND\r\n");
+}
+
+TEST(StoreWatchRedis, AFlushAllIsALossThoughNoFigureTellsIt) {
+  testing::RedisServer server;
+  ASSERT_TRUE(server.running()) << server.error();
+  RedisOptions options;
+  options.servers = {server.address()};
+  Result<std::unique_ptr<RedisStore>> store = RedisStore::Create(options);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  ServiceMetrics metrics;
+  std::vector<std::string> warnings;
+  StoreWatch watch(**store, metrics, [&](const std::string& w) { warnings.push_back(w); });
+  StoreLosses losses;
+  ManualClock clock{FromUnix(2'000'000'000)};
+  watch.RecordLosses(losses, clock);
+  watch.Poll();
+  ASSERT_TRUE((*store)->Apply(Batch{"g", {{"g:k", 1, Seconds{600}}}, {}}).ok());
+  clock.Set(FromUnix(2'000'000'002));
+  watch.Poll();
+  EXPECT_FALSE(losses.any());
+  (void)server.Command({"FLUSHALL"});
+  clock.Set(FromUnix(2'000'000'004));
+  watch.Poll();
+  const std::vector<std::string> servers = {server.address()};
+  const std::optional<StoreLoss> loss = losses.Since(servers, 0);
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_EQ(loss->cause, LossCause::kFlush);
+  EXPECT_EQ(loss->at, FromUnix(2'000'000'004));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("redis " + server.address() + " flushed at"), std::string::npos)
+      << warnings[0];
 }
 
 // Evictions are a loss of counts last used before an instant: on a real server filled until it

@@ -9,8 +9,11 @@
 // that long before the poll, plus the minute memcached may wait to note a use (kUseLag); Redis
 // tells no age, so its evictions are dated at the poll. Each poll that sees evictions records
 // one such loss and warns once (EvictionWarning).
-// Losses are seen from the second poll on, within one interval of happening; one before the
-// first poll is not told.
+// Losses are seen from the second poll on, within one interval of happening. The watch keeps
+// each server's latest loss in a note on the server itself (Store::WriteNote), so that a process
+// started after it (or a CLI command) learns of it, and a note that vanishes from a server that
+// kept its process tells of a flush its figures do not (Redis FLUSHALL). A loss before the first
+// poll of every watch, on a server without a note, is not told.
 //
 //   StoreWatch watch(store, metrics, [](const std::string& line) { Log(line); });
 //   watch.Start(std::chrono::seconds{10});  // polls on its own thread until destroyed
@@ -95,7 +98,16 @@ class StoreWatch {
     int64_t started = 0;  // its process's start, Unix seconds by its clock (0: not told)
     int64_t polled = 0;   // when this look was, Unix seconds by the loss clock
     std::vector<ServerStats::ClassEvictions> classes;
+    bool noted = false;  // its loss note was there (or written) at the last look, same process
+    bool fresh = false;  // its figures answered this poll; PollNotes clears it
+    bool lost = false;   // this poll saw a loss in its figures
   };
+  // One server's figures against its last look: its losses recorded and told, metrics set.
+  void Look(const ServerStats& stats, Instant now);
+  // Reads every server's loss note (Store::Notes): a loss another process saw is recorded and
+  // told; a note gone while its server stayed the same process is a flush; a note that differs
+  // from the server's latest loss known here is written again.
+  void PollNotes(Instant now);
   // The loss `stats` show against what was `seen` before, if any, dated `now`: a restart or a
   // flush.
   static std::optional<StoreLoss> LossOf(const Seen& seen, const ServerStats& stats, Instant now);
