@@ -118,7 +118,22 @@ size_t StoreConnections(const Globals& g) {
 Runtime::Runtime(const Globals& g, const Clock& clock, EngineUse use,
                  ServerTransitionHandler on_transition)
     : store_(OpenCliStore(g, clock, std::move(on_transition))) {
-  engine_.emplace(Unwrap(Engine::Create(*store_, clock, EngineOptionsFor(g, use))));
+  EngineOptions options = EngineOptionsFor(g, use);
+  options.losses = &losses_;
+  engine_.emplace(Unwrap(Engine::Create(*store_, clock, options)));
+}
+
+void ReadLossNotes(Store& store, StoreLosses& losses) {
+  for (const Result<ServerNote>& note : store.Notes()) {
+    // A server that cannot answer fails the command's own exchange, which says so.
+    if (!note.ok() || !note->text) continue;
+    Result<std::optional<StoreLoss>> loss = ParseLossNote(*note->text, note->kind, note->server);
+    if (!loss.ok()) {
+      std::fprintf(stderr, "hourglass: warning: %s\n", loss.error().message().c_str());
+    } else if (*loss) {
+      losses.Record(**loss);
+    }
+  }
 }
 
 }  // namespace hourglass::cli

@@ -10,6 +10,7 @@
 #include "hourglass/engine.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/store.h"
+#include "hourglass/store_losses.h"
 
 namespace hourglass::cli {
 
@@ -36,6 +37,10 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
 // The engine options of the global options for a command of `use`.
 EngineOptions EngineOptionsFor(const Globals& g, EngineUse use);
 
+// Records into `losses` what the notes on `store`'s servers tell (Store::Notes, LossNote); warns
+// on stderr of a note that is none.
+void ReadLossNotes(Store& store, StoreLosses& losses);
+
 class Runtime {
  public:
   // `clock` is the wall clock, or a manual one for replay; it must outlive the Runtime. The
@@ -47,11 +52,16 @@ class Runtime {
   const Engine& engine() const { return *engine_; }
   const Store& store() const { return *store_; }
   Store& store() { return *store_; }
+  // Reads the losses the store's servers' notes tell (StoreWatch writes them), so that the
+  // engine's checks and counts say when their windows reach back before one. One round trip per
+  // server; a server that cannot answer is left to fail the command's own exchange.
+  void ReadLossNotes() { cli::ReadLossNotes(*store_, losses_); }
   // Waits for every fire-and-forget write to be answered; the writes the store refused.
   uint64_t Flush() { return store_->Flush(); }
 
  private:
   std::unique_ptr<Store> store_;
+  StoreLosses losses_;
   std::optional<Engine> engine_;
 };
 

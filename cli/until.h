@@ -17,8 +17,9 @@
 
 namespace hourglass::cli {
 
-// The index in d.limits of the limit that binds: when denied, the one freeing last (one that can
-// never fit first); when allowed, the one with the least room left. nullopt without limits.
+// The index in d.limits of the limit that binds: when denied, the exceeded one freeing last (one
+// that can never fit first); when allowed, the one with the least room left. nullopt without
+// limits, or for a degraded denial that exceeds none (closed on a data loss: the loss binds).
 std::optional<size_t> BindingLimit(const Decision& d);
 
 // When a hit would fit again: d.at when allowed, d.at + retry_after when denied (a penalty's end

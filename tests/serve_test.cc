@@ -66,6 +66,24 @@ class ServeTest : public ::testing::Test {
     EXPECT_TRUE(serve->ready()) << serve->log();
     return serve;
   }
+  // A service (signup 10/d closed on data loss, browse 10/d open) that saw ann use her 10/d
+  // and then memcached restart: its log told the loss.
+  std::unique_ptr<ServeProcess> ServeThroughARestart() {
+    auto serve = Serve(
+        "events:\n  signup:\n    limits: [10/d]\n    on_data_loss: closed\n"
+        "  browse:\n    limits: [10/d]\n",
+        {"--stats-interval", "1"});
+    HttpClient client(serve->port());
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 200);
+    }
+    EXPECT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 429);
+    memcached_.Stop();
+    EXPECT_TRUE(memcached_.Start());
+    EXPECT_TRUE(serve->WaitForLog("memcached " + memcached_.address() + " restarted at "))
+        << serve->log();
+    return serve;
+  }
   testing::MemcachedServer memcached_;
   std::string policy_path_ = "/tmp/hourglass-serve-test-" + std::to_string(getpid()) + ".yaml";
 };
@@ -323,19 +341,9 @@ TEST_F(ServeTest, AStoreDownAtStartIsServedUnreadyUntilItAnswers) {
 // its windows, open decides on what is left. Before, the client that had used its 10/d was
 // admitted again at once, exact and unflagged.
 TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
-  auto serve = Serve(
-      "events:\n  signup:\n    limits: [10/d]\n    on_data_loss: closed\n"
-      "  browse:\n    limits: [10/d]\n",
-      {"--stats-interval", "1"});
+  auto serve = ServeThroughARestart();
+  ASSERT_FALSE(HasFailure());
   HttpClient client(serve->port());
-  for (int i = 0; i < 10; ++i) {
-    ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 200);
-  }
-  ASSERT_EQ(client.Post("/v1/check", CheckBody("signup", "ann")).status, 429);
-  memcached_.Stop();
-  ASSERT_TRUE(memcached_.Start());
-  ASSERT_TRUE(serve->WaitForLog("memcached " + memcached_.address() + " restarted at "))
-      << serve->log();
 
   HttpReply closed = client.Post("/v1/check", CheckBody("signup", "ann"));
   EXPECT_EQ(closed.status, 429) << closed.body;
@@ -355,6 +363,50 @@ TEST_F(ServeTest, AMemcachedRestartIsToldAndAClosedLimitHolds) {
                    "hourglass_store_losses_total{cause=\"restarted\",server=\"" +
                        memcached_.address() + "\",store=\"memcached\"}"),
             1);
+}
+
+// A one-shot CLI command cannot see a restart itself (a first look at a young server tells no
+// past), nor can a service started after it: the service that saw it leaves a note on the
+// server, which they read. `count` and `check` then say so, closed holds the limit, and a
+// service started later tells it at start.
+TEST_F(ServeTest, ALossAServiceSawIsToldToTheCliAndToAServiceStartedAfterIt) {
+  auto serve = ServeThroughARestart();
+  ASSERT_FALSE(HasFailure());
+  // The note follows the log line in the same look at the server.
+  std::string note;
+  for (int i = 0; i < 200 && note.find("restarted") == std::string::npos; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    note = memcached_.Raw("get hourglass::note\r\n");
+  }
+  ASSERT_NE(note.find("restarted"), std::string::npos) << note;
+
+  const std::vector<std::string> store = {"--policy", policy_path_, "--servers",
+                                          memcached_.address()};
+  const auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), HOURGLASS_CLI);
+    args.insert(args.end(), store.begin(), store.end());
+    return testing::RunProcess(args, {"HOURGLASS_ENV_FILE="});
+  };
+  testing::ProcessResult count = cli({"count", "signup", "ann"});
+  ASSERT_EQ(count.code, 0) << count.err;
+  EXPECT_NE(count.out.find("memcached " + memcached_.address() + " restarted at "),
+            std::string::npos)
+      << count.out;
+  EXPECT_NE(count.out.find("policy is closed on data loss"), std::string::npos) << count.out;
+  testing::ProcessResult closed = cli({"check", "signup", "ann"});
+  EXPECT_EQ(closed.code, 1) << "denied: " << closed.out << closed.err;
+  EXPECT_NE(closed.err.find("restarted at"), std::string::npos) << closed.err;
+  testing::ProcessResult open = cli({"--json", "check", "browse", "ann"});
+  EXPECT_EQ(open.code, 0) << open.out << open.err;
+  EXPECT_TRUE(json::parse(open.out)["degraded"].get<bool>()) << open.out;
+
+  ServeProcess later(HOURGLASS_CLI, {"--policy", policy_path_, "--servers", memcached_.address(),
+                                     "--stats-interval", "1"});
+  ASSERT_TRUE(later.ready()) << later.log();
+  EXPECT_TRUE(later.WaitForLog("restarted at ")) << later.log();
+  EXPECT_NE(later.log().find("told by the note"), std::string::npos) << later.log();
+  HttpReply held = HttpClient(later.port()).Post("/v1/check", CheckBody("signup", "ann"));
+  EXPECT_EQ(held.status, 429) << held.body;
 }
 
 // A small memcached flooded by other items evicts a feature's counts whole: the next look at its

@@ -52,6 +52,7 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   const Policy& policy = resolved.policy;
   SystemClock clock;
   Runtime rt(g, clock, EngineUse::kOneShotExact);
+  rt.ReadLossNotes();
   const Engine& engine = rt.engine();
   const Decision d = Unwrap(
       a.peek ? engine.Peek(a.event, resolved.feature, policy, CheckCost(a.cost), ParseAt(a.at))

@@ -22,6 +22,7 @@ int RunCount(const Globals& g, const CountArgs& a) {
   const std::string& feature = resolved.feature;
   SystemClock clock;
   Runtime rt(g, clock, ReadingUse(resolved));
+  rt.ReadLossNotes();
   const std::vector<Window> windows =
       a.windows.empty() ? rt.engine().DefaultWindows() : ParseWindows(a.windows);
   const Counts counts = Unwrap(rt.engine().Count(a.event, feature, windows, ParseAt(a.at)));

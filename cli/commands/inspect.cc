@@ -49,6 +49,7 @@ int RunInspect(const Globals& g, const InspectArgs& a) {
   const std::string& feature = resolved.feature;
   SystemClock clock;
   Runtime rt(g, clock, ReadingUse(resolved));
+  rt.ReadLossNotes();
   const Instant t = ParseAt(a.at).value_or(clock.Now());
   const Inspection inspection =
       Unwrap(Inspect(rt.engine(), a.event, feature, t, resolved.policy.block_for));
