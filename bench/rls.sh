@@ -10,8 +10,15 @@
 #     limits on one descriptor): one check, as /v1/check's (gRPC only);
 #   - "admit-all": /v1/check 1000000/s, 100000000/d; ShouldRateLimit one descriptor of
 #     1000000/second. Every check is admitted and reaches memcached.
+# First, against the reference (envoyproxy/ratelimit, ../shared/peers/envoy-ratelimit, memcache
+# backend, its cache of keys over the limit on, 64 idle connections) on the same memcached with
+# the same driver, 64 in flight: one descriptor remote_address 5/minute with the log's
+# addresses; one of 1000000/second (every request admitted); 2/s, 5/m, 10/h, 100/d as the
+# reference writes it (four descriptors) against hourglass's rate_limits (one descriptor) and
+# hourglass with the same four; and one client 64 in flight for 3 s under 5/minute, admitted.
 # Writes bench/results/rls.md.
-#   bash bench/rls.sh   (HOURGLASS_BENCH_SECONDS=10 by default; ROUNDS=2; THREADS=nproc)
+#   bash bench/rls.sh   (HOURGLASS_BENCH_SECONDS=10 by default; ROUNDS=2; THREADS=nproc;
+#   REFERENCE=0 leaves the reference out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
@@ -58,6 +65,47 @@ pid[floor]=$!
 pids+=(${pid[floor]})
 sleep 1
 
+# The reference and hourglass side by side, each with its own Envoy configuration per mix:
+# domains mix, admit, four, one (hourglass: one service holding them all, namespace envoy).
+reference="$(cd .. && pwd)/shared/peers/envoy-ratelimit"
+envoy_limit() { printf '  - key: %s\n    rate_limit:\n      unit: %s\n      requests_per_unit: %s\n' "$@"; }
+if [ "${REFERENCE:-1}" = 1 ]; then
+  mkdir -p "$tmp/ref/config/rl"
+  four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
+          envoy_limit per_hour hour 10; envoy_limit per_day day 100)"
+  printf 'domain: mix\ndescriptors:\n%s\n' "$(envoy_limit remote_address minute 5)" >"$tmp/ref/config/rl/mix.yaml"
+  printf 'domain: admit\ndescriptors:\n%s\n' "$(envoy_limit remote_address second 1000000)" >"$tmp/ref/config/rl/admit.yaml"
+  printf 'domain: four\ndescriptors:\n%s\n' "$four" >"$tmp/ref/config/rl/four.yaml"
+  printf 'domain: one\ndescriptors:\n%s\n' "$(envoy_limit remote_address minute 5)" >"$tmp/ref/config/rl/one.yaml"
+  ref_port=$(free_port)
+  pid[reference]=$(MEMCACHE_MAX_IDLE_CONNS=64 LOCAL_CACHE_SIZE_IN_BYTES=1048576 HTTP_PORT=$(free_port) \
+    DEBUG_PORT=$(free_port) LOG_FILE="$tmp/reference.log" \
+    "$reference/start.sh" "127.0.0.1:$mc" "$tmp/ref/config/rl" "$ref_port")
+  pids+=(${pid[reference]})
+  grpc[reference]=$ref_port
+  # hourglass: one service per domain, as the reference's files say (rate_limits for "four").
+  hg_envoy() {  # NAME DOMAIN DESCRIPTORS
+    printf 'domain: %s\ndescriptors:\n%s\n' "$2" "$3" >"$tmp/$1-envoy.yaml"
+    printf 'events: {}\n' >"$tmp/$1.yaml"
+    port[$1]=$(free_port)
+    grpc[$1]=$(free_port)
+    "$build/cli/hourglass" serve --envoy-config "$tmp/$1-envoy.yaml" \
+      --servers "127.0.0.1:$mc" --namespace "$1" --listen "127.0.0.1:${port[$1]}" \
+      --grpc-listen "127.0.0.1:${grpc[$1]}" --threads "$threads" 2>"$tmp/$1.log" &
+    pid[$1]=$!
+    pids+=(${pid[$1]})
+  }
+  hg_envoy hg-mix mix "$(envoy_limit remote_address minute 5)"
+  hg_envoy hg-admit admit "$(envoy_limit remote_address second 1000000)"
+  hg_envoy hg-four four "$four"
+  hg_envoy hg-rate-limits four "$(printf '  - key: remote_address\n    rate_limits:\n'
+    for spec in "second 2" "minute 5" "hour 10" "day 100"; do
+      set -- $spec
+      printf '      - {unit: %s, requests_per_unit: %s}\n' "$1" "$2"
+    done)"
+  hg_envoy hg-one one "$(envoy_limit remote_address minute 5)"
+fi
+
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, in clock ticks
 hz=$(getconf CLK_TCK)
 # run SERVER PATH CONNECTIONS: one run of wrk (/v1/check) or rls_load (grpc); a table row.
@@ -86,7 +134,81 @@ print(f"| {server} | {path} | {conns} | {r['rps']:,.0f} | {r['p50_us']} | {r['p9
       f"{cpu_us:.1f} | {denied} | {errors} |")
 PY
 }
+# versus ROUND SERVER DOMAIN KEYS SECONDS [VALUE]: one rls_load run; a JSON line with the
+# server's CPU.
+versus() {
+  local round=$1 server=$2 domain=$3 keys=$4 secs=$5 value=${6:-} before after result source
+  if [ -n "$value" ]; then source="--value $value"; else source="--log $log"; fi
+  before=$(ticks "${pid[$server]}")
+  # shellcheck disable=SC2086
+  result=$("$build/bench/rls_load" --target "127.0.0.1:${grpc[$server]}" --domain "$domain" $keys \
+    $source --concurrency 64 --seconds "$secs")
+  after=$(ticks "${pid[$server]}")
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["server"]=sys.argv[2]; r["mix"]=sys.argv[3]
+r["round"]=int(sys.argv[7]); r["cpu_us"]=(int(sys.argv[5])-int(sys.argv[4]))/int(sys.argv[6])*1e6/max(r["requests"],1)
+print(json.dumps(r))' "$result" "$server" "$domain" "$before" "$after" "$hz" "$round"
+}
+# both ROUND DOMAIN HG_SERVER REFERENCE_KEYS HG_KEYS SECONDS [VALUE]: the reference and hourglass,
+# the reference first in odd rounds.
+both() {
+  local round=$1 domain=$2 hg=$3 ref_keys=$4 hg_keys=$5 secs=$6 value=${7:-}
+  if [ $((round % 2)) = 1 ]; then versus "$round" reference "$domain" "$ref_keys" "$secs" "$value"; fi
+  versus "$round" "$hg" "$domain" "$hg_keys" "$secs" "$value"
+  if [ $((round % 2)) = 0 ]; then versus "$round" reference "$domain" "$ref_keys" "$secs" "$value"; fi
+}
+if [ "${REFERENCE:-1}" = 1 ]; then
+  sleep 1
+  ra="--key remote_address"
+  four_keys="--key per_second --key per_minute --key per_hour --key per_day"
+  for round in $(seq "$rounds"); do
+    both "$round" mix hg-mix "$ra" "$ra" "$seconds"
+    both "$round" admit hg-admit "$ra" "$ra" "$seconds"
+    both "$round" four hg-rate-limits "$four_keys" "$ra" "$seconds"
+    versus "$round" hg-four four "$four_keys" "$seconds"
+    both "$round" one hg-one "$ra" "$ra" 3 "10.99.$round.1"
+  done >"$tmp/versus.jsonl"
+  python3 - "$tmp/versus.jsonl" <<'PY' >"$tmp/versus.md"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+names = {"mix": "one descriptor remote_address 5/minute, the log's addresses",
+         "admit": "every request admitted (1000000/second)",
+         "four": "2/s, 5/m, 10/h, 100/d (the reference: four descriptors)",
+         "one": "one client, 64 in flight, 3 s, 5/minute"}
+print("| round | mix | server | requests/s | p50 µs | p99 µs | CPU µs/request | over limit | admitted | errors |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for r in rows:
+    print(f"| {r['round']} | {r['mix']} | {r['server']} | {r['rps']:,.0f} | {r['p50_us']} | "
+          f"{r['p99_us']} | {r['cpu_us']:.1f} | {r['over_limit']} | "
+          f"{r['requests'] - r['over_limit']} | {r['errors']} |")
+print()
+print("hourglass against the reference in the same round (requests/s ratio; p99 hourglass/reference):")
+for n in sorted({r["round"] for r in rows}):
+    rs = [r for r in rows if r["round"] == n]
+    ref = {r["mix"]: r for r in rs if r["server"] == "reference"}
+    for r in rs:
+        if r["server"] == "reference" or r["mix"] == "one":
+            continue
+        b = ref[r["mix"]]
+        print(f"- round {n}, {names[r['mix']]}, {r['server']}: **{r['rps'] / b['rps']:.2f}x**, "
+              f"p99 {r['p99_us'] / max(b['p99_us'], 1):.2f}")
+    print(f"- round {n}, {names['one']}: admitted " + ", ".join(
+        f"{r['server']} {r['requests'] - r['over_limit']}" for r in rs if r["mix"] == "one"))
+PY
+fi
 {
+  if [ "${REFERENCE:-1}" = 1 ]; then
+    echo "# ShouldRateLimit against the reference (envoyproxy/ratelimit)"
+    echo
+    echo "\`bash bench/rls.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"
+    echo "the reference (../shared/peers/envoy-ratelimit: memcache backend, MEMCACHE_MAX_IDLE_CONNS=64,"
+    echo "LOCAL_CACHE_SIZE_IN_BYTES=1048576) and \`hourglass serve\` (${threads} threads, one service per"
+    echo "Envoy configuration) on one memcached; bench/rls_load drives each in turn, 64 in flight,"
+    echo "${seconds} s per run (3 s for one client), ${rounds} rounds, the order swapped each round."
+    echo "CPU: the server process's user + system time per request."
+    echo
+    cat "$tmp/versus.md"
+    echo
+  fi
   echo "# ShouldRateLimit next to /v1/check and the floor"
   echo
   echo "\`bash bench/rls.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"

@@ -2,7 +2,7 @@
 // definitions like an Envoy would be. It keeps --concurrency requests in flight on one channel
 // for --seconds, each asking for one client address of the real log at random under every
 // --key, and prints one JSON line: requests, seconds, rps, p50_us, p99_us, max_us, over_limit,
-// errors.
+// errors. --value asks for one value (one client) every time instead.
 //   rls_load --target 127.0.0.1:8081 --domain bench --key per_second --key per_day --log LOG
 #include <grpcpp/grpcpp.h>
 
@@ -129,16 +129,20 @@ int main(int argc, char** argv) {
   app.add_option("--domain", domain, "the request's domain");
   app.add_option("--key", keys, "a descriptor key; each request has one descriptor per key")
       ->required();
-  app.add_option("--log", log, "an Apache access log; its client addresses are the values")
-      ->required()
-      ->check(CLI::ExistingFile);
+  std::string value;
+  auto* log_option =
+      app.add_option("--log", log, "an Apache access log; its client addresses are the values")
+          ->check(CLI::ExistingFile);
+  app.add_option("--value", value, "one value for every request (one client) instead of --log's")
+      ->excludes(log_option);
   app.add_option("--concurrency", concurrency, "requests in flight")->check(CLI::Range(1, 4096));
   app.add_option("--seconds", seconds, "how long to ask")->check(CLI::Range(0.1, 3600.0));
   CLI11_PARSE(app, argc, argv);
 
-  const std::vector<std::string> addresses = ClientAddresses(log);
+  const std::vector<std::string> addresses =
+      value.empty() ? ClientAddresses(log) : std::vector<std::string>{value};
   if (addresses.empty()) {
-    std::cerr << "rls_load: no client addresses in " << log << "\n";
+    std::cerr << "rls_load: no client addresses in " << log << " (give --log or --value)\n";
     return 2;
   }
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
