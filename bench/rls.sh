@@ -86,7 +86,6 @@ if [ "${REFERENCE:-1}" = 1 ]; then
   # hourglass: one service per domain, as the reference's files say (rate_limits for "four").
   hg_envoy() {  # NAME DOMAIN DESCRIPTORS
     printf 'domain: %s\ndescriptors:\n%s\n' "$2" "$3" >"$tmp/$1-envoy.yaml"
-    printf 'events: {}\n' >"$tmp/$1.yaml"
     port[$1]=$(free_port)
     grpc[$1]=$(free_port)
     "$build/cli/hourglass" serve --envoy-config "$tmp/$1-envoy.yaml" \
