@@ -167,6 +167,52 @@ TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
   EXPECT_EQ(CountOf("trial", "x", Seconds{3600}, harness_->clock().Now()), 0u);
 }
 
+// Envoy's way: a request one binding check of which the blocked-client cache knows to be denied
+// is denied at once when its other checks would record nothing in a denied request. They are
+// unread, the store sees nothing of the request, and its counts are what CheckAll would leave.
+TEST_P(CheckAllTest, ARequestOneCheckOfWhichIsKnownDeniedIsDeniedWithoutTheStore) {
+  testing::CountingStore counting(harness_->store());
+  EngineOptions options;
+  options.hot_path = HotPathOptions::LongRunning(1024);
+  const Engine engine = *Engine::Create(counting, harness_->clock(), std::move(options));
+  const Policy one{*ParseLimits("1/m"), CountingMode::kAdmitted};
+  std::vector<Engine::CheckRequest> request = {{"per_ip", "10.0.0.1", one},
+                                               {"per_account", "ann", kAdmitted}};
+  ASSERT_TRUE(engine.CheckAll(request)->allowed);
+  ASSERT_FALSE(engine.CheckAll(request)->allowed) << "1/m used: per_ip denied and remembered";
+  EXPECT_FALSE(engine.CheckAllIfBlocked(request).has_value()) << "per_account is not known denied";
+
+  const int applies = counting.applies + counting.apply_manys;
+  const size_t sends = counting.sends().size();
+  std::optional<Engine::RequestDecision> local =
+      engine.CheckAllIfBlocked(request, Engine::LocalScope::kAnyBindingDenial);
+  ASSERT_TRUE(local.has_value());
+  EXPECT_FALSE(local->allowed);
+  ASSERT_EQ(local->decisions.size(), 2u);
+  EXPECT_FALSE(local->decisions[0].allowed);
+  EXPECT_EQ(local->decisions[0].cost.blocked_hits, 1u);
+  EXPECT_FALSE(local->decisions[0].unread);
+  EXPECT_TRUE(local->decisions[1].unread);
+  EXPECT_FALSE(local->decisions[1].allowed);
+  EXPECT_FALSE(local->decisions[1].recorded);
+  EXPECT_TRUE(local->decisions[1].limits.empty());
+  EXPECT_EQ(counting.applies + counting.apply_manys, applies) << "nothing read";
+  EXPECT_EQ(counting.sends().size(), sends) << "nothing written";
+  const Window minute = *Window::Sliding(Seconds{60});
+  Result<Counts> ann = engine.Count("per_account", "ann", {&minute, 1});
+  ASSERT_TRUE(ann.ok());
+  EXPECT_EQ(ann->windows[0].count, 1u) << "only the first, admitted request counts";
+
+  // Not where a denied request records something of another check, nor for a shadow's denial.
+  const int counted = counting.applies + counting.apply_manys;
+  request[1].policy = &kAttempts;
+  EXPECT_FALSE(engine.CheckAllIfBlocked(request, Engine::LocalScope::kAnyBindingDenial));
+  request[1].policy = &kAdmitted;
+  request[0].binding = false;
+  EXPECT_FALSE(engine.CheckAllIfBlocked(request, Engine::LocalScope::kAnyBindingDenial));
+  EXPECT_EQ(counting.applies + counting.apply_manys, counted) << "nothing read when not decided";
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest,
                          ::testing::Values("memory", "memcached", "memcached_packed", "redis",
                                            "lmdb"),

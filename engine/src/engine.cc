@@ -398,7 +398,7 @@ std::vector<Result<Engine::RequestDecision>> Engine::CheckAllMany(
 }
 
 std::optional<Engine::RequestDecision> Engine::CheckAllIfBlocked(
-    std::span<const CheckRequest> checks) const {
+    std::span<const CheckRequest> checks, LocalScope scope) const {
   if (core_->blocked == nullptr || checks.empty()) return std::nullopt;
   const Instant now = core_->clock->Now();
   std::vector<std::string> groups;
@@ -410,7 +410,10 @@ std::optional<Engine::RequestDecision> Engine::CheckAllIfBlocked(
   }
   internal::RequestRuns runs(*core_, now);
   runs.Add(checks, std::move(groups));
-  return std::move(runs.Decide(/*blocked_only=*/true).front());
+  return std::move(runs.Decide(scope == LocalScope::kEveryCheck
+                                   ? internal::RequestRuns::Local::kEveryCheck
+                                   : internal::RequestRuns::Local::kAnyBindingDenial)
+                       .front());
 }
 
 Result<Engine::ResetOutcome> Engine::Reset(std::string_view event, std::string_view feature,

@@ -30,8 +30,9 @@ Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run) {
 
 void RequestRuns::Add(std::span<const Engine::CheckRequest> checks,
                       std::vector<std::string> groups) {
-  Request r{checks, std::move(groups), {}, 1, {}, false};
+  Request r{checks, std::move(groups), {}, 1, {}, {}, false};
   r.layer_of.assign(r.checks.size(), 0);
+  r.unread.assign(r.checks.size(), false);
   for (size_t i = 1; i < r.checks.size(); ++i) {
     for (size_t j = 0; j < i; ++j) r.layer_of[i] += r.groups[j] == r.groups[i] ? 1 : 0;
     r.layers = std::max<size_t>(r.layers, r.layer_of[i] + 1);
@@ -46,26 +47,36 @@ std::unique_ptr<CheckRun> RequestRuns::MakeRun(const Request& request, size_t i)
                                     c.at.value_or(now_), now_, c.record);
 }
 
-std::vector<std::optional<Engine::RequestDecision>> RequestRuns::Decide(bool blocked_only) {
+std::vector<std::optional<Engine::RequestDecision>> RequestRuns::Decide(Local local) {
   decided_.assign(requests_.size(), std::nullopt);
   std::vector<size_t> waiting;
   for (size_t r = 0; r < requests_.size(); ++r) {
-    if (!blocked_only || AllBlocked(requests_[r])) waiting.push_back(r);
+    if (local == Local::kNo || Answerable(requests_[r], local)) waiting.push_back(r);
   }
   while (!waiting.empty()) DecideRound(NextRound(waiting));
   return std::move(decided_);
 }
 
-bool RequestRuns::AllBlocked(Request& request) {
+bool RequestRuns::Answerable(Request& request, Local local) {
   if (request.layers != 1) return false;  // a repeated feature reads its first check
+  bool denied = false;
   for (size_t i = 0; i < request.checks.size(); ++i) {
     request.runs[i] = MakeRun(request, i);
-    if (!request.runs[i]->AnswerBlocked()) {
+    const bool blocked = request.runs[i]->AnswerBlocked();
+    denied = denied || (blocked && request.checks[i].binding);
+    const Engine::CheckRequest& c = request.checks[i];
+    // Unread only where a denied request records nothing of the check.
+    const bool silent = !c.record || c.policy->mode == CountingMode::kAdmitted;
+    if (!blocked && (local != Local::kAnyBindingDenial || !silent)) {
       for (auto& run : request.runs) run.reset();
       return false;
     }
+    request.unread[i] = !blocked;
   }
-  return true;
+  if (denied) return true;
+  for (auto& run : request.runs) run.reset();
+  request.unread.assign(request.checks.size(), false);
+  return false;
 }
 
 std::vector<size_t> RequestRuns::NextRound(std::vector<size_t>& waiting) const {
@@ -98,8 +109,8 @@ std::vector<CheckRun*> RequestRuns::StartLayer(const std::vector<size_t>& round,
     Request& request = requests_[r];
     if (layer >= request.layers) continue;
     for (size_t i = 0; i < request.checks.size(); ++i) {
-      if (request.layer_of[i] != layer) continue;
-      if (request.runs[i] == nullptr) {  // AllBlocked may have made it already
+      if (request.layer_of[i] != layer || request.unread[i]) continue;
+      if (request.runs[i] == nullptr) {  // Answerable may have made it already
         request.runs[i] = MakeRun(request, i);
         if (layer > 0) request.runs[i]->DoNotRememberBlocked();
         request.runs[i]->AnswerBlocked();
@@ -159,9 +170,12 @@ void RequestRuns::TakeBack(const std::vector<size_t>& round, size_t layer) {
       continue;
     }
     for (size_t i = 0; i < request.checks.size(); ++i) {
+      if (request.unread[i]) continue;
       if (request.checks[i].binding && !request.runs[i]->allowed()) request.denied = true;
     }
-    for (size_t i = 0; i < request.checks.size(); ++i) ask(request, i, request.denied);
+    for (size_t i = 0; i < request.checks.size(); ++i) {
+      if (!request.unread[i]) ask(request, i, request.denied);
+    }
   }
   if (undo.empty()) return;
   std::vector<Status> sent = core_.store->Send(undo);
@@ -172,7 +186,15 @@ Engine::RequestDecision RequestRuns::Finish(Request& request) const {
   Engine::RequestDecision out;
   out.allowed = !request.denied;
   out.decisions.reserve(request.runs.size());
-  for (auto& run : request.runs) out.decisions.push_back(run->Finish());
+  for (size_t i = 0; i < request.runs.size(); ++i) {
+    if (!request.unread[i]) {
+      out.decisions.push_back(request.runs[i]->Finish());
+      continue;
+    }
+    Decision& unread = out.decisions.emplace_back();
+    unread.unread = true;
+    unread.at = request.checks[i].at.value_or(now_);
+  }
   return out;
 }
 

@@ -31,9 +31,16 @@ class RequestRuns {
 
   // One request: `checks` (valid, outliving this) and their group keys.
   void Add(std::span<const Engine::CheckRequest> checks, std::vector<std::string> groups);
-  // The decisions of every request added, in order. With `blocked_only`, a request some check of
-  // which would need a store read is left undecided (nullopt) and nothing of it is done.
-  std::vector<std::optional<Engine::RequestDecision>> Decide(bool blocked_only = false);
+  // Which requests Decide decides.
+  enum class Local {
+    kNo,                // every one
+    kEveryCheck,        // only those every check of which the blocked-client cache answers
+    kAnyBindingDenial,  // also those one binding check of which it answers (denied), when the
+                        // others record nothing in a denied request: they are left unread
+  };
+  // The decisions of every request added, in order. A request `local` leaves out (one that would
+  // need a store read) is left undecided (nullopt) and nothing of it is done.
+  std::vector<std::optional<Engine::RequestDecision>> Decide(Local local = Local::kNo);
 
   // One check alone (Engine::Check, Peek): the same steps as a request of one check, without the
   // containers a request needs. AnswerBlocked is the caller's to ask first.
@@ -47,6 +54,7 @@ class RequestRuns {
     std::vector<uint32_t> layer_of;
     size_t layers = 1;
     std::vector<std::unique_ptr<CheckRun>> runs;  // per check, once its layer has started
+    std::vector<bool> unread;                     // per check: left unread (kAnyBindingDenial)
     bool denied = false;
   };
   // The requests (indices into requests_) of the next round, from those waiting.
@@ -59,8 +67,9 @@ class RequestRuns {
   // Sends the take-backs due after `layer`: in a request's last layer every hit of a denied
   // request and every denied check's, otherwise the denied checks' of that layer.
   void TakeBack(const std::vector<size_t>& round, size_t layer);
-  // Whether every check of `request` can be answered from the blocked-client cache.
-  bool AllBlocked(Request& request);
+  // Whether `request` can be decided without a store read, as `local` allows; marks the checks
+  // it leaves unread.
+  bool Answerable(Request& request, Local local);
   Engine::RequestDecision Finish(Request& request) const;
   std::unique_ptr<CheckRun> MakeRun(const Request& request, size_t check) const;
 

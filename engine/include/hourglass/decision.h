@@ -72,6 +72,11 @@ struct Decision {
   // Set when a penalty (Policy::block_for) blocks the feature at `at`: it is denied until then,
   // whatever its counts (retry_after waits for it too).
   std::optional<Instant> blocked_until;
+  // Not decided: another binding check of its request was known denied without the store, so
+  // the request was denied and this check, which would have recorded nothing, was neither read
+  // nor written (Engine::LocalScope::kAnyBindingDenial). `allowed` and `recorded` are false,
+  // `limits` is empty, `retry_after` 0: its counts are unknown, not exceeded.
+  bool unread = false;
 };
 
 }  // namespace hourglass

@@ -259,11 +259,24 @@ class Engine {
   // the requests been decided one after another in order at one instant of the clock.
   std::vector<Result<RequestDecision>> CheckAllMany(
       std::span<const std::span<const CheckRequest>> requests) const;
+  // Which requests CheckAllIfBlocked answers without the store.
+  enum class LocalScope {
+    // Those every check of which the blocked-client cache still knows to be denied: the
+    // decision is CheckAll's, every check's counts included.
+    kEveryCheck,
+    // Also those one binding check of which it knows to be denied, when every other check
+    // would record nothing in a denied request (admitted mode, or not recorded): the request
+    // is denied and records what CheckAll's would, but those checks are `unread` (Decision)
+    // rather than counted. For protocols that show only the denial (Envoy's).
+    kAnyBindingDenial,
+  };
   // CheckAll's decision when no check of the request needs a store read: every check's client
   // is one the blocked-client cache still knows to be denied (HotPathOptions::
-  // blocked_cache_entries); attempts-mode hits are still sent, fire-and-forget. Otherwise nullopt,
-  // and nothing was done (bad arguments too): call CheckAll. At the clock's current instant only.
-  std::optional<RequestDecision> CheckAllIfBlocked(std::span<const CheckRequest> checks) const;
+  // blocked_cache_entries), or per `scope`, one binding check's; attempts-mode hits are still
+  // sent, fire-and-forget. Otherwise nullopt, and nothing was done (bad arguments too): call
+  // CheckAll. At the clock's current instant only.
+  std::optional<RequestDecision> CheckAllIfBlocked(
+      std::span<const CheckRequest> checks, LocalScope scope = LocalScope::kEveryCheck) const;
 
   // Deletes every bucket of event+feature that can still be alive for hits around `around`
   // (default now), so that all its windows read 0 there. Reads the ladder top-down and deletes
