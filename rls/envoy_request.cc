@@ -184,10 +184,16 @@ Result<RateLimitResponse> EnvoyRequest::Answer(const Result<Engine::RequestDecis
       continue;
     }
     const Decision& d = decisions[*s.check];
+    if (metrics != nullptr) metrics->CountRateLimit(domain_, s.metric, s.hits, d, s.shadow);
+    if (d.unread) {
+      // Another descriptor denied the request first: this one's counts were not read. Without a
+      // current limit, Envoy's rate limit headers pass over it.
+      status->set_code(RateLimitResponse::OK);
+      continue;
+    }
     bool over = false;
     *status = StatusOf(s, d, over);
     denied = denied || over;
-    if (metrics != nullptr) metrics->CountRateLimit(domain_, s.metric, s.hits, d, s.shadow);
     if (!s.shadow) {
       headers.limits.insert(headers.limits.end(), d.limits.begin(), d.limits.end());
       headers.allowed = headers.allowed && d.allowed;

@@ -90,11 +90,15 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
   Result<EnvoyRequest> made = EnvoyRequest::Make(*Config(), request, options_);
   if (!made.ok()) return done(made.error());
   auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
-  front_end_.Submit(plan->checks(),
-                    [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
-                                                         Result<Engine::RequestDecision> decided) {
-                      done(plan->Answer(decided, metrics_));
-                    });
+  front_end_.Submit(
+      plan->checks(),
+      [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
+                                           Result<Engine::RequestDecision> decided) {
+        done(plan->Answer(decided, metrics_));
+      },
+      // Envoy acts on the denial alone: a request one descriptor of which is known
+      // denied needs no read of the others.
+      Engine::LocalScope::kAnyBindingDenial);
 }
 
 void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond) {

@@ -34,12 +34,12 @@ CheckFrontEnd::CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics)
 
 CheckFrontEnd::~CheckFrontEnd() = default;
 
-void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done) {
+void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done, Engine::LocalScope local) {
   if (checks.empty()) return done(std::move(checks), Engine::RequestDecision{true, {}});
   // Clients denied moments ago are answered at once.
-  if (std::optional<Engine::RequestDecision> local =
-          impl_->engine.CheckAllIfBlocked(RequestsOf(checks))) {
-    return done(std::move(checks), std::move(*local));
+  if (std::optional<Engine::RequestDecision> decided =
+          impl_->engine.CheckAllIfBlocked(RequestsOf(checks), local)) {
+    return done(std::move(checks), std::move(*decided));
   }
   impl_->in_flight.fetch_add(1, std::memory_order_relaxed);
   CheckJob job{std::move(checks), nullptr};

@@ -207,6 +207,7 @@ void ServiceMetrics::CountRateLimit(std::string_view domain, std::string_view de
                                     uint64_t hits, const Decision& d, bool shadow) {
   std::string result = d.allowed ? "within_limit" : shadow ? "shadow_mode" : "over_limit";
   if (d.degraded) result = "degraded_" + result;
+  if (d.unread) result = "unread";
   const prometheus::Labels labels = {{"domain", std::string(domain)},
                                      {"descriptor", std::string(descriptor)}};
   prometheus::Labels with_result = labels;

@@ -524,6 +524,39 @@ TEST_F(EnvoyRlsTest, ConcurrentRequestsNeverOverAdmitAndADeniedOneCountsNowhere)
   EXPECT_EQ(again.Ask(peek).statuses(0).limit_remaining(), 3u) << "7 attempts of 10";
 }
 
+// The reference's files express several limits as several descriptors. Once one of them holds a
+// client denied moments ago, its next request is denied without memcached: the denying status is
+// whole, the other is OK without a limit (not read), which Envoy's rate limit headers pass over,
+// and nothing of the request is counted.
+TEST_F(EnvoyRlsTest, ARequestOneDescriptorOfWhichIsKnownDeniedIsAnsweredWithoutTheStore) {
+  auto serve = Serve({"--stats-interval", "0"});  // no look at the server's figures meanwhile
+  RlsClient client(grpc_port_);
+  const auto both = Request("messaging", {{{"message_type", "marketing"}, {"to_number", "3031"}},
+                                          {{"to_number", "3031"}}});
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(client.Overall(both), rls::RateLimitResponse::OK) << i;
+  rls::RateLimitResponse read = client.Ask(both);
+  ASSERT_EQ(read.overall_code(), rls::RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(read.statuses(1).current_limit().requests_per_unit(), 100u) << "read from the store";
+
+  const long long gets = memcached_.Stat("cmd_get");
+  rls::RateLimitResponse local = client.Ask(both);
+  EXPECT_EQ(memcached_.Stat("cmd_get"), gets) << "answered without reading memcached";
+  EXPECT_EQ(local.overall_code(), rls::RateLimitResponse::OVER_LIMIT);
+  ASSERT_EQ(local.statuses_size(), 2);
+  EXPECT_EQ(local.statuses(0).code(), rls::RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(local.statuses(0).current_limit().requests_per_unit(), 5u);
+  EXPECT_EQ(local.statuses(1).code(), rls::RateLimitResponse::OK);
+  EXPECT_FALSE(local.statuses(1).has_current_limit()) << "not read: no limit to report";
+
+  auto peek = Request("messaging", {{{"to_number", "3031"}}});
+  peek.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  EXPECT_EQ(client.Ask(peek).statuses(0).limit_remaining(), 95u) << "the denials counted nowhere";
+  HttpClient http(serve->port());
+  EXPECT_EQ(testing::SampleSum(http.Get("/metrics").body, "hourglass_ratelimit_hits_total",
+                               "result=\"unread\""),
+            1);
+}
+
 // A client that sends the limit just before a minute ends and again just after: the reference's
 // fixed windows admit twice the limit within seconds; the sliding window admits the limit. The
 // service's wall clock is libfaketime's, read from a file the test rewrites: the instant stands

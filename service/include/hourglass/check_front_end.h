@@ -6,8 +6,9 @@
 //   front.Submit(std::move(checks), [](std::vector<OwnedCheck> checks,
 //                                      Result<Engine::RequestDecision> decided) { ... });
 //
-// A request every check of which is a client denied moments ago is decided at once without the
-// store (Engine::CheckAllIfBlocked), and so is a request without checks; any other is batched
+// A request every check of which is a client denied moments ago (or, as the caller asks, one
+// binding check of which is) is decided at once without the store (Engine::CheckAllIfBlocked),
+// and so is a request without checks; any other is batched
 // with the requests that arrive while others are at the store (CheckBatcher), whatever protocol
 // they came by. `done` is called once, with the checks and their request's decision (as one
 // Engine::CheckAll decides them): on the submitting thread when decided at once, on the thread
@@ -39,8 +40,10 @@ class CheckFrontEnd {
   CheckFrontEnd(const CheckFrontEnd&) = delete;
   CheckFrontEnd& operator=(const CheckFrontEnd&) = delete;
 
-  // Decides `checks` (one request: all must pass) and calls `done` once.
-  void Submit(std::vector<OwnedCheck> checks, Done done);
+  // Decides `checks` (one request: all must pass) and calls `done` once. `local` says which
+  // requests are answered at once without the store (Engine::CheckAllIfBlocked).
+  void Submit(std::vector<OwnedCheck> checks, Done done,
+              Engine::LocalScope local = Engine::LocalScope::kEveryCheck);
 
  private:
   struct Impl;
