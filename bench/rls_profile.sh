@@ -31,6 +31,14 @@ limit() { printf '  - key: %s\n    rate_limit:\n      unit: %s\n      requests_p
   limit per_second second 2; limit per_minute minute 5; limit per_hour hour 10; limit per_day day 100
 } >"$tmp/four.yaml"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# report DATA N SORT...: the first N lines of perf's report with a share, read whole (under
+# pipefail, a reader that stops early would fail perf with SIGPIPE).
+report() {
+  local data=$1 max=$2
+  shift 2
+  perf report -i "$data" --no-children --stdio -g none "$@" 2>/dev/null >"$tmp/report.txt" || true
+  awk -v max="$max" '/%/ && n++ < max' "$tmp/report.txt"
+}
 hz=$(getconf CLK_TCK)
 # profile MIX KEYS: one service, one perf record, one report section.
 profile() {
@@ -65,20 +73,19 @@ PY
   echo "Share of the service's samples per thread (gRPC names its own: nexting_thread, default-executo):"
   echo
   echo '```'
-  perf report -i "$tmp/$mix.data" --no-children --sort comm --stdio -g none 2>/dev/null | grep '%' | head -8
+  report "$tmp/$mix.data" 8 --sort comm
   echo '```'
   echo
   echo "Per library:"
   echo
   echo '```'
-  perf report -i "$tmp/$mix.data" --no-children --sort dso --stdio -g none 2>/dev/null | grep '%' | head -10
+  report "$tmp/$mix.data" 10 --sort dso
   echo '```'
   echo
   echo "Top symbols:"
   echo
   echo '```'
-  perf report -i "$tmp/$mix.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null \
-    | grep '%' | head -25 | cut -c1-140
+  report "$tmp/$mix.data" 25 --sort dso,sym | cut -c1-140
   echo '```'
   echo
 }
