@@ -193,28 +193,49 @@ bool NearLimit(const LimitOutcome& o) {
 
 }  // namespace
 
+prometheus::Counter& CounterIndex::Get(std::initializer_list<std::string_view> values) {
+  std::string key;
+  for (std::string_view v : values) {
+    key.append(v);
+    key.push_back('\x1f');
+  }
+  std::lock_guard lock(mu_);
+  auto it = counters_.find(key);
+  if (it != counters_.end()) return *it->second;
+  prometheus::Labels labels;
+  size_t i = 0;
+  for (std::string_view v : values) labels.emplace(names_[i++], std::string(v));
+  prometheus::Counter& counter = family_.Add(labels);
+  counters_.emplace(std::move(key), &counter);
+  return counter;
+}
+
 void ServiceMetrics::CountDecision(std::string_view event, const Decision& d, bool shadow) {
-  std::string result = d.allowed ? "allowed" : shadow ? "shadow_denied" : "denied";
-  if (d.degraded) result = "degraded_" + result;
-  checks_.Add({{"event", std::string(event)}, {"result", result}}).Increment();
+  std::string_view result = d.degraded ? (d.allowed ? "degraded_allowed"
+                                          : shadow  ? "degraded_shadow_denied"
+                                                    : "degraded_denied")
+                                       : (d.allowed ? "allowed"
+                                          : shadow  ? "shadow_denied"
+                                                    : "denied");
+  checks_by_.Get({event, result}).Increment();
   if (std::any_of(d.limits.begin(), d.limits.end(), NearLimit)) {
-    near_limit_.Add({{"event", std::string(event)}}).Increment();
+    near_limit_by_.Get({event}).Increment();
   }
   CountWork(d);
 }
 
 void ServiceMetrics::CountRateLimit(std::string_view domain, std::string_view descriptor,
                                     uint64_t hits, const Decision& d, bool shadow) {
-  std::string result = d.allowed ? "within_limit" : shadow ? "shadow_mode" : "over_limit";
-  if (d.degraded) result = "degraded_" + result;
+  std::string_view result = d.degraded ? (d.allowed ? "degraded_within_limit"
+                                          : shadow  ? "degraded_shadow_mode"
+                                                    : "degraded_over_limit")
+                                       : (d.allowed ? "within_limit"
+                                          : shadow  ? "shadow_mode"
+                                                    : "over_limit");
   if (d.unread) result = "unread";
-  const prometheus::Labels labels = {{"domain", std::string(domain)},
-                                     {"descriptor", std::string(descriptor)}};
-  prometheus::Labels with_result = labels;
-  with_result.emplace("result", result);
-  ratelimit_hits_.Add(with_result).Increment(static_cast<double>(hits));
+  ratelimit_hits_by_.Get({domain, descriptor, result}).Increment(static_cast<double>(hits));
   if (d.allowed && std::any_of(d.limits.begin(), d.limits.end(), NearLimit)) {
-    ratelimit_near_.Add(labels).Increment(static_cast<double>(hits));
+    ratelimit_near_by_.Get({domain, descriptor}).Increment(static_cast<double>(hits));
   }
   CountWork(d);
 }

@@ -69,8 +69,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hourglass/clock.h"
@@ -80,6 +82,25 @@
 #include "hourglass/store_losses.h"
 
 namespace hourglass {
+
+// The counters of a family by their label values, found without building labels each time
+// (prometheus::Family::Add copies a map of strings per call): for the per-request counters.
+// Label values come from configuration (events, domains, descriptors), never counted values.
+// Thread-safety: Get may be called from many threads at once.
+class CounterIndex {
+ public:
+  CounterIndex(prometheus::Family<prometheus::Counter>& family, std::vector<std::string> names)
+      : family_(family), names_(std::move(names)) {}
+  // The counter with these values of the names given at construction, in order.
+  prometheus::Counter& Get(std::initializer_list<std::string_view> values);
+
+ private:
+  prometheus::Family<prometheus::Counter>& family_;
+  const std::vector<std::string> names_;
+  std::mutex mu_;
+  // By the values joined with '\x1f'; the family keeps the counters. Guarded by mu_.
+  std::unordered_map<std::string, prometheus::Counter*> counters_;
+};
 
 class ServiceMetrics {
  public:
@@ -159,6 +180,10 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
   prometheus::Family<prometheus::Counter>& connection_events_;
+  CounterIndex checks_by_{checks_, {"event", "result"}};
+  CounterIndex near_limit_by_{near_limit_, {"event"}};
+  CounterIndex ratelimit_hits_by_{ratelimit_hits_, {"domain", "descriptor", "result"}};
+  CounterIndex ratelimit_near_by_{ratelimit_near_, {"domain", "descriptor"}};
   // The store work of a decision, into keys_read_, round_trips_, local_denials_,
   // failed_take_backs_, store_errors_, data_loss_checks_.
   void CountWork(const Decision& decision);
