@@ -133,7 +133,7 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
     check.hits = slot.hits == 0 ? 1 : slot.hits;  // 0: would one hit fit?
     check.record = slot.hits != 0;
     check.binding = !slot.shadow;
-    check.label = fmt::format("descriptor {}", i);
+    check.label = "descriptor " + std::to_string(i);
     slot.check = candidates.size();
     candidates.push_back(std::move(check));
   }
