@@ -18,7 +18,8 @@
 # hourglass with the same four; and one client 64 in flight for 3 s under 5/minute, admitted.
 # Writes bench/results/rls.md.
 #   bash bench/rls.sh   (HOURGLASS_BENCH_SECONDS=10 by default; ROUNDS=2; THREADS=nproc;
-#   REFERENCE=0 leaves the reference out)
+#   REFERENCE=0 leaves the reference out). Each round asks for clients of its own (values
+#   prefixed r<round>.), so that no round starts from the counts of the one before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
@@ -141,7 +142,7 @@ versus() {
   before=$(ticks "${pid[$server]}")
   # shellcheck disable=SC2086
   result=$("$build/bench/rls_load" --target "127.0.0.1:${grpc[$server]}" --domain "$domain" $keys \
-    $source --concurrency 64 --seconds "$secs")
+    $source --prefix "r$round." --concurrency 64 --seconds "$secs")
   after=$(ticks "${pid[$server]}")
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["server"]=sys.argv[2]; r["mix"]=sys.argv[3]
 r["round"]=int(sys.argv[7]); r["cpu_us"]=(int(sys.argv[5])-int(sys.argv[4]))/int(sys.argv[6])*1e6/max(r["requests"],1)
@@ -164,7 +165,7 @@ if [ "${REFERENCE:-1}" = 1 ]; then
     both "$round" admit hg-admit "$ra" "$ra" "$seconds"
     both "$round" four hg-rate-limits "$four_keys" "$ra" "$seconds"
     versus "$round" hg-four four "$four_keys" "$seconds"
-    both "$round" one hg-one "$ra" "$ra" 3 "10.99.$round.1"
+    both "$round" one hg-one "$ra" "$ra" 3 "10.99.0.1"
   done >"$tmp/versus.jsonl"
   python3 - "$tmp/versus.jsonl" <<'PY' >"$tmp/versus.md"
 import json, sys

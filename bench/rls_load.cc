@@ -2,7 +2,8 @@
 // definitions like an Envoy would be. It keeps --concurrency requests in flight on one channel
 // for --seconds, each asking for one client address of the real log at random under every
 // --key, and prints one JSON line: requests, seconds, rps, p50_us, p99_us, max_us, over_limit,
-// errors. --value asks for one value (one client) every time instead.
+// errors. --value asks for one value (one client) every time instead; --prefix makes every
+// value new to the servers (a fresh set of clients per run).
 //   rls_load --target 127.0.0.1:8081 --domain bench --key per_second --key per_day --log LOG
 #include <grpcpp/grpcpp.h>
 
@@ -135,12 +136,16 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile);
   app.add_option("--value", value, "one value for every request (one client) instead of --log's")
       ->excludes(log_option);
+  std::string prefix;
+  app.add_option("--prefix", prefix,
+                 "prepended to every value: clients that no earlier run has counted");
   app.add_option("--concurrency", concurrency, "requests in flight")->check(CLI::Range(1, 4096));
   app.add_option("--seconds", seconds, "how long to ask")->check(CLI::Range(0.1, 3600.0));
   CLI11_PARSE(app, argc, argv);
 
-  const std::vector<std::string> addresses =
+  std::vector<std::string> addresses =
       value.empty() ? ClientAddresses(log) : std::vector<std::string>{value};
+  for (std::string& address : addresses) address.insert(0, prefix);
   if (addresses.empty()) {
     std::cerr << "rls_load: no client addresses in " << log << " (give --log or --value)\n";
     return 2;
