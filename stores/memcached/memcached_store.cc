@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -480,25 +479,14 @@ Status ExchangeWith(net::ServerPool& pool, std::atomic<uint64_t>& unconfirmed,
   return s;
 }
 
-// The answer to `get <kNoteKey>`: its value, or nullopt for a bare END.
+// The answer to `get <kNoteKey>`: its value, or nullopt when the server has none.
 Status ReadNote(std::string_view server, net::Connection& c, std::optional<std::string>& out) {
-  Result<std::string_view> line = c.ReadLine();
-  if (!line.ok()) return line.error();
-  if (*line == "END") return {};
-  // VALUE <key> <flags> <bytes>
-  const size_t last = line->rfind(' ');
-  size_t bytes = 0;
-  if (!line->starts_with("VALUE ") || last == std::string_view::npos ||
-      std::from_chars(line->data() + last + 1, line->data() + line->size(), bytes).ec !=
-          std::errc{}) {
-    return memcached::LineError(server, *line);
-  }
-  Result<std::string_view> value = c.ReadBlock(bytes);
-  if (!value.ok()) return value.error();
-  out = std::string(*value);
-  line = c.ReadLine();
-  if (!line.ok()) return line.error();
-  if (*line != "END") return memcached::LineError(server, *line);
+  const Batch get{std::string(kNoteKey), {}, {std::string(kNoteKey)}};
+  const uint8_t as_bytes[] = {1};  // the note is text, kept as a pack's bytes are
+  Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer(server, c, get, as_bytes);
+  if (!answer.ok()) return answer.error();
+  if (answer->error) return *answer->error;
+  out = std::move(answer->packs[0]);
   return {};
 }
 
