@@ -16,14 +16,24 @@ std::string LimitName(const LimitOutcome& o) { return DescribeLimits({o.limit});
 // "in 2292s", or "now".
 std::string In(Seconds s) { return s.count() > 0 ? "in " + FormatDuration(s) : "now"; }
 
+bool ExceedsAny(const Decision& d) {
+  return std::any_of(d.limits.begin(), d.limits.end(),
+                     [](const LimitOutcome& o) { return o.exceeded; });
+}
+
+// A denial that no limit makes: the policy is closed on a data loss the windows reach back to.
+bool DeniedByLoss(const Decision& d) {
+  return !d.allowed && d.degraded && !d.limits.empty() &&
+         d.store_error->code() == ErrorCode::kDataLoss && !ExceedsAny(d);
+}
+
 }  // namespace
 
 std::optional<size_t> BindingLimit(const Decision& d) {
   // A denial binds by the limits it exceeds, when it exceeds any (a denial closed on a data loss
   // or by a penalty may exceed none).
-  const bool any_exceeded = std::any_of(d.limits.begin(), d.limits.end(),
-                                        [](const LimitOutcome& o) { return o.exceeded; });
-  if (!d.allowed && !any_exceeded && d.degraded) return std::nullopt;  // the store's loss binds
+  const bool any_exceeded = ExceedsAny(d);
+  if (DeniedByLoss(d)) return std::nullopt;  // the store's loss binds
   std::optional<size_t> binding;
   for (size_t i = 0; i < d.limits.size(); ++i) {
     if (!d.allowed && any_exceeded && !d.limits[i].exceeded) continue;
@@ -71,9 +81,7 @@ std::string UntilText(const Decision& peek) {
   } else if (peek.blocked_until && *free <= *peek.blocked_until) {
     out = fmt::format("a hit now: denied until {} ({}) by a penalty (block_for)\n",
                       FormatTime(*free), In(*free - peek.at));
-  } else if (peek.degraded && peek.store_error->code() == ErrorCode::kDataLoss &&
-             std::none_of(peek.limits.begin(), peek.limits.end(),
-                          [](const LimitOutcome& o) { return o.exceeded; })) {
+  } else if (DeniedByLoss(peek)) {
     out = fmt::format(
         "a hit now: denied until {} ({}): the store lost counts its windows need, and the "
         "policy is closed on data loss\n",
