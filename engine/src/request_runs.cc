@@ -59,21 +59,20 @@ std::vector<std::optional<Engine::RequestDecision>> RequestRuns::Decide(Local lo
 
 bool RequestRuns::Answerable(Request& request, Local local) {
   if (request.layers != 1) return false;  // a repeated feature reads its first check
-  bool denied = false;
-  for (size_t i = 0; i < request.checks.size(); ++i) {
+  bool answerable = true, denied = false;
+  for (size_t i = 0; i < request.checks.size() && answerable; ++i) {
+    const Engine::CheckRequest& c = request.checks[i];
     request.runs[i] = MakeRun(request, i);
     const bool blocked = request.runs[i]->AnswerBlocked();
-    denied = denied || (blocked && request.checks[i].binding);
-    const Engine::CheckRequest& c = request.checks[i];
+    denied = denied || (blocked && c.binding);
     // Unread only where a denied request records nothing of the check.
     const bool silent = !c.record || c.policy->mode == CountingMode::kAdmitted;
-    if (!blocked && (local != Local::kAnyBindingDenial || !silent)) {
-      for (auto& run : request.runs) run.reset();
-      return false;
-    }
     request.unread[i] = !blocked;
+    answerable = blocked || (local == Local::kAnyBindingDenial && silent);
   }
-  if (denied) return true;
+  const bool all_blocked =
+      std::find(request.unread.begin(), request.unread.end(), true) == request.unread.end();
+  if (answerable && (all_blocked || denied)) return true;
   for (auto& run : request.runs) run.reset();
   request.unread.assign(request.checks.size(), false);
   return false;
