@@ -330,9 +330,9 @@ void ServiceMetrics::PrimeEvents(const std::vector<std::string>& events) {
   for (const std::string& event : events) {
     for (const char* result :
          {"allowed", "denied", "shadow_denied", "degraded_allowed", "degraded_denied"}) {
-      checks_.Add({{"event", event}, {"result", result}});
+      checks_by_.Get({event, result});
     }
-    near_limit_.Add({{"event", event}});
+    near_limit_by_.Get({event});
     for (const char* direction : {"up", "down"}) {
       settled_hits_.Add({{"event", event}, {"direction", direction}});
     }
