@@ -13,12 +13,8 @@ log="$(cd .. && pwd)/shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-8}"
 rounds="${ROUNDS:-2}"
 out=bench/results/replicas.md
-tmp="$(mktemp -d /tmp/hourglass-replicas-bench-XXXXXX)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source bench/lib.sh
+bench_scratch replicas-bench
 mc=()
 for i in 0 1 2; do
   mc[i]=$(free_port)

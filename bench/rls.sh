@@ -28,37 +28,22 @@ seconds="${HOURGLASS_BENCH_SECONDS:-10}"
 rounds="${ROUNDS:-2}"
 threads="${THREADS:-$(nproc)}"
 out=bench/results/rls.md
-tmp="$(mktemp -d /tmp/hourglass-rls-bench-XXXXXX)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-mc=$(free_port)
-memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 -t 2 -m 1024 &
-pids+=($!)
+source bench/lib.sh
+bench_scratch rls-bench
+bench_memcached 1024
 declare -A port grpc pid
 # serve NAME LIMITS ENVOY_DESCRIPTORS: one `hourglass serve` in its own namespace.
 serve() {
   printf 'events:\n  url_shorten:\n    limits: [%s]\n' "$2" >"$tmp/$1.yaml"
   printf 'domain: bench\ndescriptors:\n%s' "$3" >"$tmp/$1-envoy.yaml"
-  port[$1]=$(free_port)
-  grpc[$1]=$(free_port)
-  "$build/cli/hourglass" serve --policy "$tmp/$1.yaml" --envoy-config "$tmp/$1-envoy.yaml" \
-    --servers "127.0.0.1:$mc" --namespace "$1" --listen "127.0.0.1:${port[$1]}" \
-    --grpc-listen "127.0.0.1:${grpc[$1]}" --threads "$threads" 2>"$tmp/$1.log" &
-  pid[$1]=$!
-  pids+=(${pid[$1]})
+  start_serve "$1" --policy "$tmp/$1.yaml" --envoy-config "$tmp/$1-envoy.yaml"
 }
-limit() { printf '  - key: %s\n    rate_limit:\n      unit: %s\n      requests_per_unit: %s\n' "$@"; }
-serve policy "2/s, 5/m, 10/h, 100/d" \
-  "$(limit per_second second 2; limit per_minute minute 5; limit per_hour hour 10; limit per_day day 100)"
-serve policy-one "2/s, 5/m, 10/h, 100/d" "$(printf '  - key: client\n    rate_limits:\n'
-  for spec in "second 2" "minute 5" "hour 10" "day 100"; do
-    set -- $spec
-    printf '      - {unit: %s, requests_per_unit: %s}\n' "$1" "$2"
-  done)"
-serve admit-all "1000000/s, 100000000/d" "$(limit client second 1000000)"
+# 2/s, 5/m, 10/h, 100/d as the reference writes it: a descriptor per limit.
+four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
+        envoy_limit per_hour hour 10; envoy_limit per_day day 100)"
+serve policy "2/s, 5/m, 10/h, 100/d" "$four"
+serve policy-one "2/s, 5/m, 10/h, 100/d" "$(envoy_rate_limits client)"
+serve admit-all "1000000/s, 100000000/d" "$(envoy_limit client second 1000000)"
 port[floor]=$(free_port)
 "$build/bench/serve_floor" --listen-port "${port[floor]}" --servers "127.0.0.1:$mc" \
   --threads "$threads" 2>"$tmp/floor.log" &
@@ -67,13 +52,10 @@ pids+=(${pid[floor]})
 sleep 1
 
 # The reference and hourglass side by side, each with its own Envoy configuration per mix:
-# domains mix, admit, four, one (hourglass: one service holding them all, namespace envoy).
+# domains mix, admit, four, one (the reference: one service; hourglass: one per domain).
 reference="$(cd .. && pwd)/shared/peers/envoy-ratelimit"
-envoy_limit() { printf '  - key: %s\n    rate_limit:\n      unit: %s\n      requests_per_unit: %s\n' "$@"; }
 if [ "${REFERENCE:-1}" = 1 ]; then
   mkdir -p "$tmp/ref/config/rl"
-  four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
-          envoy_limit per_hour hour 10; envoy_limit per_day day 100)"
   printf 'domain: mix\ndescriptors:\n%s\n' "$(envoy_limit remote_address minute 5)" >"$tmp/ref/config/rl/mix.yaml"
   printf 'domain: admit\ndescriptors:\n%s\n' "$(envoy_limit remote_address second 1000000)" >"$tmp/ref/config/rl/admit.yaml"
   printf 'domain: four\ndescriptors:\n%s\n' "$four" >"$tmp/ref/config/rl/four.yaml"
@@ -87,27 +69,15 @@ if [ "${REFERENCE:-1}" = 1 ]; then
   # hourglass: one service per domain, as the reference's files say (rate_limits for "four").
   hg_envoy() {  # NAME DOMAIN DESCRIPTORS
     printf 'domain: %s\ndescriptors:\n%s\n' "$2" "$3" >"$tmp/$1-envoy.yaml"
-    port[$1]=$(free_port)
-    grpc[$1]=$(free_port)
-    "$build/cli/hourglass" serve --envoy-config "$tmp/$1-envoy.yaml" \
-      --servers "127.0.0.1:$mc" --namespace "$1" --listen "127.0.0.1:${port[$1]}" \
-      --grpc-listen "127.0.0.1:${grpc[$1]}" --threads "$threads" 2>"$tmp/$1.log" &
-    pid[$1]=$!
-    pids+=(${pid[$1]})
+    start_serve "$1" --envoy-config "$tmp/$1-envoy.yaml"
   }
   hg_envoy hg-mix mix "$(envoy_limit remote_address minute 5)"
   hg_envoy hg-admit admit "$(envoy_limit remote_address second 1000000)"
   hg_envoy hg-four four "$four"
-  hg_envoy hg-rate-limits four "$(printf '  - key: remote_address\n    rate_limits:\n'
-    for spec in "second 2" "minute 5" "hour 10" "day 100"; do
-      set -- $spec
-      printf '      - {unit: %s, requests_per_unit: %s}\n' "$1" "$2"
-    done)"
+  hg_envoy hg-rate-limits four "$(envoy_rate_limits remote_address)"
   hg_envoy hg-one one "$(envoy_limit remote_address minute 5)"
 fi
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, in clock ticks
-hz=$(getconf CLK_TCK)
 # run SERVER PATH CONNECTIONS: one run of wrk (/v1/check) or rls_load (grpc); a table row.
 run() {
   local server=$1 path=$2 conns=$3 before after result keys

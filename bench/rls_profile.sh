@@ -13,24 +13,19 @@ log="$(cd .. && pwd)/shared/data/apache_access_2015.log"
 seconds="${SECONDS_PER_MIX:-8}"
 out=bench/results/rls_profile.md
 command -v perf >/dev/null || { echo "rls_profile.sh: needs perf (apt-get install linux-perf)" >&2; exit 2; }
-tmp="$(mktemp -d /tmp/hourglass-rls-profile-XXXXXX)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-mc=$(free_port)
-memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 -t 2 -m 1024 &
-pids+=($!)
-limit() { printf '  - key: %s\n    rate_limit:\n      unit: %s\n      requests_per_unit: %s\n' "$@"; }
+threads="$(nproc)"
+source bench/lib.sh
+bench_scratch rls-profile
+bench_memcached 1024
+declare -A port grpc pid
 {
-  printf 'domain: admit\ndescriptors:\n%s\n' "$(limit remote_address second 1000000)"
+  printf 'domain: admit\ndescriptors:\n%s\n' "$(envoy_limit remote_address second 1000000)"
 } >"$tmp/admit.yaml"
 {
   printf 'domain: four\ndescriptors:\n'
-  limit per_second second 2; limit per_minute minute 5; limit per_hour hour 10; limit per_day day 100
+  envoy_limit per_second second 2; envoy_limit per_minute minute 5
+  envoy_limit per_hour hour 10; envoy_limit per_day day 100
 } >"$tmp/four.yaml"
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # report DATA N SORT...: the first N lines of perf's report with a share, read whole (under
 # pipefail, a reader that stops early would fail perf with SIGPIPE).
 report() {
@@ -39,29 +34,24 @@ report() {
   perf report -i "$data" --no-children --stdio -g none "$@" 2>/dev/null >"$tmp/report.txt" || true
   awk -v max="$max" '/%/ && n++ < max' "$tmp/report.txt"
 }
-hz=$(getconf CLK_TCK)
 # profile MIX KEYS: one service, one perf record, one report section.
 profile() {
-  local mix=$1 keys=$2 grpc before after result
-  grpc=$(free_port)
-  "$build/cli/hourglass" serve --envoy-config "$tmp/$mix.yaml" --servers "127.0.0.1:$mc" \
-    --namespace "$mix" --listen "127.0.0.1:$(free_port)" --grpc-listen "127.0.0.1:$grpc" \
-    --threads "$(nproc)" 2>"$tmp/$mix.log" &
-  local pid=$!
-  pids+=($pid)
+  local mix=$1 keys=$2 before after result
+  start_serve "$mix" --envoy-config "$tmp/$mix.yaml"
+  local service=${pid[$mix]} target=127.0.0.1:${grpc[$mix]}
   sleep 1
   # shellcheck disable=SC2086
-  "$build/bench/rls_load" --target "127.0.0.1:$grpc" --domain "$mix" $keys --log "$log" \
+  "$build/bench/rls_load" --target "$target" --domain "$mix" $keys --log "$log" \
     --concurrency 64 --seconds 2 >/dev/null  # warm: connections, caches
-  perf record -q -F 999 -g -p "$pid" -o "$tmp/$mix.data" -- sleep "$seconds" 2>/dev/null &
+  perf record -q -F 999 -g -p "$service" -o "$tmp/$mix.data" -- sleep "$seconds" 2>/dev/null &
   local perf_pid=$!
-  before=$(ticks "$pid")
+  before=$(ticks "$service")
   # shellcheck disable=SC2086
-  result=$("$build/bench/rls_load" --target "127.0.0.1:$grpc" --domain "$mix" $keys --log "$log" \
+  result=$("$build/bench/rls_load" --target "$target" --domain "$mix" $keys --log "$log" \
     --concurrency 64 --seconds "$seconds")
-  after=$(ticks "$pid")
+  after=$(ticks "$service")
   wait "$perf_pid" || true
-  kill "$pid"
+  kill "$service"
   python3 - "$mix" "$result" "$before" "$after" "$hz" <<'PY'
 import json, sys
 mix, result, before, after, hz = sys.argv[1:6]

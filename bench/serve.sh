@@ -15,15 +15,9 @@ seconds="${HOURGLASS_BENCH_SECONDS:-10}"
 rounds="${ROUNDS:-2}"
 threads="${THREADS:-$(nproc)}"  # server threads, every server; the service's default
 out=bench/results/serve.md
-tmp="$(mktemp -d /tmp/hourglass-serve-bench-XXXXXX)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-mc=$(free_port)
-memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 -t 2 -m 1024 &
-pids+=($!)
+source bench/lib.sh
+bench_scratch serve-bench
+bench_memcached 1024
 declare -A port pid
 # serve NAME LIMITS: one `hourglass serve` with that policy, in its own namespace.
 serve() {
@@ -43,8 +37,6 @@ pid[floor]=$!
 pids+=(${pid[floor]})
 sleep 1
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, in clock ticks
-hz=$(getconf CLK_TCK)
 # batched NAME: "batches checks" so far, from the service's metrics ("- -" for the floor).
 batched() {
   if [ "$1" = floor ]; then echo "- -"; return; fi
