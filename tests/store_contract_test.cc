@@ -205,7 +205,7 @@ TEST_P(StoreContract, ConcurrentCreationLosesNoIncrement) {
 // Keys shaped like the engine's buckets (`<group>:<width>:<index>`: seconds, minutes and hours,
 // which a layout may pack, and hours), in random batches of hits (a second and its minute),
 // take-backs, lone increments and decrements (floored at 0), reads and deletes: every value read is
-// what a counter per key holds.
+// what a counter per key holds, and on a conditional store every guard sums those values.
 TEST_P(StoreContract, BucketShapedKeysAreCountersUnderRandomBatches) {
   std::mt19937_64 rng(20261124);
   const int64_t t0 = 1'431'859'800 - 7200;  // two hours and a bit of seconds
@@ -244,7 +244,26 @@ TEST_P(StoreContract, BucketShapedKeysAreCountersUnderRandomBatches) {
       batch.reads.push_back(bucket(std::vector<int64_t>{1, 60, 3600}[rng() % 3], t));
     }
     if (!batch.increments.empty()) batch.reads.push_back(batch.increments.front().key);
-    for (const Increment& inc : batch.increments) apply(inc);
+    // On a conditional store, every third batch carries a guard over some of its reads (as they
+    // are before the batch) that holds or fails by one.
+    bool holds = true;
+    if (store().conditional_batches() && round % 3 == 0) {
+      Guard guard{1, 0, {}};
+      int64_t sum = 0;
+      for (size_t r = 0; r < batch.reads.size(); r += 1 + rng() % 2) {
+        const int sign = rng() % 4 == 0 ? -1 : 1;
+        const auto value = static_cast<int64_t>(model[batch.reads[r]]);
+        guard.terms.push_back({r, sign});
+        if (sign < 0) guard.base += value;  // the sum stays at least 1
+        sum += sign * value;
+      }
+      holds = rng() % 2 == 0;
+      guard.max = guard.base + sum - (holds ? 0 : 1);
+      batch.guards = {guard};
+    }
+    if (holds) {
+      for (const Increment& inc : batch.increments) apply(inc);
+    }
     if (round % 50 == 49) {  // delete a few keys
       std::vector<std::string> doomed;
       for (int d = 0; d < 3; ++d) doomed.push_back(batch.reads[rng() % batch.reads.size()]);
@@ -257,6 +276,10 @@ TEST_P(StoreContract, BucketShapedKeysAreCountersUnderRandomBatches) {
     ASSERT_TRUE(values.ok()) << values.error().ToString();
     for (size_t i = 0; i < batch.reads.size(); ++i) {
       ASSERT_EQ((*values)[i], model[batch.reads[i]]) << "round " << round << " " << batch.reads[i];
+    }
+    if (!batch.guards.empty()) {
+      ASSERT_EQ(values->size(), batch.reads.size() + 1);
+      ASSERT_EQ(values->back(), holds ? 1u : 0u) << "round " << round;
     }
   }
   std::vector<std::string> all;
