@@ -11,40 +11,54 @@ constexpr std::string_view kApplySource = R"lua(-- hourglass apply v1
 local S = {[0] = 1, [1] = -1, [2] = 1, [3] = -1, [8] = 0}
 local M = {[0] = 1, [1] = -1, [4] = 1, [5] = -1, [9] = 0}
 local H = {[0] = 1, [1] = -1, [6] = 1, [7] = -1, [10] = 0}
-local byte, floor = string.byte, math.floor
--- The values of the slots `want` (a set of slot indices) in pack `p`.
+local byte = string.byte
+-- The values of the slots `want` (a set of slot indices) in pack `p`. Only the levels wanted are
+-- folded, and no library function but `byte` is called per record: this loop is what a check on
+-- a busy feature spends on the server.
 local function fold(p, want)
   local v = {}
-  for id in pairs(want) do v[id] = 0 end
+  local seconds, minutes = false, false
+  for id in pairs(want) do
+    v[id] = 0
+    if id < 3600 then seconds = true elseif id < 3660 then minutes = true end
+  end
   local hour = v[3660]
   local i, n = 5, #p
   while i + 1 <= n do
     local lo, hi = byte(p, i, i + 1)
     i = i + 2
-    local off, kind, d = lo + (hi % 16) * 256, floor(hi / 16), 1
+    local high = hi % 16
+    local off, kind, d = lo + high * 256, (hi - high) / 16, 1
     if kind == 15 then
       if i + 4 > n then break end
       local k, b0, b1, b2, b3 = byte(p, i, i + 4)
       kind, d = k, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
       i = i + 5
     end
-    local e = S[kind]
-    local x = v[off]
-    if e ~= nil and x ~= nil then
-      if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
-      v[off] = x
+    if seconds then
+      local e, x = S[kind], v[off]
+      if e ~= nil and x ~= nil then
+        if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
+        v[off] = x
+      end
     end
-    e = M[kind]
-    local m = 3600 + floor(off / 60)
-    x = v[m]
-    if e ~= nil and x ~= nil then
-      if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
-      v[m] = x
+    if minutes then
+      local e = M[kind]
+      if e ~= nil then
+        local m = 3600 + (off - off % 60) / 60
+        local x = v[m]
+        if x ~= nil then
+          if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
+          v[m] = x
+        end
+      end
     end
-    e = H[kind]
-    if e ~= nil and hour ~= nil then
-      if e == 0 then hour = 0 elseif e > 0 then hour = hour + d
-      else hour = hour - d; if hour < 0 then hour = 0 end end
+    if hour ~= nil then
+      local e = H[kind]
+      if e ~= nil then
+        if e == 0 then hour = 0 elseif e > 0 then hour = hour + d
+        else hour = hour - d; if hour < 0 then hour = 0 end end
+      end
     end
   end
   if hour ~= nil then v[3660] = hour end
