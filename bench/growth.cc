@@ -1,0 +1,296 @@
+// Cost as limits grow: what one check costs when its window already holds half of a limit from
+// 100/d to 1,000,000/d (and per hour), on memcached and Redis, beside a peer on the same Redis
+// (bench/growth_limits.py: Python limits' moving window, the only exact peer, whose log of
+// timestamps grows with the limit).
+//
+// For each limit L over window W the driver records L/2 hits per feature spread over the last W
+// (hourglass: Engine::Record at their past seconds, one call per second at most), then checks the features
+// in turn at the real time, one thread, until --checks or --seconds. Enough features are filled
+// that no check is denied: a denial is answered without the store and would flatter the cost.
+// Reported per check: latency, keys read, bytes the store sent, the store's CPU (its own
+// rusage/INFO), and the store's memory per feature.
+//
+//   growth [--limit 100/d]... [--checks 20000] [--seconds 3] [--peer "python3 ..."] [--dat FILE]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "guarded_main.h"
+#include "hourglass/engine.h"
+#include "hourglass/memcached_store.h"
+#include "hourglass/store_factory.h"
+#include "memcached_server.h"
+#include "nlohmann/json.hpp"
+#include "redis_server.h"
+
+namespace hourglass::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<std::string> limits{"100/d",     "1000/d",  "10000/d",  "100000/d",
+                                  "1000000/d", "10000/h", "1000000/h"};
+  uint64_t checks = 20000;  // the most checks per run
+  double seconds = 3;       // the longest a run's checks take
+  double fill = 0.5;        // the share of each limit its features hold before the checks
+  std::string peer;         // a command given --servers, --limit, --checks, --seconds, --fill
+  std::string dat;          // a gnuplot data file, one line per day limit
+};
+
+// The store's own figures: CPU seconds it spent, bytes it sent, bytes it holds.
+struct Figures {
+  double cpu_seconds = 0;
+  double bytes_sent = 0;
+  double memory = 0;
+  Figures operator-(const Figures& o) const {
+    return {cpu_seconds - o.cpu_seconds, bytes_sent - o.bytes_sent, memory - o.memory};
+  }
+};
+
+// `name value` (memcached `STAT name value`) or `name:value` (Redis INFO) in `text`.
+double Field(const std::string& text, const std::string& name, char separator) {
+  const std::string needle = name + separator;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    const bool line_start = at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ';
+    if (line_start) return std::strtod(text.c_str() + at + needle.size(), nullptr);
+  }
+  throw std::runtime_error("the store's statistics have no " + name);
+}
+
+// A real store server the driver started, and its figures.
+struct Server {
+  std::string kind;  // memcached or redis
+  std::string address;
+  std::unique_ptr<testing::MemcachedServer> memcached;
+  std::unique_ptr<testing::RedisServer> redis;
+
+  Figures Read() const {
+    if (memcached) {
+      const std::string s = memcached->Raw("stats\r\n");
+      return {Field(s, "rusage_user", ' ') + Field(s, "rusage_system", ' '),
+              Field(s, "bytes_written", ' '), Field(s, "bytes", ' ')};
+    }
+    const std::string s = redis->Command({"INFO", "everything"});
+    return {Field(s, "used_cpu_user", ':') + Field(s, "used_cpu_sys", ':'),
+            Field(s, "total_net_output_bytes", ':'), Field(s, "used_memory", ':')};
+  }
+};
+
+struct Row {
+  std::string limit, store, limiter;
+  uint64_t features = 0, hits_each = 0, checks = 0, denied = 0;
+  double seconds = 0, keys_read = -1, bytes_sent = 0, cpu_us = 0, memory_per_feature = 0;
+  std::vector<double> latencies_us;
+  double Percentile(double p) const {
+    if (latencies_us.empty()) return 0;
+    return latencies_us[std::min(
+        latencies_us.size() - 1,
+        static_cast<size_t>(p * static_cast<double>(latencies_us.size())))];
+  }
+};
+
+std::string FeatureName(uint64_t f) { return fmt::format("client-{}", f); }
+
+// How many features hold `fill` of `limit` so that `checks` checks spread over them in turn
+// never exceed it.
+uint64_t FeaturesFor(const Options& o, const Limit& limit) {
+  const uint64_t hits = static_cast<uint64_t>(static_cast<double>(limit.max_hits) * o.fill);
+  const uint64_t room = std::max<uint64_t>(1, limit.max_hits - hits - 1);
+  return (o.checks + room - 1) / room;
+}
+
+// Records `hits` hits of `feature` spread evenly over the window ending 10 s ago, at most one
+// Record per second of it (as traffic at that rate leaves them).
+void Fill(const Engine& engine, const std::string& event, const std::string& feature, uint64_t hits,
+          Seconds window, int64_t now) {
+  const int64_t span = window.count() - 20;
+  const uint64_t records = std::min<uint64_t>(hits, static_cast<uint64_t>(span));
+  for (uint64_t r = 0; r < records; ++r) {
+    const uint64_t share = hits / records + (r < hits % records ? 1 : 0);
+    const int64_t at = now - 10 - span + static_cast<int64_t>((r * span) / records);
+    Result<Cost> c = engine.Record(event, feature, share, FromUnix(at));
+    if (!c.ok()) throw std::runtime_error("fill: " + c.error().ToString());
+  }
+}
+
+Row RunHourglass(const Server& server, const Options& o, const std::string& spec, bool hot_path,
+                 int run) {
+  const Limit limit = *ParseLimit(spec);
+  MemcachedOptions mo;
+  mo.pool_size = 1;
+  mo.io_timeout = std::chrono::milliseconds{2000};
+  Result<std::unique_ptr<Store>> store =
+      OpenStore(server.kind + "://" + server.address, SystemClock::Get(), {.network = mo});
+  if (!store.ok()) throw std::runtime_error(store.error().ToString());
+  EngineOptions eo;
+  eo.name_space = fmt::format("growth{}", run);
+  eo.hot_path = hot_path ? HotPathOptions::LongRunning() : HotPathOptions::Off();
+  SystemClock clock;
+  const Engine engine = *Engine::Create(**store, clock, eo);
+  const Policy policy{{limit}, CountingMode::kAdmitted, FailureMode::kFailClosed};
+
+  Row row;
+  row.limit = spec;
+  row.store = server.kind;
+  row.limiter = hot_path ? "hourglass" : "hourglass, exact cover (no caches, no bounds)";
+  row.features = FeaturesFor(o, limit);
+  row.hits_each = static_cast<uint64_t>(static_cast<double>(limit.max_hits) * o.fill);
+  const Figures empty = server.Read();
+  const int64_t now = ToUnix(clock.Now());
+  for (uint64_t f = 0; f < row.features; ++f) {
+    Fill(engine, "growth", FeatureName(f), row.hits_each, limit.window.length(), now);
+  }
+  const Figures filled = server.Read();
+  row.memory_per_feature = (filled - empty).memory / static_cast<double>(row.features);
+
+  uint64_t read = 0;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(o.seconds);
+  for (uint64_t i = 0; i < o.checks && Clock::now() < deadline; ++i) {
+    const auto begin = Clock::now();
+    Result<Decision> d = engine.Check("growth", FeatureName(i % row.features), policy);
+    row.latencies_us.push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
+    if (!d.ok() || d->degraded) throw std::runtime_error("a check failed: the store is down");
+    read += d->cost.keys_read;
+    row.denied += d->allowed ? 0 : 1;
+  }
+  row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const Figures used = server.Read() - filled;
+  row.checks = row.latencies_us.size();
+  const double n = static_cast<double>(std::max<uint64_t>(1, row.checks));
+  row.keys_read = static_cast<double>(read) / n;
+  row.bytes_sent = used.bytes_sent / n;
+  row.cpu_us = used.cpu_seconds * 1e6 / n;
+  return row;
+}
+
+// The peer's rows for one limit: it prints one JSON object per line.
+std::vector<Row> RunPeer(const Server& server, const Options& o, const std::string& spec) {
+  const std::string command =
+      fmt::format("{} --servers {} --limit {} --checks {} --seconds {} --fill {}", o.peer,
+                  server.address, spec, o.checks, o.seconds, o.fill);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot run " + command);
+  std::string out;
+  char buffer[65536];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  if (pclose(pipe) != 0) throw std::runtime_error("the peer failed: " + command);
+  std::vector<Row> rows;
+  size_t begin = 0;
+  for (size_t end; (end = out.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const nlohmann::json j = nlohmann::json::parse(out.substr(begin, end - begin));
+    Row row;
+    row.limit = spec;
+    row.store = server.kind;
+    row.limiter = j.at("name");
+    row.features = j.at("features");
+    row.hits_each = j.at("hits_each");
+    row.denied = j.at("denied");
+    row.seconds = j.at("seconds");
+    row.latencies_us = j.at("latencies_us").get<std::vector<double>>();
+    std::sort(row.latencies_us.begin(), row.latencies_us.end());
+    row.checks = row.latencies_us.size();
+    const double n = static_cast<double>(std::max<uint64_t>(1, row.checks));
+    row.keys_read = j.at("keys_read");
+    row.bytes_sent = j.at("bytes_sent").get<double>() / n;
+    row.cpu_us = j.at("cpu_seconds").get<double>() * 1e6 / n;
+    row.memory_per_feature = j.at("memory").get<double>() / static_cast<double>(row.features);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string Bytes(double b) {
+  if (b >= 1 << 20) return fmt::format("{:.1f} MiB", b / (1 << 20));
+  if (b >= 1 << 10) return fmt::format("{:.1f} KiB", b / (1 << 10));
+  return fmt::format("{:.0f} B", b);
+}
+
+void PrintRow(const Row& r) {
+  std::sort(const_cast<Row&>(r).latencies_us.begin(), const_cast<Row&>(r).latencies_us.end());
+  fmt::print(
+      "| {} | {} | {} | {} x {} | {} | {:.0f} | {:.0f} | {:.0f} | {} | {:.0f} | {:.1f} | {} |\n",
+      r.limit, r.store, r.limiter, r.features, r.hits_each, r.checks,
+      static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5), r.Percentile(0.99),
+      r.keys_read < 0 ? std::string("-") : fmt::format("{:.1f}", r.keys_read), r.bytes_sent,
+      r.cpu_us, Bytes(r.memory_per_feature));
+  if (r.denied > 0)
+    fmt::print(stderr, "warning: {} of {}'s checks were denied\n", r.denied, r.limiter);
+}
+
+int Main(Options& o) {
+  std::vector<Server> servers(2);
+  servers[0].kind = "memcached";
+  servers[0].memcached = std::make_unique<testing::MemcachedServer>("127.0.0.1", 1024);
+  if (!servers[0].memcached->running())
+    throw std::runtime_error("cannot start memcached: " + servers[0].memcached->error());
+  servers[0].address = servers[0].memcached->address();
+  servers[1].kind = "redis";
+  servers[1].redis = std::make_unique<testing::RedisServer>();
+  if (!servers[1].redis->running())
+    throw std::runtime_error("cannot start redis: " + servers[1].redis->error());
+  servers[1].address = servers[1].redis->address();
+
+  fmt::print(
+      "| limit | store | limiter | features x hits held | checks | checks/s | p50 µs | p99 µs | "
+      "keys read / check | bytes the store sent / check | store CPU µs / check | store memory "
+      "/ feature |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::FILE* dat = o.dat.empty() ? nullptr : std::fopen(o.dat.c_str(), "w");
+  if (dat != nullptr)
+    std::fputs("# limit/day, then p50 µs and store memory per feature of each limiter\n", dat);
+  int run = 0;
+  for (const std::string& spec : o.limits) {
+    Result<Limit> limit = ParseLimit(spec);
+    if (!limit.ok()) throw std::runtime_error(limit.error().ToString());
+    std::vector<Row> rows;
+    for (const Server& server : servers) {
+      rows.push_back(RunHourglass(server, o, spec, true, ++run));
+      if (server.kind == "memcached") rows.push_back(RunHourglass(server, o, spec, false, ++run));
+    }
+    if (!o.peer.empty()) {
+      for (Row& r : RunPeer(servers[1], o, spec)) rows.push_back(std::move(r));
+    }
+    for (const Row& r : rows) PrintRow(r);
+    std::fflush(stdout);
+    if (dat != nullptr && limit->window.length() == Seconds{86400}) {
+      std::fprintf(dat, "%llu", static_cast<unsigned long long>(limit->max_hits));
+      for (const Row& r : rows)
+        std::fprintf(dat, " %.1f %.0f", r.Percentile(0.5), r.memory_per_feature);
+      std::fputs("\n", dat);
+    }
+  }
+  if (dat != nullptr) std::fclose(dat);
+  return 0;
+}
+
+}  // namespace
+}  // namespace hourglass::bench
+
+int main(int argc, char** argv) {
+  hourglass::bench::Options o;
+  CLI::App app{
+      "Cost per check as limits grow: hourglass on memcached and Redis beside a peer on the same "
+      "Redis, each feature holding half its limit.",
+      "growth"};
+  app.add_option("--limit", o.limits, "limits to measure, e.g. 100/d 1000000/d 10000/h")
+      ->capture_default_str();
+  app.add_option("--checks", o.checks, "the most checks per run")->capture_default_str();
+  app.add_option("--seconds", o.seconds, "the longest a run's checks take")->capture_default_str();
+  app.add_option("--fill", o.fill, "the share of each limit a feature holds before the checks")
+      ->check(CLI::Range(0.0, 0.9))
+      ->capture_default_str();
+  app.add_option("--peer", o.peer,
+                 "a peer's command (bench/growth_limits.py), given --servers, --limit, --checks, "
+                 "--seconds and --fill; prints one JSON object per way of checking");
+  app.add_option("--dat", o.dat, "write a gnuplot data file: per day limit, p50 and memory");
+  return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
+}
