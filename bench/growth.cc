@@ -4,9 +4,10 @@
 // timestamps grows with the limit).
 //
 // For each limit L over window W the driver records L/2 hits per feature spread over the last W
-// (hourglass: Engine::Record at their past seconds, one call per second at most), then checks the features
-// in turn at the real time, one thread, until --checks or --seconds. Enough features are filled
-// that no check is denied: a denial is answered without the store and would flatter the cost.
+// (hourglass: Engine::Record at their past seconds, one call per second at most), then checks
+// the features in turn at the last second of an hour (the current hour's pack then holds a whole
+// hour of hits), one thread, until --checks or --seconds. Enough features are filled that no
+// check is denied: a denial is answered without the store and would flatter the cost.
 // Reported per check: latency, keys read, bytes the store sent, the store's CPU (its own
 // rusage/INFO), and the store's memory per feature.
 //
@@ -133,7 +134,10 @@ Row RunHourglass(const Server& server, const Options& o, const std::string& spec
   EngineOptions eo;
   eo.name_space = fmt::format("growth{}", run);
   eo.hot_path = hot_path ? HotPathOptions::LongRunning() : HotPathOptions::Off();
-  SystemClock clock;
+  // The engine's clock stands at the last second of the hour before this one: the hour's pack,
+  // which every check at "now" reads, then holds a whole hour of the feature's hits, the most it
+  // can (at the real time, the cost would depend on the minute of the hour the run starts at).
+  ManualClock clock(FromUnix(ToUnix(SystemClock::Get().Now()) / 3600 * 3600 - 1));
   const Engine engine = *Engine::Create(**store, clock, eo);
   const Policy policy{{limit}, CountingMode::kAdmitted, FailureMode::kFailClosed};
 
@@ -164,6 +168,7 @@ Row RunHourglass(const Server& server, const Options& o, const std::string& spec
     row.denied += d->allowed ? 0 : 1;
   }
   row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::sort(row.latencies_us.begin(), row.latencies_us.end());
   const Figures used = server.Read() - filled;
   row.checks = row.latencies_us.size();
   const double n = static_cast<double>(std::max<uint64_t>(1, row.checks));
@@ -216,15 +221,12 @@ std::string Bytes(double b) {
 }
 
 void PrintRow(const Row& r) {
-  std::sort(const_cast<Row&>(r).latencies_us.begin(), const_cast<Row&>(r).latencies_us.end());
   fmt::print(
       "| {} | {} | {} | {} x {} | {} | {:.0f} | {:.0f} | {:.0f} | {} | {:.0f} | {:.1f} | {} |\n",
       r.limit, r.store, r.limiter, r.features, r.hits_each, r.checks,
       static_cast<double>(r.checks) / r.seconds, r.Percentile(0.5), r.Percentile(0.99),
       r.keys_read < 0 ? std::string("-") : fmt::format("{:.1f}", r.keys_read), r.bytes_sent,
       r.cpu_us, Bytes(r.memory_per_feature));
-  if (r.denied > 0)
-    fmt::print(stderr, "warning: {} of {}'s checks were denied\n", r.denied, r.limiter);
 }
 
 int Main(Options& o) {
@@ -259,7 +261,14 @@ int Main(Options& o) {
     if (!o.peer.empty()) {
       for (Row& r : RunPeer(servers[1], o, spec)) rows.push_back(std::move(r));
     }
-    for (const Row& r : rows) PrintRow(r);
+    for (const Row& r : rows) {
+      PrintRow(r);
+      // Every feature was filled with room for every check: a denial is a wrong count.
+      if (r.denied > 0) {
+        throw std::runtime_error(fmt::format("{} denied {} of {} checks under {} with room left",
+                                             r.limiter, r.denied, r.checks, r.limit));
+      }
+    }
     std::fflush(stdout);
     if (dat != nullptr && limit->window.length() == Seconds{86400}) {
       std::fprintf(dat, "%llu", static_cast<unsigned long long>(limit->max_hits));

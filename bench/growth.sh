@@ -13,14 +13,20 @@ checks="${CHECKS:-20000}"
 seconds="${SECONDS_PER_RUN:-3}"
 command="$build/bench/growth --checks $checks --seconds $seconds --peer '/usr/bin/python3 bench/growth_limits.py' --dat bench/results/growth.dat"
 {
-  echo "# Cost per check as limits grow"
-  echo
-  echo "$(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD), $(nproc) cores; \`$command\`"
-  echo "(\`bash bench/growth.sh\`). Each feature holds half its limit, its hits spread over the"
-  echo "window at one call per second at most, as traffic at that rate leaves them; the checks"
-  echo "then go to the features in turn, one thread, at the real time, none denied. Bytes sent,"
-  echo "CPU and memory are the store's own figures (memcached \`stats\`, Redis \`INFO\`)."
-  echo
+  cat <<EOF
+# Cost per check as limits grow
+
+$(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD), $(nproc) cores: \`bash bench/growth.sh\`, which runs
+\`$command\`.
+
+Each feature holds half its limit, its hits spread over the window at one call per second at
+most, as traffic at that rate leaves them; enough features that no check is denied. hourglass
+checks them in turn at the last second of an hour by its clock, when the hour's pack (which every
+check at now reads) holds the most; Python limits checks at the real time (its cost does not
+depend on it). One thread. Bytes sent, CPU and memory are the store's own figures (memcached
+\`stats\`, Redis \`INFO\`).
+
+EOF
   eval "$command"
 } >"$out.new"
 mv "$out.new" "$out"
