@@ -44,6 +44,8 @@ struct Options {
   double fill = 0.5;        // the share of each limit its features hold before the checks
   std::string peer;         // a command given --servers, --limit, --checks, --seconds, --fill
   std::string dat;          // a gnuplot data file, one line per day limit
+  // Numbers of features for the second table (memcached), each hit once; empty: no such table.
+  std::vector<uint64_t> feature_counts;
 };
 
 // The store's own figures: CPU seconds it spent, bytes it sent, bytes it holds.
@@ -122,15 +124,20 @@ void Fill(const Engine& engine, const std::string& event, const std::string& fea
   }
 }
 
-Row RunHourglass(const Server& server, const Options& o, const std::string& spec, bool hot_path,
-                 int run) {
-  const Limit limit = *ParseLimit(spec);
+std::unique_ptr<Store> OpenOn(const Server& server) {
   MemcachedOptions mo;
   mo.pool_size = 1;
   mo.io_timeout = std::chrono::milliseconds{2000};
   Result<std::unique_ptr<Store>> store =
       OpenStore(server.kind + "://" + server.address, SystemClock::Get(), {.network = mo});
   if (!store.ok()) throw std::runtime_error(store.error().ToString());
+  return std::move(*store);
+}
+
+Row RunHourglass(const Server& server, const Options& o, const std::string& spec, bool hot_path,
+                 int run) {
+  const Limit limit = *ParseLimit(spec);
+  const std::unique_ptr<Store> store = OpenOn(server);
   EngineOptions eo;
   eo.name_space = fmt::format("growth{}", run);
   eo.hot_path = hot_path ? HotPathOptions::LongRunning() : HotPathOptions::Off();
@@ -138,7 +145,7 @@ Row RunHourglass(const Server& server, const Options& o, const std::string& spec
   // which every check at "now" reads, then holds a whole hour of the feature's hits, the most it
   // can (at the real time, the cost would depend on the minute of the hour the run starts at).
   ManualClock clock(FromUnix(ToUnix(SystemClock::Get().Now()) / 3600 * 3600 - 1));
-  const Engine engine = *Engine::Create(**store, clock, eo);
+  const Engine engine = *Engine::Create(*store, clock, eo);
   const Policy policy{{limit}, CountingMode::kAdmitted, FailureMode::kFailClosed};
 
   Row row;
@@ -229,19 +236,31 @@ void PrintRow(const Row& r) {
       r.cpu_us, Bytes(r.memory_per_feature));
 }
 
-int Main(Options& o) {
-  std::vector<Server> servers(2);
-  servers[0].kind = "memcached";
-  servers[0].memcached = std::make_unique<testing::MemcachedServer>("127.0.0.1", 1024);
-  if (!servers[0].memcached->running())
-    throw std::runtime_error("cannot start memcached: " + servers[0].memcached->error());
-  servers[0].address = servers[0].memcached->address();
-  servers[1].kind = "redis";
-  servers[1].redis = std::make_unique<testing::RedisServer>();
-  if (!servers[1].redis->running())
-    throw std::runtime_error("cannot start redis: " + servers[1].redis->error());
-  servers[1].address = servers[1].redis->address();
+Server StartMemcached(int megabytes) {
+  Server server;
+  server.kind = "memcached";
+  server.memcached = std::make_unique<testing::MemcachedServer>("127.0.0.1", megabytes);
+  if (!server.memcached->running())
+    throw std::runtime_error("cannot start memcached: " + server.memcached->error());
+  server.address = server.memcached->address();
+  return server;
+}
 
+Server StartRedis() {
+  Server server;
+  server.kind = "redis";
+  server.redis = std::make_unique<testing::RedisServer>();
+  if (!server.redis->running())
+    throw std::runtime_error("cannot start redis: " + server.redis->error());
+  server.address = server.redis->address();
+  return server;
+}
+
+// The first table: every limit, on memcached and Redis, beside the peer.
+void LimitsTable(const Options& o) {
+  std::vector<Server> servers;
+  servers.push_back(StartMemcached(1024));
+  servers.push_back(StartRedis());
   fmt::print(
       "| limit | store | limiter | features x hits held | checks | checks/s | p50 µs | p99 µs | "
       "keys read / check | bytes the store sent / check | store CPU µs / check | store memory "
@@ -278,6 +297,89 @@ int Main(Options& o) {
     }
   }
   if (dat != nullptr) std::fclose(dat);
+}
+
+// Hits `features` [from, to) once each, 1,000 checks to a round trip, the clock walking through
+// the hour that starts at `hour` as they go (live hits, as traffic leaves them).
+void HitOnce(const Engine& engine, ManualClock& clock, int64_t hour, uint64_t from, uint64_t to,
+             uint64_t most) {
+  static const Policy kAny{{*ParseLimit("1000000/s")}};
+  for (uint64_t f = from; f < to;) {
+    const uint64_t n = std::min<uint64_t>(1000, to - f);
+    std::vector<std::string> names;
+    for (uint64_t i = 0; i < n; ++i) names.push_back(FeatureName(f + i));
+    std::vector<Engine::CheckRequest> checks;
+    for (const std::string& name : names) checks.emplace_back("features", name, kAny);
+    clock.Set(FromUnix(hour + static_cast<int64_t>((f * 3600) / most)));
+    for (const Result<Decision>& d : engine.CheckMany(checks)) {
+      if (!d.ok() || d->degraded || !d->allowed) throw std::runtime_error("a hit was not recorded");
+    }
+    f += n;
+  }
+}
+
+// The second table: memcached holding more and more features, each hit once within an hour, then
+// checked at random by `2/s, 5/m, 10/h, 100/d` at the hour's end. The engine's caches hold
+// 100,000 features: beyond that, most checks find nothing of their feature cached.
+void FeaturesTable(const Options& o) {
+  const uint64_t most = *std::max_element(o.feature_counts.begin(), o.feature_counts.end());
+  const Server server =
+      StartMemcached(static_cast<int>(std::max<uint64_t>(1024, 256 + most * 400 / (1 << 20))));
+  const std::unique_ptr<Store> store = OpenOn(server);
+  const int64_t hour = (ToUnix(SystemClock::Get().Now()) / 3600 - 2) * 3600;  // an hour gone
+  ManualClock clock(FromUnix(hour));
+  EngineOptions eo;
+  eo.name_space = "features";
+  eo.hot_path = HotPathOptions::LongRunning();
+  const Engine engine = *Engine::Create(*store, clock, eo);
+  const Policy policy{*ParseLimits("2/s, 5/m, 10/h, 100/d")};
+  fmt::print(
+      "\n| features in memcached | hits recorded / s (batches of 1,000) | memcached bytes / "
+      "feature | items / feature | checks | checks/s | p50 µs | p99 µs | p99.9 µs | keys read / "
+      "check | round trips / check |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::mt19937_64 rng(11);
+  uint64_t have = 0;
+  for (uint64_t count : o.feature_counts) {
+    const auto fill_start = Clock::now();
+    HitOnce(engine, clock, hour, have, count, most);
+    const double fill_seconds = std::chrono::duration<double>(Clock::now() - fill_start).count();
+    const uint64_t added = count - have;
+    have = std::max(have, count);
+    const double bytes = server.Read().memory;
+    const double items = static_cast<double>(server.memcached->Stat("curr_items"));
+    clock.Set(FromUnix(hour + 3600));
+    Row row;
+    uint64_t read = 0, trips = 0;
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration<double>(o.seconds);
+    for (uint64_t i = 0; i < o.checks && Clock::now() < deadline; ++i) {
+      const std::string feature = FeatureName(rng() % have);
+      const auto begin = Clock::now();
+      Result<Decision> d = engine.Check("features", feature, policy);
+      row.latencies_us.push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
+      if (!d.ok() || d->degraded) throw std::runtime_error("a check failed: the store is down");
+      read += d->cost.keys_read;
+      trips += d->cost.round_trips;
+    }
+    row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::sort(row.latencies_us.begin(), row.latencies_us.end());
+    const double n = static_cast<double>(std::max<size_t>(1, row.latencies_us.size()));
+    fmt::print(
+        "| {} | {:.0f} | {:.0f} | {:.2f} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.1f} | "
+        "{:.2f} |\n",
+        have, static_cast<double>(added) / fill_seconds, bytes / static_cast<double>(have),
+        items / static_cast<double>(have), row.latencies_us.size(),
+        static_cast<double>(row.latencies_us.size()) / row.seconds, row.Percentile(0.5),
+        row.Percentile(0.99), row.Percentile(0.999), static_cast<double>(read) / n,
+        static_cast<double>(trips) / n);
+    std::fflush(stdout);
+  }
+}
+
+int Main(const Options& o) {
+  if (!o.limits.empty()) LimitsTable(o);
+  if (!o.feature_counts.empty()) FeaturesTable(o);
   return 0;
 }
 
@@ -301,5 +403,8 @@ int main(int argc, char** argv) {
                  "a peer's command (bench/growth_limits.py), given --servers, --limit, --checks, "
                  "--seconds and --fill; prints one JSON object per way of checking");
   app.add_option("--dat", o.dat, "write a gnuplot data file: per day limit, p50 and memory");
+  app.add_option("--feature-counts", o.feature_counts,
+                 "also: memcached holding this many features (growing), each hit once, checked at "
+                 "random, e.g. 10000 100000 1000000 10000000");
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }

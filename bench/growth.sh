@@ -3,15 +3,17 @@
 # feature, for limits from 100/d to 1,000,000/d and 10,000/h to 1,000,000/h, each feature holding
 # half its limit; hourglass on memcached (with and without its hot path) and on Redis, beside
 # Python limits' moving window on the same Redis (build/bench/growth, bench/growth_limits.py).
-# Writes bench/results/growth.md and growth.png.
-#   bash bench/growth.sh   (CHECKS=20000 and SECONDS_PER_RUN=3 by default)
+# Then memcached holding 10,000 to 10,000,000 features: its bytes per feature, and the p99 of a
+# check. Writes bench/results/growth.md and growth.png (about 8 minutes; 3 GB of memcached).
+#   bash bench/growth.sh   (CHECKS=20000, SECONDS_PER_RUN=3, FEATURE_COUNTS="10000 ... 10000000")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
 out=bench/results/growth.md
 checks="${CHECKS:-20000}"
 seconds="${SECONDS_PER_RUN:-3}"
-command="$build/bench/growth --checks $checks --seconds $seconds --peer '/usr/bin/python3 bench/growth_limits.py' --dat bench/results/growth.dat"
+counts="${FEATURE_COUNTS:-10000 100000 1000000 10000000}"
+command="$build/bench/growth --checks $checks --seconds $seconds --peer '/usr/bin/python3 bench/growth_limits.py' --dat bench/results/growth.dat --feature-counts $counts"
 {
   cat <<EOF
 # Cost per check as limits grow
@@ -25,6 +27,11 @@ checks them in turn at the last second of an hour by its clock, when the hour's 
 check at now reads) holds the most; Python limits checks at the real time (its cost does not
 depend on it). One thread. Bytes sent, CPU and memory are the store's own figures (memcached
 \`stats\`, Redis \`INFO\`).
+
+The second table: memcached holding more and more features, each hit once within an hour (its
+pack and its day ledger's two counters), then features picked at random checked by \`2/s, 5/m,
+10/h, 100/d\` at the hour's end, one thread. The engine's caches hold 100,000 features, so beyond
+that most checks find nothing of their feature cached.
 
 EOF
   eval "$command"
