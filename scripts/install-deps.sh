@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   memcached libmemcached-dev redis-server libhiredis-dev liblmdb-dev
-  libssl-dev libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
+  libssl-dev libfmt-dev libhowardhinnant-date-dev tzdata libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.81-dev prometheus-cpp-dev libspdlog-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

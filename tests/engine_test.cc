@@ -492,6 +492,52 @@ TEST_P(EngineTest, FixedAndCalendarWindows) {
   EXPECT_EQ(engine.Check("api", "key1", policy)->limits[1].count, 2u);
 }
 
+// Calendar hours and days on the wall clock of zones that set their clocks back (by an hour in
+// Berlin, by half an hour at Lord Howe Island) and forward, decided as a perfect limiter counting
+// each window's span (checked against glibc's clock in time_zone_test.cc) over admitted hits.
+TEST_P(EngineTest, CalendarWindowsInAZoneDecideAsItsWallClockSays) {
+  EngineOptions options = Options();
+  options.retention = Seconds{2 * 86400};  // a local day lasts up to 25 hours
+  const Engine engine = MakeEngine(options);
+  struct Case {
+    const char* zone;
+    int64_t change;  // a change of offset the trace crosses
+  };
+  for (const Case& c : {Case{"Europe/Berlin", 1'792'890'000},           // 2026-10-25, back
+                        Case{"Europe/Berlin", 1'774'746'000},           // 2026-03-29, forward
+                        Case{"Australia/Lord_Howe", 1'775'314'800}}) {  // 2026-04-05, back
+    const TimeZone zone = *TimeZone::Named(c.zone);
+    const Policy policy{{Limit{Window::Calendar(CalendarUnit::kHour, zone), 7},
+                         Limit{Window::Calendar(CalendarUnit::kDay, zone), 40}},
+                        CountingMode::kAdmitted,
+                        FailureMode::kFailOpen};
+    const std::string feature = std::string("client-") + std::to_string(c.change);
+    std::mt19937_64 rng(static_cast<uint64_t>(c.change));
+    SlidingLog admitted;
+    int denied = 0;
+    for (int64_t t = c.change - 30 * 3600; t < c.change + 30 * 3600;) {
+      t += NextGap(rng);
+      clock_->Set(FromUnix(t));
+      bool fits = true;
+      for (const Limit& limit : policy.limits) {
+        const Span span = limit.window.SpanAt(FromUnix(t));
+        fits = fits && admitted.CountIn(span.first, span.last) + 1 <= limit.max_hits;
+      }
+      Result<Decision> d = engine.Check("api", feature, policy);
+      ASSERT_TRUE(d.ok()) << d.error().ToString();
+      ASSERT_EQ(d->allowed, fits) << c.zone << " at " << t;
+      if (fits) admitted.Add(t);
+      denied += fits ? 0 : 1;
+      for (const LimitOutcome& o : d->limits) {
+        if (!o.exact) continue;
+        const Span span = o.limit.window.SpanAt(FromUnix(t));
+        ASSERT_EQ(o.count, admitted.CountIn(span.first, span.last)) << c.zone << " at " << t;
+      }
+    }
+    EXPECT_GT(denied, 20) << c.zone;
+  }
+}
+
 TEST_P(EngineTest, HostileFeaturesAreCountedAsThemselves) {
   const Engine engine = MakeEngine();
   const std::vector<std::string> features = {"x\r\nflush_all\r\n",

@@ -26,6 +26,7 @@ std::string BlockedKey(const std::string& group, const Policy& policy) {
     key += static_cast<char>(limit.window.unit());
     append(limit.window.length().count());
     append(limit.window.utc_offset().count());
+    append(static_cast<int64_t>(limit.window.time_zone().id()));
     append(static_cast<int64_t>(limit.max_hits));
   }
   append(policy.block_for.count());

@@ -59,8 +59,76 @@ std::string_view UnitName(CalendarUnit unit) {
       return "day";
     case CalendarUnit::kMonth:
       return "month";
+    case CalendarUnit::kWeek:
+      return "week";
+    case CalendarUnit::kYear:
+      return "year";
   }
   return "?";
+}
+
+// The unit's nominal length on the wall clock: what it lasts where the clock is never set.
+int64_t NominalLength(CalendarUnit unit) {
+  switch (unit) {
+    case CalendarUnit::kHour:
+      return kHour;
+    case CalendarUnit::kDay:
+      return kDay;
+    case CalendarUnit::kWeek:
+      return kWeek;
+    case CalendarUnit::kMonth:
+      return 31 * kDay;
+    case CalendarUnit::kYear:
+      return 366 * kDay;
+  }
+  return kDay;
+}
+
+using std::chrono::sys_days;
+
+std::chrono::year_month_day DateOf(int64_t local) {
+  return std::chrono::year_month_day{sys_days{std::chrono::days{FloorDiv(local, kDay)}}};
+}
+
+int64_t SecondsOf(sys_days day) { return day.time_since_epoch().count() * kDay; }
+
+// The wall-clock start of the unit holding wall-clock second `local`.
+int64_t LocalUnitStart(CalendarUnit unit, int64_t local) {
+  const int64_t day = FloorDiv(local, kDay) * kDay;
+  switch (unit) {
+    case CalendarUnit::kHour:
+      return FloorDiv(local, kHour) * kHour;
+    case CalendarUnit::kDay:
+      return day;
+    case CalendarUnit::kWeek:  // 1970-01-01 was a Thursday: Monday is 3 days before
+      return day - ((FloorDiv(day, kDay) + 3) % 7 + 7) % 7 * kDay;
+    case CalendarUnit::kMonth: {
+      const std::chrono::year_month_day ymd = DateOf(local);
+      return SecondsOf(sys_days{ymd.year() / ymd.month() / std::chrono::day{1}});
+    }
+    case CalendarUnit::kYear:
+      return SecondsOf(sys_days{DateOf(local).year() / std::chrono::January / 1});
+  }
+  return day;
+}
+
+// The wall-clock start of the unit after the one starting at wall-clock second `start`.
+int64_t LocalUnitAfter(CalendarUnit unit, int64_t start) {
+  switch (unit) {
+    case CalendarUnit::kHour:
+    case CalendarUnit::kDay:
+    case CalendarUnit::kWeek:
+      return start + NominalLength(unit);
+    case CalendarUnit::kMonth: {
+      const std::chrono::year_month_day ymd = DateOf(start);
+      return SecondsOf(
+          sys_days{(ymd.year() / ymd.month() + std::chrono::months{1}) / std::chrono::day{1}});
+    }
+    case CalendarUnit::kYear:
+      return SecondsOf(
+          sys_days{(DateOf(start).year() + std::chrono::years{1}) / std::chrono::January / 1});
+  }
+  return start + kDay;
 }
 
 }  // namespace
@@ -128,24 +196,24 @@ std::string FormatDuration(Seconds d) {
 
 Result<Window> Window::Sliding(Seconds length) {
   if (length < Seconds{1}) return InvalidArgument("a sliding window must be at least 1s long");
-  return Window(WindowKind::kSliding, length, CalendarUnit::kDay, Seconds{0});
+  return Window(WindowKind::kSliding, length, CalendarUnit::kDay, TimeZone{});
 }
 
 Result<Window> Window::Fixed(Seconds length) {
   if (length < Seconds{1}) return InvalidArgument("a fixed window must be at least 1s long");
-  return Window(WindowKind::kFixed, length, CalendarUnit::kDay, Seconds{0});
+  return Window(WindowKind::kFixed, length, CalendarUnit::kDay, TimeZone{});
 }
 
 Result<Window> Window::Calendar(CalendarUnit unit, Seconds utc_offset) {
-  if (utc_offset.count() % kMinute != 0 || utc_offset > Seconds{18 * kHour} ||
-      utc_offset < Seconds{-18 * kHour}) {
-    return InvalidArgument(fmt::format(
-        "UTC offset {}s: must be whole minutes within -18:00..+18:00", utc_offset.count()));
-  }
-  const int64_t length = unit == CalendarUnit::kHour  ? kHour
-                         : unit == CalendarUnit::kDay ? kDay
-                                                      : 31 * kDay;
-  return Window(WindowKind::kCalendar, Seconds{length}, unit, utc_offset);
+  Result<TimeZone> zone = TimeZone::Fixed(utc_offset);
+  if (!zone.ok()) return zone.error();
+  return Calendar(unit, *zone);
+}
+
+Window Window::Calendar(CalendarUnit unit, const TimeZone& zone) {
+  // An hour the clock repeats is two windows of an hour; longer units last longer by the set-back.
+  const int64_t longer = unit == CalendarUnit::kHour ? 0 : zone.LongestSetBack().count();
+  return Window(WindowKind::kCalendar, Seconds{NominalLength(unit) + longer}, unit, zone);
 }
 
 Seconds Window::length() const { return length_; }
@@ -159,27 +227,28 @@ int64_t Window::StartOf(int64_t t) const {
     case WindowKind::kCalendar:
       break;
   }
-  const int64_t off = offset_.count();
-  const int64_t local = t + off;
-  if (unit_ == CalendarUnit::kHour) return FloorDiv(local, kHour) * kHour - off;
-  const int64_t day_start = FloorDiv(local, kDay) * kDay;
-  if (unit_ == CalendarUnit::kDay) return day_start - off;
-  using std::chrono::sys_days;
-  const std::chrono::year_month_day ymd{sys_days{std::chrono::days{day_start / kDay}}};
-  const sys_days first{ymd.year() / ymd.month() / std::chrono::day{1}};
-  return first.time_since_epoch().count() * kDay - off;
+  const TimeZone::Period period = zone_.PeriodAt(t);
+  const int64_t local_start = LocalUnitStart(unit_, t + period.offset.count());
+  // An hour is one offset's: a repeated wall-clock hour is two windows, and an hour the offset
+  // changed in (by half an hour, say) starts again where it changed.
+  if (unit_ == CalendarUnit::kHour) {
+    return std::max(local_start - period.offset.count(), period.begin);
+  }
+  return zone_.FirstAtOrAfter(local_start);
 }
 
 Span Window::SpanAt(Instant t) const { return Span{StartOf(ToUnix(t)), ToUnix(t)}; }
 
 std::optional<Instant> Window::NextStart(Instant t) const {
   if (kind_ == WindowKind::kSliding) return std::nullopt;
-  const int64_t start = StartOf(ToUnix(t));
-  if (kind_ == WindowKind::kFixed) return FromUnix(start + length_.count());
-  if (unit_ != CalendarUnit::kMonth)
-    return FromUnix(start + (unit_ == CalendarUnit::kHour ? kHour : kDay));
-  // The next month starts within 28..31 days of this one's start.
-  return FromUnix(StartOf(start + 31 * kDay));
+  if (kind_ == WindowKind::kFixed) return FromUnix(StartOf(ToUnix(t)) + length_.count());
+  const TimeZone::Period period = zone_.PeriodAt(ToUnix(t));
+  const int64_t local_start = LocalUnitStart(unit_, ToUnix(t) + period.offset.count());
+  const int64_t local_next = LocalUnitAfter(unit_, local_start);
+  if (unit_ == CalendarUnit::kHour) {
+    return FromUnix(std::min(local_next - period.offset.count(), period.end));
+  }
+  return FromUnix(zone_.FirstAtOrAfter(local_next));
 }
 
 std::string Window::ToString() const {
@@ -191,10 +260,8 @@ std::string Window::ToString() const {
     case WindowKind::kCalendar:
       break;
   }
-  const int64_t off = offset_.count();
-  const int64_t a = off < 0 ? -off : off;
-  return fmt::format("calendar {}{}{:02}:{:02}", UnitName(unit_), off < 0 ? '-' : '+', a / kHour,
-                     (a % kHour) / kMinute);
+  if (zone_.named()) return fmt::format("calendar {} {}", UnitName(unit_), zone_.name());
+  return fmt::format("calendar {}{}", UnitName(unit_), zone_.name());
 }
 
 }  // namespace hourglass

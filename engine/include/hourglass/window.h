@@ -2,7 +2,9 @@
 //
 // - sliding W: the hits with T-W < t <= T (the ground truth a sorted log answers);
 // - fixed W:   the hits in [floor(T/W)*W, T], windows aligned to the Unix epoch;
-// - calendar:  the hits since the start of the current hour, day or month in a UTC offset.
+// - calendar:  the hits since the start of the current hour, day, week (from Monday), month or
+//               year as the wall clock of a time zone reads it (a fixed UTC offset, or an IANA
+//               zone whose offset changes with daylight saving time).
 //
 //   Result<Window> w = Window::Sliding(std::chrono::minutes{10});
 //   Span s = w->SpanAt(now);  // [now - 599, now]
@@ -18,6 +20,7 @@
 
 #include "hourglass/clock.h"
 #include "hourglass/status.h"
+#include "hourglass/time_zone.h"
 
 namespace hourglass {
 
@@ -37,7 +40,7 @@ struct CountedSpan {
 };
 
 enum class WindowKind { kSliding, kFixed, kCalendar };
-enum class CalendarUnit { kHour, kDay, kMonth };
+enum class CalendarUnit { kHour, kDay, kMonth, kWeek, kYear };
 
 class Window {
  public:
@@ -45,33 +48,42 @@ class Window {
   static Result<Window> Sliding(Seconds length);
   // Epoch-aligned windows of `length`. length >= 1s.
   static Result<Window> Fixed(Seconds length);
-  // Since the start of the current hour/day/month at `utc_offset` (within +-18h, whole minutes).
+  // Since the start of the current hour/day/week/month/year at `utc_offset` (within +-18h, whole
+  // minutes).
   static Result<Window> Calendar(CalendarUnit unit, Seconds utc_offset = Seconds{0});
+  // The same on the wall clock of `zone`. A window starts where the clock first reads the start
+  // of its unit (in a skipped hour, where the clock resumes); an hour the clock repeats is two
+  // windows (each occurrence of its wall-clock hour), a day, week, month or year is one, longer
+  // by what the clock went back.
+  static Window Calendar(CalendarUnit unit, const TimeZone& zone);
 
   WindowKind kind() const { return kind_; }
   CalendarUnit unit() const { return unit_; }
-  Seconds utc_offset() const { return offset_; }
+  // Calendar windows in a fixed offset: the offset; otherwise 0.
+  Seconds utc_offset() const { return zone_.fixed_offset(); }
+  const TimeZone& time_zone() const { return zone_; }
   // Sliding and fixed: the window's length. Calendar: the longest span it can have (an hour, a
-  // day, 31 days): what the store must retain to answer it.
+  // day, 7 days, 31 days, 366 days, and in a named zone as much more as its clock was ever set
+  // back at once from 2000 to 2100): what the store must retain to answer it.
   Seconds length() const;
   // The seconds the window covers when evaluated at `t`.
   Span SpanAt(Instant t) const;
   // Fixed and calendar: the first second of the next window after `t`. Sliding: nullopt.
   std::optional<Instant> NextStart(Instant t) const;
-  // "1m", "fixed 1h", "calendar day+02:00"
+  // "1m", "fixed 1h", "calendar day+02:00", "calendar month Europe/Berlin"
   std::string ToString() const;
 
   bool operator==(const Window&) const = default;
 
  private:
-  Window(WindowKind kind, Seconds length, CalendarUnit unit, Seconds offset)
-      : kind_(kind), length_(length), unit_(unit), offset_(offset) {}
+  Window(WindowKind kind, Seconds length, CalendarUnit unit, TimeZone zone)
+      : kind_(kind), length_(length), unit_(unit), zone_(zone) {}
   int64_t StartOf(int64_t t) const;
 
   WindowKind kind_;
   Seconds length_;
   CalendarUnit unit_;
-  Seconds offset_;
+  TimeZone zone_;
 };
 
 // "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w, or a word:
