@@ -38,16 +38,31 @@ Result<Seconds> ParseOffset(std::string_view text) {
   return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
 }
 
-// {window: hour|day|month, utc_offset: "+HH:MM"} of a calendar limit.
+// {window: hour|day|week|month|year, utc_offset: "+HH:MM" | time_zone: Europe/Berlin} of a
+// calendar limit.
 Result<Window> ParseCalendarNode(const std::string& name, const YAML::Node& node) {
+  static const std::map<std::string, CalendarUnit, std::less<>> kUnits = {
+      {"hour", CalendarUnit::kHour},
+      {"day", CalendarUnit::kDay},
+      {"week", CalendarUnit::kWeek},
+      {"month", CalendarUnit::kMonth},
+      {"year", CalendarUnit::kYear}};
   const std::string window = node["window"].as<std::string>();
-  const CalendarUnit unit = window == "hour"    ? CalendarUnit::kHour
-                            : window == "day"   ? CalendarUnit::kDay
-                            : window == "month" ? CalendarUnit::kMonth
-                                                : static_cast<CalendarUnit>(-1);
-  if (unit != CalendarUnit::kHour && unit != CalendarUnit::kDay && unit != CalendarUnit::kMonth) {
+  const auto unit = kUnits.find(window);
+  if (unit == kUnits.end()) {
     return At(name, node["window"],
-              fmt::format("calendar window \"{}\": use hour, day or month", window));
+              fmt::format("calendar window \"{}\": use hour, day, week, month or year",
+                          DisplayText(window)));
+  }
+  if (node["utc_offset"] && node["time_zone"]) {
+    return At(name, node["time_zone"],
+              "give utc_offset or time_zone, not both: a time zone's offset follows its daylight "
+              "saving time");
+  }
+  if (node["time_zone"]) {
+    Result<TimeZone> zone = TimeZone::Named(node["time_zone"].as<std::string>());
+    if (!zone.ok()) return At(name, node["time_zone"], zone.error().message());
+    return Window::Calendar(unit->second, *zone);
   }
   Seconds offset{0};
   if (node["utc_offset"]) {
@@ -55,7 +70,7 @@ Result<Window> ParseCalendarNode(const std::string& name, const YAML::Node& node
     if (!parsed.ok()) return At(name, node["utc_offset"], parsed.error().message());
     offset = *parsed;
   }
-  Result<Window> w = Window::Calendar(unit, offset);
+  Result<Window> w = Window::Calendar(unit->second, offset);
   if (!w.ok()) return At(name, node, w.error().message());
   return w;
 }
@@ -84,8 +99,8 @@ Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) {
     return At(name, node, "a limit is \"N/DUR\" (e.g. 5/m) or {max: N, window: DUR, kind: K}");
   }
-  if (Status s = CheckFields(name, node, {"max", "window", "kind", "utc_offset"}, "limit field",
-                             "a limit");
+  if (Status s = CheckFields(name, node, {"max", "window", "kind", "utc_offset", "time_zone"},
+                             "limit field", "a limit");
       !s.ok()) {
     return s.error();
   }
@@ -98,8 +113,10 @@ Result<Limit> ParseLimitNode(const std::string& name, const YAML::Node& node) {
   const std::string kind = node["kind"] ? node["kind"].as<std::string>() : "sliding";
   Result<Window> w = ParseWindowNode(name, node, kind);
   if (!w.ok()) return w.error();
-  if (node["utc_offset"] && kind != "calendar") {
-    return At(name, node["utc_offset"], "utc_offset belongs to calendar windows only");
+  for (const char* field : {"utc_offset", "time_zone"}) {
+    if (node[field] && kind != "calendar") {
+      return At(name, node[field], fmt::format("{} belongs to calendar windows only", field));
+    }
   }
   return Limit{*w, count->max_hits};
 }

@@ -55,10 +55,19 @@ events:
       - {max: 100, window: 1d, kind: fixed}
       - {max: 1000, window: month, kind: calendar, utc_offset: "-05:30"}
       - {max: 20, window: hour, kind: calendar}
+      - {max: 10000, window: month, kind: calendar, time_zone: Europe/Berlin}
+      - {max: 500, window: week, kind: calendar}
+      - {max: 50000, window: year, kind: calendar, time_zone: America/New_York}
 )");
   ASSERT_TRUE(file.ok()) << file.error().message();
   const Policy p = *file->For("api", "k");
-  ASSERT_EQ(p.limits.size(), 5u);
+  ASSERT_EQ(p.limits.size(), 8u);
+  EXPECT_EQ(
+      p.limits[5],
+      (Limit{Window::Calendar(CalendarUnit::kMonth, *TimeZone::Named("Europe/Berlin")), 10000}));
+  EXPECT_EQ(p.limits[5].window.ToString(), "calendar month Europe/Berlin");
+  EXPECT_EQ(p.limits[6], (Limit{*Window::Calendar(CalendarUnit::kWeek), 500}));
+  EXPECT_EQ(p.limits[7].window.ToString(), "calendar year America/New_York");
   EXPECT_EQ(p.limits[1], (Limit{*Window::Sliding(Seconds{3600}), 10}));
   EXPECT_EQ(p.limits[2], (Limit{*Window::Fixed(Seconds{86400}), 100}));
   EXPECT_EQ(p.limits[3],
@@ -99,8 +108,16 @@ TEST(PolicyFile, BadFilesNameTheLineAndTheBadPart) {
           Case{"events:\n  a:\n    limits: [{max: x, window: 1m}]\n", "bad max \"x\""},
           Case{"events:\n  a:\n    limits: [{max: 1, window: 1m, kind: rolling}]\n",
                "unknown kind"},
-          Case{"events:\n  a:\n    limits: [{max: 1, window: week, kind: calendar}]\n",
-               "use hour, day or month"},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: fortnight, kind: calendar}]\n",
+               "use hour, day, week, month or year"},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: month, kind: calendar, time_zone: "
+               "Europe/Atlantis}]\n",
+               "policy.yaml:3:65: unknown time zone \"Europe/Atlantis\""},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: day, kind: calendar, time_zone: UTC, "
+               "utc_offset: \"+01:00\"}]\n",
+               "not both"},
+          Case{"events:\n  a:\n    limits: [{max: 1, window: 1d, time_zone: Europe/Berlin}]\n",
+               "time_zone belongs to calendar windows only"},
           Case{
               "events:\n  a:\n    limits: [{max: 1, window: day, kind: calendar, utc_offset: 2}]\n",
               "+HH:MM"},
