@@ -89,35 +89,42 @@ Result<EnvoyUnit> ParseUnit(const std::string& name, const YAML::Node& node) {
   if (upper == "HOUR") return EnvoyUnit::kHour;
   if (upper == "DAY") return EnvoyUnit::kDay;
   if (upper == "WEEK") return EnvoyUnit::kWeek;
-  if (upper == "MONTH" || upper == "YEAR") {
-    return At(name, node,
-              fmt::format("unit {} is not supported: hourglass counts windows up to a WEEK; write "
-                          "the limit per DAY or WEEK",
-                          upper));
-  }
-  return At(
-      name, node,
-      fmt::format("invalid rate limit unit \"{}\": use SECOND, MINUTE, HOUR, DAY or WEEK", *text));
+  if (upper == "MONTH") return EnvoyUnit::kMonth;
+  if (upper == "YEAR") return EnvoyUnit::kYear;
+  return At(name, node,
+            fmt::format("invalid rate limit unit \"{}\": use SECOND, MINUTE, HOUR, DAY, WEEK, "
+                        "MONTH or YEAR",
+                        *text));
 }
 
 }  // namespace
 
-Seconds EnvoyUnitLength(EnvoyUnit unit) {
+std::optional<Window> EnvoyUnitWindow(EnvoyUnit unit, bool fixed) {
+  int64_t length = 0;
   switch (unit) {
     case EnvoyUnit::kSecond:
-      return Seconds{1};
-    case EnvoyUnit::kMinute:
-      return Seconds{60};
-    case EnvoyUnit::kHour:
-      return Seconds{3600};
-    case EnvoyUnit::kDay:
-      return Seconds{86400};
-    case EnvoyUnit::kWeek:
-      return Seconds{7 * 86400};
-    case EnvoyUnit::kUnknown:
+      length = 1;
       break;
+    case EnvoyUnit::kMinute:
+      length = 60;
+      break;
+    case EnvoyUnit::kHour:
+      length = 3600;
+      break;
+    case EnvoyUnit::kDay:
+      length = 86400;
+      break;
+    case EnvoyUnit::kWeek:
+      length = 7 * 86400;
+      break;
+    case EnvoyUnit::kMonth:
+      return Window::Calendar(CalendarUnit::kMonth, TimeZone{});
+    case EnvoyUnit::kYear:
+      return Window::Calendar(CalendarUnit::kYear, TimeZone{});
+    case EnvoyUnit::kUnknown:
+      return std::nullopt;
   }
-  return Seconds{0};
+  return fixed ? *Window::Fixed(Seconds{length}) : *Window::Sliding(Seconds{length});
 }
 
 namespace {
@@ -141,7 +148,8 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
     if (!unit.ok()) return unit.error();
     r.unit = *unit;
   } else if (!r.unlimited) {
-    return At(name, node, "rate_limit needs a unit (SECOND, MINUTE, HOUR, DAY or WEEK)");
+    return At(name, node,
+              "rate_limit needs a unit (SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)");
   }
   if (node["requests_per_unit"]) {
     Result<uint32_t> n = Scalar<uint32_t>(name, node["requests_per_unit"], "requests_per_unit",
@@ -177,13 +185,12 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
       return At(name, node["window"], fmt::format("window \"{}\": use sliding or fixed", *w));
     }
     fixed = *w == "fixed";
+    if (r.unit == EnvoyUnit::kMonth || r.unit == EnvoyUnit::kYear) {
+      return At(name, node["window"],
+                "a MONTH or YEAR is the calendar month or year in UTC: give it no window");
+    }
   }
-  if (!r.unlimited) {
-    const Seconds length = EnvoyUnitLength(r.unit);
-    Result<Window> window = fixed ? Window::Fixed(length) : Window::Sliding(length);
-    if (!window.ok()) return window.error();
-    r.limit = Limit{*window, r.requests_per_unit};
-  }
+  if (!r.unlimited) r.limit = Limit{*EnvoyUnitWindow(r.unit, fixed), r.requests_per_unit};
   return r;
 }
 

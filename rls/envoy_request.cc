@@ -17,21 +17,11 @@ using RateLimitDescriptor = envoy::extensions::common::ratelimit::v3::RateLimitD
 // The override's unit: the wire numbers of SECOND to DAY, and 7 (WEEK, which the response's unit
 // enum has and the override's lacks).
 Result<EnvoyUnit> OverrideUnit(int wire, size_t descriptor) {
-  switch (wire) {
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-    case 7:
-      return static_cast<EnvoyUnit>(wire);
-    default:
-      break;
-  }
-  const std::string name = wire == 5 ? "MONTH" : wire == 6 ? "YEAR" : fmt::format("{}", wire);
-  return InvalidArgument(fmt::format(
-      "descriptor {}: limit override unit {} is not supported: use SECOND, MINUTE, HOUR, DAY or "
-      "WEEK",
-      descriptor, name));
+  if (wire >= 1 && wire <= 7) return static_cast<EnvoyUnit>(wire);
+  return InvalidArgument(
+      fmt::format("descriptor {}: limit override unit {} is unknown: use SECOND, MINUTE, HOUR, "
+                  "DAY, WEEK, MONTH or YEAR",
+                  descriptor, wire));
 }
 
 std::vector<EnvoyEntry> EntriesOf(const RateLimitDescriptor& d) {
@@ -111,8 +101,7 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
       if (!unit.ok()) return unit.error();
       slot.limits.push_back(SlotLimit{d.limit().requests_per_unit(), *unit, ""});
       slot.metric = "override";
-      limits.push_back(
-          Limit{*Window::Sliding(EnvoyUnitLength(*unit)), d.limit().requests_per_unit()});
+      limits.push_back(Limit{*EnvoyUnitWindow(*unit), d.limit().requests_per_unit()});
       check.event = r.domain_ + "\x1foverride";  // apart from every configured descriptor
       check.feature = EnvoyFeature(entries);
     } else if (std::optional<EnvoyMatch> m = config.Match(r.domain_, entries)) {

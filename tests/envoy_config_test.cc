@@ -288,7 +288,15 @@ descriptors:
   - {key: d, rate_limit: {unit: day, requests_per_unit: 4}}
   - {key: w, rate_limit: {unit: week, requests_per_unit: 5}}
   - {key: f, rate_limit: {unit: minute, requests_per_unit: 6, window: fixed}}
+  - {key: mo, rate_limit: {unit: month, requests_per_unit: 7}}
+  - {key: y, rate_limit: {unit: YEAR, requests_per_unit: 8}}
 )");
+  // A MONTH and a YEAR are the calendar month and year in UTC; their lengths are the longest.
+  EXPECT_EQ(Match(config, "units", {{"mo", "v"}})->rate_limit->limit,
+            (Limit{*Window::Calendar(CalendarUnit::kMonth), 7}));
+  EXPECT_EQ(Match(config, "units", {{"mo", "v"}})->rate_limit->unit, EnvoyUnit::kMonth);
+  EXPECT_EQ(Match(config, "units", {{"y", "v"}})->rate_limit->limit,
+            (Limit{*Window::Calendar(CalendarUnit::kYear), 8}));
   const std::vector<std::pair<std::string, int64_t>> lengths = {
       {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}, {"f", 60}};
   for (const auto& [key, seconds] : lengths) {
@@ -363,7 +371,8 @@ descriptors:
        "requests_per_unit: 2}\n",
        "test.yaml:6:9: two limits of one descriptor over the same window (the first at "
        "test.yaml:5)"},
-      {"    rate_limits: [{unit: month, requests_per_unit: 1}]\n", "unit MONTH is not supported"},
+      {"    rate_limits: [{unit: month, requests_per_unit: 1, window: fixed}]\n",
+       "a MONTH or YEAR is the calendar month or year in UTC: give it no window"},
       {"    rate_limits: [{unit: day, requests_per_unit: 1, burst: 2}]\n",
        "unknown key \"burst\" in rate_limit"},
   };
@@ -381,9 +390,9 @@ TEST(EnvoyConfig, BadFilesAreRefusedNamingFileAndLine) {
        "test.yaml:4:5: unknown key \"colour\" in a descriptor"},
       {"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: fortnight\n",
        "test.yaml:5:13: invalid rate limit unit \"fortnight\""},
-      {"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: month\n      "
-       "requests_per_unit: 1\n",
-       "test.yaml:5:13: unit MONTH is not supported"},
+      {"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: year\n      "
+       "requests_per_unit: 1\n      window: sliding\n",
+       "test.yaml:7:15: a MONTH or YEAR is the calendar month or year in UTC"},
       {"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      requests_per_unit: 5\n",
        "test.yaml:5:7: rate_limit needs a unit"},
       {"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: "

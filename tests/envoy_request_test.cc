@@ -321,6 +321,37 @@ TEST_F(EnvoyRequestTest, ACostThatCanNeverFitHasNoDurationUntilReset) {
   EXPECT_EQ(Remaining({{"client", "c"}}), 5u);
 }
 
+// A MONTH is the calendar month in UTC (the reference counts 30 days from the Unix epoch): a
+// client limited on the last day of a month is admitted again at midnight on the 1st.
+TEST_F(EnvoyRequestTest, AMonthIsTheCalendarMonthInUtc) {
+  EngineOptions options;
+  options.retention = Seconds{32 * 86400};
+  const Engine monthly = *Engine::Create(store_, clock_, options);
+  RateLimitRequest request = RequestOf({{{"client", "m"}}});
+  request.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(3);
+  request.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::MONTH);
+  const auto ask = [&] {
+    Result<EnvoyRequest> r = EnvoyRequest::Make(config_, request, options_);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    Result<RateLimitResponse> response =
+        r->Answer(monthly.CheckAll(RequestsOf(r->checks())), &metrics_);
+    EXPECT_TRUE(response.ok()) << response.error().ToString();
+    return *response;
+  };
+  clock_.Set(FromUnix(1'433'030'400));  // 2015-05-31 00:00:00 UTC
+  EXPECT_EQ(ask().overall_code(), RateLimitResponse::OK);
+  clock_.Set(FromUnix(1'433'116'740));  // 23:59:00
+  EXPECT_EQ(ask().overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(ask().overall_code(), RateLimitResponse::OK);
+  const RateLimitResponse denied = ask();
+  EXPECT_EQ(denied.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(denied.statuses(0).current_limit().unit(), envoy::type::v3::MONTH);
+  clock_.Set(FromUnix(1'433'116'800));  // 2015-06-01 00:00:00 UTC
+  const RateLimitResponse june = ask();
+  EXPECT_EQ(june.overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(june.statuses(0).limit_remaining(), 2u);
+}
+
 TEST_F(EnvoyRequestTest, BadRequestsAreRefusedNamingTheProblem) {
   RateLimitRequest no_domain = RequestOf({{{"client", "c"}}});
   no_domain.set_domain("");
@@ -332,9 +363,16 @@ TEST_F(EnvoyRequestTest, BadRequestsAreRefusedNamingTheProblem) {
   RateLimitRequest month = RequestOf({{{"client", "c"}}, {{"client", "d"}}});
   month.mutable_descriptors(1)->mutable_limit()->set_requests_per_unit(3);
   month.mutable_descriptors(1)->mutable_limit()->set_unit(envoy::type::v3::MONTH);
-  const Error unit = Ask(month).error();
+  const Error unit = Ask(month).error();  // a month needs a retention of 31 days
   EXPECT_NE(unit.message().find("descriptor 1"), std::string::npos) << unit.ToString();
-  EXPECT_NE(unit.message().find("MONTH"), std::string::npos) << unit.ToString();
+  EXPECT_NE(unit.message().find("calendar month"), std::string::npos) << unit.ToString();
+  EXPECT_NE(unit.message().find("raise the retention"), std::string::npos) << unit.ToString();
+  month.mutable_descriptors(1)->mutable_limit()->set_unit(
+      static_cast<envoy::type::v3::RateLimitUnit>(9));
+  const Error unknown = Ask(month).error();
+  EXPECT_NE(unknown.message().find("descriptor 1: limit override unit 9 is unknown"),
+            std::string::npos)
+      << unknown.ToString();
   const Error too_long = Ask(RequestOf({{{"client", std::string(kMaxFieldBytes, 'x')}}})).error();
   EXPECT_NE(too_long.message().find("descriptor 0"), std::string::npos) << too_long.ToString();
 }

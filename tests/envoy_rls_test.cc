@@ -443,7 +443,8 @@ TEST_F(EnvoyRlsTest, HitsAddendsAndLimitOverrides) {
   EXPECT_EQ(client.Ask(Request("shorten", {{{"account", "carol"}}})).statuses(0).limit_remaining(),
             9u)
       << "the configuration's counter is another";
-  // A month cannot be a window here: the request is refused, naming the descriptor.
+  // A calendar month needs a retention of 31 days, which this service lacks: the request is
+  // refused, naming the descriptor.
   overridden.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::MONTH);
   rls::RateLimitResponse unused;
   const grpc::Status refused = client.Call(overridden, unused);

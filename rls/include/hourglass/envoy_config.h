@@ -45,10 +45,21 @@
 namespace hourglass {
 
 // The rate limit response's units, with the wire protocol's numbers.
-enum class EnvoyUnit { kUnknown = 0, kSecond = 1, kMinute = 2, kHour = 3, kDay = 4, kWeek = 7 };
+enum class EnvoyUnit {
+  kUnknown = 0,
+  kSecond = 1,
+  kMinute = 2,
+  kHour = 3,
+  kDay = 4,
+  kMonth = 5,
+  kYear = 6,
+  kWeek = 7
+};
 
-// The unit's length: 1 s to 7 days; 0 for kUnknown.
-Seconds EnvoyUnitLength(EnvoyUnit unit);
+// The unit's window: SECOND to WEEK a sliding window of its length (`fixed`: aligned to the Unix
+// epoch, as the reference counts); MONTH and YEAR the calendar month and year in UTC (the
+// reference counts a MONTH as 30 days and a YEAR as 365, aligned to the epoch). kUnknown: none.
+std::optional<Window> EnvoyUnitWindow(EnvoyUnit unit, bool fixed = false);
 
 struct EnvoyRateLimit {
   EnvoyUnit unit = EnvoyUnit::kUnknown;
