@@ -10,8 +10,10 @@
 namespace hourglass {
 
 struct CheckFrontEnd::Impl {
-  Impl(const Engine& e, ServiceMetrics* metrics)
-      : engine(e), answering(std::max(1u, std::thread::hardware_concurrency())) {
+  Impl(const Engine& e, ServiceMetrics* metrics, DecisionSink s)
+      : engine(e),
+        sink(std::move(s)),
+        answering(std::max(1u, std::thread::hardware_concurrency())) {
     batcher.emplace(e, 256, [metrics](size_t checks) {
       if (metrics != nullptr) metrics->CountBatch(checks);
     });
@@ -24,18 +26,26 @@ struct CheckFrontEnd::Impl {
   }
 
   const Engine& engine;
+  const DecisionSink sink;
   std::atomic<int> in_flight{0};       // requests at the store and not yet answered
   boost::asio::thread_pool answering;  // builds the answers of requests that were not alone
   std::optional<CheckBatcher> batcher;
 };
 
-CheckFrontEnd::CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics)
-    : impl_(std::make_unique<Impl>(engine, metrics)) {}
+CheckFrontEnd::CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics, DecisionSink sink)
+    : impl_(std::make_unique<Impl>(engine, metrics, std::move(sink))) {}
 
 CheckFrontEnd::~CheckFrontEnd() = default;
 
 void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done, Engine::LocalScope local) {
   if (checks.empty()) return done(std::move(checks), Engine::RequestDecision{true, {}});
+  if (impl_->sink) {
+    done = [sink = &impl_->sink, done = std::move(done)](std::vector<OwnedCheck> decided_checks,
+                                                         Result<Engine::RequestDecision> decided) {
+      if (decided.ok()) (*sink)(decided_checks, *decided);
+      done(std::move(decided_checks), std::move(decided));
+    };
+  }
   // Clients denied moments ago are answered at once.
   if (std::optional<Engine::RequestDecision> decided =
           impl_->engine.CheckAllIfBlocked(RequestsOf(checks), local)) {

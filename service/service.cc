@@ -108,7 +108,7 @@ Status Service::Impl::Start() {
       clock, options.stats_interval.count() > 0 ? options.stats_interval : std::chrono::seconds{10},
       log);
   metrics.OnStoreError([this](const Error& e) { health->Observe(e); });
-  front_end = std::make_unique<CheckFrontEnd>(*engine, &metrics);
+  front_end = std::make_unique<CheckFrontEnd>(*engine, &metrics, options.on_decided);
   DecisionApiOptions api_options = options.api;
   api_options.metrics = &metrics;
   api_options.health = &*health;

@@ -30,12 +30,18 @@
 
 namespace hourglass {
 
+// Hears of every decided request, its checks and decision, on the thread that answers it, before
+// its answer is built (an audit log). Must not block for long.
+using DecisionSink =
+    std::function<void(const std::vector<OwnedCheck>&, const Engine::RequestDecision&)>;
+
 class CheckFrontEnd {
  public:
   using Done = std::function<void(std::vector<OwnedCheck>, Result<Engine::RequestDecision>)>;
 
   // `engine` and `metrics` (may be null: batches are not counted) must outlive the front end.
-  CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics);
+  // `sink`, when given, hears of every decided request.
+  CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics, DecisionSink sink = nullptr);
   ~CheckFrontEnd();
   CheckFrontEnd(const CheckFrontEnd&) = delete;
   CheckFrontEnd& operator=(const CheckFrontEnd&) = delete;

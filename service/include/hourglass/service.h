@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "hourglass/check_front_end.h"
 #include "hourglass/clock.h"
 #include "hourglass/decision_api.h"
 #include "hourglass/engine.h"
@@ -64,6 +65,8 @@ struct ServiceOptions {
   // Sampled denial lines (at most one per event and second, the rest of a burst within a second).
   bool log_denials = true;
   std::vector<ProtocolFactory> protocols;  // served beside HTTP, in this order
+  // Hears of every decided request of every protocol (an audit log); null: none.
+  DecisionSink on_decided;
 };
 
 // Logs a store server (memcached, Redis) that stops answering, and answers again, through `log`:
