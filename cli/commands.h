@@ -19,6 +19,7 @@ Command AddReplayCommand(CLI::App& app, const Globals& g);
 Command AddPolicyCommand(CLI::App& app, const Globals& g);
 Command AddServeCommand(CLI::App& app, const Globals& g);
 Command AddTopCommand(CLI::App& app, const Globals& g);
+Command AddAuditCommand(CLI::App& app, const Globals& g);
 
 // --policy FILE on a command that records or reads counters without deciding (hit, count,
 // inspect, reset): the file the event should be in. FeatureIn returns the feature as the file

@@ -233,10 +233,11 @@ int Run(std::vector<std::string> args, bool env_file_named, const std::string& e
       env_note);
   Globals g;
   AddGlobalOptions(app, g);
-  const std::vector<Command> commands = {
-      AddHitCommand(app, g),     AddCountCommand(app, g), AddCheckCommand(app, g),
-      AddInspectCommand(app, g), AddResetCommand(app, g), AddReplayCommand(app, g),
-      AddPolicyCommand(app, g),  AddServeCommand(app, g), AddTopCommand(app, g)};
+  const std::vector<Command> commands = {AddHitCommand(app, g),    AddCountCommand(app, g),
+                                         AddCheckCommand(app, g),  AddInspectCommand(app, g),
+                                         AddResetCommand(app, g),  AddReplayCommand(app, g),
+                                         AddPolicyCommand(app, g), AddServeCommand(app, g),
+                                         AddTopCommand(app, g),    AddAuditCommand(app, g)};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   try {

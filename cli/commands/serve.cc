@@ -13,6 +13,7 @@
 
 #include "../commands.h"
 #include "../runtime.h"
+#include "hourglass/audit_log.h"
 #include "hourglass/client_address.h"
 #include "hourglass/descriptor_budget.h"
 #include "hourglass/envoy_protocol.h"
@@ -55,6 +56,10 @@ struct ServeArgs {
   size_t top_capacity = 256;
   std::string top_state;  // "": $STATE_DIRECTORY/top.json under systemd, else none
   bool log_denials = true;
+  // Every decision as a JSON line (hourglass audit reads them); "": none.
+  std::string audit_log;
+  size_t audit_log_max_mb = 100;
+  size_t audit_log_files = 5;
   std::string log_level = "info";
   std::string log_format = "text";
 };
@@ -242,6 +247,15 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   sigemptyset(&signals);
   for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Its flushing thread starts here, with the signals blocked.
+  std::unique_ptr<AuditLog> audit;
+  if (!a.audit_log.empty()) {
+    audit = Unwrap(AuditLog::Open(a.audit_log, a.audit_log_max_mb << 20, a.audit_log_files));
+    options.on_decided = [log = audit.get()](const std::vector<OwnedCheck>& checks,
+                                             const Engine::RequestDecision& decided) {
+      log->Write(RequestsOf(checks), decided);
+    };
+  }
 
   // The engine follows the store's clock when this host's is off by 2 s or more.
   OffsetClock clock(SystemClock::Get());
@@ -363,6 +377,18 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "keep /v1/top's summaries in FILE across restarts (read at start, written "
                   "every minute and at stop); default $STATE_DIRECTORY/top.json when systemd "
                   "gives the unit a state directory, else none");
+  sub->add_option("--audit-log", args->audit_log,
+                  "write every decision to FILE, a JSON line per check, for `hourglass audit` to "
+                  "recompute (off by default; about 300 bytes a check); rotated by size");
+  sub->add_option("--audit-log-max-mb", args->audit_log_max_mb,
+                  "rotate the audit log when it reaches this many MiB")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--audit-log-files", args->audit_log_files,
+                  "audit log files kept: FILE and the rotated FILE.1 ... (spdlog names them "
+                  "audit.1.log for audit.log)")
+      ->check(CLI::Range(size_t{1}, size_t{1000}))
+      ->capture_default_str();
   sub->add_option("--log-level", args->log_level,
                   "debug, info, warning, error or off: lines below it are not written")
       ->capture_default_str();
