@@ -26,7 +26,7 @@ class Envoy final : public ServiceProtocol {
   Status Start(const ProtocolContext& context, EnvoyConfig config) {
     auto shared = std::make_shared<const EnvoyConfig>(std::move(config));
     service_ = std::make_unique<EnvoyService>(context.engine, shared, options_.envoy,
-                                              &context.metrics, &context.front_end);
+                                              &context.metrics, &context.front_end, context.top);
     GrpcListenerOptions grpc = options_.grpc;
     grpc.on_connection_event = [metrics = &context.metrics](ConnectionEvent e) {
       metrics->CountConnection("grpc", e);

@@ -64,14 +64,16 @@ class EnvoyService::Grpc final
 };
 
 EnvoyService::EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
-                           EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end)
+                           EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end,
+                           RecentTop* top)
     : options_(options),
       metrics_(metrics),
       grpc_(std::make_unique<Grpc>(*this)),
       config_(std::move(config)),
       own_front_end_(front_end != nullptr ? nullptr
                                           : std::make_unique<CheckFrontEnd>(engine, metrics)),
-      front_end_(front_end != nullptr ? *front_end : *own_front_end_) {}
+      front_end_(front_end != nullptr ? *front_end : *own_front_end_),
+      top_(top) {}
 
 EnvoyService::~EnvoyService() = default;
 
@@ -92,13 +94,23 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
   auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
   front_end_.Submit(
       plan->checks(),
-      [this, plan, done = std::move(done)](std::vector<OwnedCheck>,
+      [this, plan, done = std::move(done)](std::vector<OwnedCheck> checks,
                                            Result<Engine::RequestDecision> decided) {
+        if (top_ != nullptr && decided.ok()) Rank(checks, *decided);
         done(plan->Answer(decided, metrics_));
       },
       // Envoy acts on the denial alone: a request one descriptor of which is known
       // denied needs no read of the others.
       Engine::LocalScope::kAnyBindingDenial);
+}
+
+void EnvoyService::Rank(const std::vector<OwnedCheck>& checks,
+                        const Engine::RequestDecision& decided) const {
+  for (size_t i = 0; i < checks.size() && i < decided.decisions.size(); ++i) {
+    const Decision& d = decided.decisions[i];
+    if (!checks[i].record || d.degraded || d.unread) continue;
+    top_->Record(checks[i].event, checks[i].feature, checks[i].hits, d.allowed, d.at);
+  }
 }
 
 void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond) {

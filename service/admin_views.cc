@@ -95,7 +95,10 @@ Result<std::string> TopView(const RecentTop& top, const PolicySource& policies,
                             const std::vector<QueryParam>& params, Instant now) {
   Result<TopQuery> q = ParseTopQuery(params);
   if (!q.ok()) return q.error();
-  if (Status known = policies.HasEvent(q->event); !known.ok()) return known.error();
+  // The policy's events, and those another protocol recorded (Envoy's descriptors).
+  if (Status known = policies.HasEvent(q->event); !known.ok() && !top.Knows(q->event)) {
+    return known.error();
+  }
   const TopAnswer answer = top.Query(q->event, q->minutes, q->by, q->n, now);
   json features = json::array();
   for (const TopRow& row : answer.rows) {

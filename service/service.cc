@@ -134,7 +134,7 @@ Status Service::Impl::Start() {
   }
   api = std::make_unique<DecisionApi>(
       *engine, std::make_shared<const PolicySource>(std::move(*policy)), std::move(api_options));
-  const ProtocolContext context{*engine, *front_end, metrics, log};
+  const ProtocolContext context{*engine, *front_end, metrics, log, top ? &*top : nullptr};
   for (const ProtocolFactory& make : options.protocols) {
     Result<std::unique_ptr<ServiceProtocol>> protocol = make(context);
     if (!protocol.ok()) return protocol.error();

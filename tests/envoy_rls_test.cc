@@ -406,6 +406,25 @@ TEST_F(EnvoyRlsTest, SeveralLimitsOnOneDescriptorAreAllCheckedAndTheTightestIsRe
       << metrics;
 }
 
+// Who is limited on Envoy's protocol shows in /v1/top as it does for /v1/check: each descriptor
+// ranked under its event (its entries as they are counted), denials and hits.
+TEST_F(EnvoyRlsTest, DescriptorsAreRankedInTop) {
+  auto serve = Serve();
+  RlsClient client(grpc_port_);
+  for (int i = 0; i < 8; ++i) client.Ask(Request("shorten", {{{"client", "noisy"}}}));
+  client.Ask(Request("shorten", {{{"client", "quiet"}}}));
+  HttpClient http(serve->port());
+  const testing::HttpReply denied = http.Get("/v1/top?event=shorten.client&by=denied");
+  ASSERT_EQ(denied.status, 200) << denied.body;
+  const json top = json::parse(denied.body);
+  ASSERT_EQ(top["features"].size(), 1u) << denied.body;
+  EXPECT_EQ(top["features"][0]["feature"], "6:client5:noisy") << "the descriptor as it is counted";
+  EXPECT_EQ(top["features"][0]["estimate"], 3) << "5/minute: 3 of 8 denied";
+  const json hits = json::parse(http.Get("/v1/top?event=shorten.client&by=hits").body);
+  EXPECT_EQ(hits["total"], 9);
+  EXPECT_TRUE(json::parse(http.Get("/v1/top?event=shorten.account").body)["features"].empty());
+}
+
 TEST_F(EnvoyRlsTest, HitsAddendsAndLimitOverrides) {
   auto serve = Serve();
   RlsClient client(grpc_port_);

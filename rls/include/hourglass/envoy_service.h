@@ -25,6 +25,7 @@
 #include "hourglass/envoy_request.h"
 #include "hourglass/grpc_listener.h"
 #include "hourglass/http_server.h"
+#include "hourglass/recent_top.h"
 #include "hourglass/service_metrics.h"
 
 namespace hourglass {
@@ -39,10 +40,12 @@ struct GrpcEndpoint {
 
 class EnvoyService {
  public:
-  // `engine`, `metrics` (may be null) and `front_end` (null: the service makes its own) must
-  // outlive this.
+  // `engine`, `metrics` (may be null), `front_end` (null: the service makes its own) and `top`
+  // (may be null; else every decided descriptor is ranked there under its event, as /v1/check's
+  // checks are) must outlive this.
   EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
-               EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end = nullptr);
+               EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end = nullptr,
+               RecentTop* top = nullptr);
   ~EnvoyService();
   EnvoyService(const EnvoyService&) = delete;
   EnvoyService& operator=(const EnvoyService&) = delete;
@@ -62,6 +65,8 @@ class EnvoyService {
   void SetConfig(std::shared_ptr<const EnvoyConfig> config);
 
  private:
+  // Ranks the request's decided descriptors in top_.
+  void Rank(const std::vector<OwnedCheck>& checks, const Engine::RequestDecision& decided) const;
   class Grpc;
   std::shared_ptr<const EnvoyConfig> Config() const;
 
@@ -73,6 +78,7 @@ class EnvoyService {
   // Last: destroyed first, it waits for the requests in flight, whose answers use the above.
   std::unique_ptr<CheckFrontEnd> own_front_end_;  // when none was given
   CheckFrontEnd& front_end_;
+  RecentTop* top_;
 };
 
 }  // namespace hourglass

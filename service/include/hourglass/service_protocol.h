@@ -15,6 +15,7 @@
 #include "hourglass/check_front_end.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
+#include "hourglass/recent_top.h"
 #include "hourglass/service_metrics.h"
 #include "hourglass/status.h"
 
@@ -50,6 +51,7 @@ struct ProtocolContext {
   CheckFrontEnd& front_end;
   ServiceMetrics& metrics;
   const ServiceLog& log;
+  RecentTop* top = nullptr;  // who is limited (/v1/top); null: the service keeps none
 };
 // Makes (and starts) a protocol, or says why it cannot (a bad configuration file, an address
 // that cannot be bound).

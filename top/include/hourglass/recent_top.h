@@ -87,6 +87,8 @@ class RecentTop {
   // The `n` heaviest features of `event` in the current minute and the `minutes` - 1 before it
   // (1 to kMinutes), by hits or by denied hits. An event never recorded answers no rows.
   TopAnswer Query(std::string_view event, int minutes, TopBy by, size_t n, Instant now) const;
+  // Whether `event` was ever recorded here (an event no policy file names: Envoy's descriptors).
+  bool Knows(std::string_view event) const { return Find(event) != nullptr; }
 
   // What a process keeps for the next (TopState): every event's minutes as their summaries'
   // entries and totals.
