@@ -46,6 +46,7 @@ struct EnvoyConfig::Node {
   bool wildcard = false;             // value has a '*': each matches any run of characters
   bool share_threshold = false;      // a wildcard's values share one counter
   bool shadow_mode = false;
+  Seconds block_for{0};                     // hourglass's penalty: a denial blocks this long
   std::vector<EnvoyRateLimit> rate_limits;  // `rate_limit`, then `rate_limits` in order
   std::string path;                         // "domain.key_value.key": the event counted under
   int line = 0;
@@ -233,6 +234,23 @@ Status LoadRateLimits(const std::string& name, const YAML::Node& item, EnvoyConf
 
 // Loads the descriptors under `parent`; `paths` holds every path of the domain so far, with its
 // line, so that two descriptors never count under one event.
+// hourglass's `block_for: DUR` on a descriptor with a limit: a denial blocks its entries for
+// that long, as a policy file's block_for does.
+Status LoadBlockFor(const std::string& name, const YAML::Node& item, EnvoyConfig::Node& node) {
+  const YAML::Node block = item["block_for"];
+  if (!block) return {};
+  Result<std::string> text = Scalar<std::string>(name, block, "block_for", "a duration");
+  if (!text.ok()) return text.error();
+  Result<Seconds> length = ParseDuration(*text);
+  if (!length.ok()) return At(name, block, "block_for: " + length.error().message());
+  if (Status s = ValidateBlockFor(*length); !s.ok()) return At(name, block, s.error().message());
+  const bool limited = std::any_of(node.rate_limits.begin(), node.rate_limits.end(),
+                                   [](const EnvoyRateLimit& r) { return !r.unlimited; });
+  if (!limited) return At(name, block, "block_for needs a rate limit on the same descriptor");
+  node.block_for = *length;
+  return {};
+}
+
 Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyConfig::Node& parent,
                        std::map<std::string, int>& paths) {
   if (!list || list.IsNull()) return {};
@@ -241,7 +259,7 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
     if (Status s =
             CheckFields(name, item,
                         {"key", "value", "rate_limit", "rate_limits", "descriptors", "shadow_mode",
-                         "detailed_metric", "value_to_metric", "share_threshold"},
+                         "detailed_metric", "value_to_metric", "share_threshold", "block_for"},
                         "a descriptor");
         !s.ok()) {
       return s;
@@ -294,6 +312,7 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
                             node->path, it->second));
     }
     if (Status s = LoadRateLimits(name, item, *node); !s.ok()) return s;
+    if (Status s = LoadBlockFor(name, item, *node); !s.ok()) return s;
     if (Status s = LoadDescriptors(name, item["descriptors"], *node, paths); !s.ok()) return s;
     parent.children.push_back(std::move(node));
   }
@@ -435,8 +454,12 @@ std::optional<EnvoyMatch> EnvoyConfig::Match(std::string_view domain,
     node = next;
   }
   if (matched == nullptr) return std::nullopt;
-  return EnvoyMatch{&matched->rate_limits.front(), matched->rate_limits, matched->shadow_mode,
-                    matched->path, FeatureOf(entries, chain)};
+  return EnvoyMatch{&matched->rate_limits.front(),
+                    matched->rate_limits,
+                    matched->shadow_mode,
+                    matched->block_for,
+                    matched->path,
+                    FeatureOf(entries, chain)};
 }
 
 std::vector<std::string> EnvoyConfig::domains() const {

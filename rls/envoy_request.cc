@@ -46,7 +46,7 @@ uint32_t Clamp32(uint64_t n) {
 // its hits can never fit: no reset to wait for); for a fixed window, the window's end; for a
 // sliding window with room left, now; with none, the window's length (the hits in it, this one
 // included, have left by then).
-std::optional<Seconds> UntilReset(const Decision& d, size_t k) {
+std::optional<Seconds> UntilWindowReset(const Decision& d, size_t k) {
   if (d.limits.empty()) return d.retry_after.value_or(Seconds{0});  // degraded
   const LimitOutcome& o = d.limits[k];
   if (const std::optional<Instant> next = o.limit.window.NextStart(d.at)) {
@@ -54,6 +54,15 @@ std::optional<Seconds> UntilReset(const Decision& d, size_t k) {
   }
   if (!d.allowed) return d.retry_after;
   return o.remaining > 0 ? Seconds{0} : o.limit.window.length();
+}
+
+// UntilWindowReset, or the end of a penalty (block_for) when that comes later.
+std::optional<Seconds> UntilReset(const Decision& d, size_t k) {
+  std::optional<Seconds> until = UntilWindowReset(d, k);
+  if (until && d.blocked_until && *d.blocked_until > d.at) {
+    until = std::max(*until, std::chrono::ceil<Seconds>(*d.blocked_until - d.at));
+  }
+  return until;
 }
 
 // Drops from `limits` (and `engine`, its twin) every limit named in `replaced`.
@@ -96,6 +105,7 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
     const std::vector<EnvoyEntry> entries = EntriesOf(d);
     std::vector<Limit> limits;  // the engine's, one per slot.limits
     OwnedCheck check;
+    Seconds block_for{0};  // the matched descriptor's penalty
     if (d.has_limit() && config.HasDomain(r.domain_)) {
       Result<EnvoyUnit> unit = OverrideUnit(d.limit().unit(), i);
       if (!unit.ok()) return unit.error();
@@ -116,9 +126,11 @@ Result<EnvoyRequest> EnvoyRequest::Make(const EnvoyConfig& config, const RateLim
       }
       check.event = std::move(m->event);
       check.feature = std::move(m->feature);
+      block_for = m->block_for;
     }
     if (limits.empty()) continue;  // no limit, or unlimited: OK without a check
     check.policy = Policy{std::move(limits), options.mode, options.on_store_failure};
+    check.policy.block_for = block_for;
     check.hits = slot.hits == 0 ? 1 : slot.hits;  // 0: would one hit fit?
     check.record = slot.hits != 0;
     check.binding = !slot.shadow;

@@ -375,6 +375,9 @@ descriptors:
        "a MONTH or YEAR is the calendar month or year in UTC: give it no window"},
       {"    rate_limits: [{unit: day, requests_per_unit: 1, burst: 2}]\n",
        "unknown key \"burst\" in rate_limit"},
+      {"    block_for: 10m\n", "block_for needs a rate limit on the same descriptor"},
+      {"    block_for: soon\n    rate_limit: {unit: day, requests_per_unit: 1}\n", "block_for: "},
+      {"    rate_limit: {unlimited: true}\n    block_for: 1m\n", "block_for needs a rate limit"},
   };
   for (const auto& [yaml, says] : bad) {
     Result<EnvoyConfig> r =

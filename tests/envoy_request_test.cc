@@ -57,6 +57,11 @@ descriptors:
         - name: checkout
       unit: minute
       requests_per_unit: 50
+  - key: login
+    block_for: 10m
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
 )";
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
@@ -350,6 +355,24 @@ TEST_F(EnvoyRequestTest, AMonthIsTheCalendarMonthInUtc) {
   const RateLimitResponse june = ask();
   EXPECT_EQ(june.overall_code(), RateLimitResponse::OK);
   EXPECT_EQ(june.statuses(0).limit_remaining(), 2u);
+}
+
+// hourglass's block_for on a descriptor: the denial blocks its entries for 10 minutes, though
+// the minute's hits leave after one, and the status says how long.
+TEST_F(EnvoyRequestTest, ADescriptorsPenaltyBlocksItsEntriesAndSaysUntilWhen) {
+  const RateLimitRequest login = RequestOf({{{"login", "ann"}}});
+  EXPECT_EQ(Overall(login), kOk);
+  EXPECT_EQ(Overall(login), kOk);
+  const RateLimitResponse denied = Answered(login);
+  EXPECT_EQ(denied.overall_code(), kOverLimit);
+  EXPECT_EQ(denied.statuses(0).duration_until_reset().seconds(), 600);
+  clock_.Advance(Seconds{120});  // the minute's hits have left: the penalty holds
+  const RateLimitResponse blocked = Answered(login);
+  EXPECT_EQ(blocked.overall_code(), kOverLimit);
+  EXPECT_EQ(blocked.statuses(0).duration_until_reset().seconds(), 480);
+  EXPECT_EQ(Overall(RequestOf({{{"login", "bob"}}})), kOk) << "another entry is not blocked";
+  clock_.Advance(Seconds{480});
+  EXPECT_EQ(Overall(login), kOk);
 }
 
 TEST_F(EnvoyRequestTest, BadRequestsAreRefusedNamingTheProblem) {

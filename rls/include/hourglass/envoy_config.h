@@ -86,6 +86,8 @@ struct EnvoyMatch {
   // outlive the match. An unlimited one is alone.
   std::span<const EnvoyRateLimit> rate_limits;
   bool shadow_mode = false;
+  // hourglass's `block_for` on the descriptor: a denial blocks its entries this long (0: none).
+  Seconds block_for{0};
   // The event and feature the engine counts under: the domain and the matched descriptor's path
   // ("mongo_cps.database_users", the reference's key), and the request's entries (a shared
   // wildcard counts under its pattern). Distinct descriptors give distinct events, distinct
