@@ -183,33 +183,9 @@ Result<Policy> ParseOverride(const std::string& name, const YAML::Node& o, Polic
 
 // `feature: ip` and `ip_prefix: {ipv4: N, ipv6: M}`, if given.
 Status ParseFeatureKind(const std::string& name, const YAML::Node& node, EventPolicy& entry) {
-  const YAML::Node feature = node["feature"];
-  const YAML::Node prefix = node["ip_prefix"];
-  if (feature && feature.as<std::string>() != "ip" && feature.as<std::string>() != "text") {
-    return At(name, feature, "feature is text (the default) or ip");
-  }
-  const bool ip = feature && feature.as<std::string>() == "ip";
-  if (prefix && !ip) return At(name, prefix, "ip_prefix needs feature: ip");
-  if (!ip) return {};
-  entry.ip = IpGrouping{};
-  if (!prefix) return {};
-  if (!prefix.IsMap()) return At(name, prefix, "ip_prefix is a map, e.g. {ipv4: 32, ipv6: 64}");
-  if (Status s = CheckFields(name, prefix, {"ipv4", "ipv6"}, "ip_prefix field", "ip_prefix");
-      !s.ok()) {
-    return s;
-  }
-  for (const auto& [key, bits, target] :
-       {std::tuple{"ipv4", 32, &entry.ip->ipv4}, std::tuple{"ipv6", 128, &entry.ip->ipv6}}) {
-    const YAML::Node n = prefix[key];
-    if (!n) continue;
-    const std::string text = n.as<std::string>();
-    int value = -1;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > bits) {
-      return At(name, n, fmt::format("ip_prefix {} is 1 to {}, not \"{}\"", key, bits, text));
-    }
-    *target = value;
-  }
+  Result<std::optional<IpGrouping>> grouping = yaml::IpGroupingOf(name, node);
+  if (!grouping.ok()) return grouping.error();
+  entry.ip = *grouping;
   return {};
 }
 

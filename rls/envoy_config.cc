@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "hourglass/ip_network.h"
 #include "yaml_fields.h"
 
 namespace hourglass {
@@ -47,6 +48,7 @@ struct EnvoyConfig::Node {
   bool share_threshold = false;      // a wildcard's values share one counter
   bool shadow_mode = false;
   Seconds block_for{0};                     // hourglass's penalty: a denial blocks this long
+  std::optional<IpGrouping> ip;             // hourglass's `feature: ip`: values by network
   std::vector<EnvoyRateLimit> rate_limits;  // `rate_limit`, then `rate_limits` in order
   std::string path;                         // "domain.key_value.key": the event counted under
   int line = 0;
@@ -256,11 +258,11 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
   if (!list || list.IsNull()) return {};
   if (!list.IsSequence()) return At(name, list, "\"descriptors\" must be a list");
   for (const YAML::Node& item : list) {
-    if (Status s =
-            CheckFields(name, item,
-                        {"key", "value", "rate_limit", "rate_limits", "descriptors", "shadow_mode",
-                         "detailed_metric", "value_to_metric", "share_threshold", "block_for"},
-                        "a descriptor");
+    if (Status s = CheckFields(name, item,
+                               {"key", "value", "rate_limit", "rate_limits", "descriptors",
+                                "shadow_mode", "detailed_metric", "value_to_metric",
+                                "share_threshold", "block_for", "feature", "ip_prefix"},
+                               "a descriptor");
         !s.ok()) {
       return s;
     }
@@ -313,6 +315,9 @@ Status LoadDescriptors(const std::string& name, const YAML::Node& list, EnvoyCon
     }
     if (Status s = LoadRateLimits(name, item, *node); !s.ok()) return s;
     if (Status s = LoadBlockFor(name, item, *node); !s.ok()) return s;
+    Result<std::optional<IpGrouping>> ip = yaml::IpGroupingOf(name, item);
+    if (!ip.ok()) return ip.error();
+    node->ip = *ip;
     if (Status s = LoadDescriptors(name, item["descriptors"], *node, paths); !s.ok()) return s;
     parent.children.push_back(std::move(node));
   }
@@ -324,11 +329,23 @@ void AppendEntry(std::string& feature, const std::string& key, const std::string
 }
 
 // The request's entries as one feature; a shared wildcard's value is its pattern.
+// A client address as its network ("2001:db8:1:2::/64"); a value that is not an address counts as
+// itself.
+std::string NetworkOf(std::string_view value, const IpGrouping& grouping) {
+  Result<IpNetwork> address = IpNetwork::ParseAddress(value);
+  if (!address.ok()) return std::string(value);
+  return address->Truncated(address->v6() ? grouping.ipv6 : grouping.ipv4).ToString();
+}
+
 std::string FeatureOf(std::span<const EnvoyEntry> entries,
                       std::span<const EnvoyConfig::Node* const> chain) {
   std::string feature;
   for (size_t i = 0; i < entries.size(); ++i) {
     const bool shared = i < chain.size() && chain[i]->share_threshold;
+    if (i < chain.size() && chain[i]->ip) {
+      AppendEntry(feature, entries[i].key, NetworkOf(entries[i].value, *chain[i]->ip));
+      continue;
+    }
     AppendEntry(feature, entries[i].key, shared ? *chain[i]->value : entries[i].value);
   }
   return feature;

@@ -310,6 +310,49 @@ descriptors:
   EXPECT_EQ(Match(config, "units", {{"w", "v"}})->rate_limit->unit, EnvoyUnit::kWeek);
 }
 
+// hourglass's `feature: ip` on a descriptor: its values are client addresses counted by network,
+// an IPv6 client by its /64 (or the prefix given), as policy files count them; a value that is
+// not an address counts as itself.
+TEST(EnvoyConfig, ClientAddressesCountByNetwork) {
+  const EnvoyConfig config = Parse(R"(domain: edge
+descriptors:
+  - key: remote_address
+    feature: ip
+    rate_limit: {unit: second, requests_per_unit: 10}
+  - key: subnet
+    feature: ip
+    ip_prefix: {ipv4: 24, ipv6: 48}
+    rate_limit: {unit: second, requests_per_unit: 10}
+)");
+  const auto feature = [&](const std::string& key, const std::string& value) {
+    std::optional<EnvoyMatch> m = Match(config, "edge", {{key, value}});
+    EXPECT_TRUE(m) << key << " " << value;
+    return m ? m->feature : std::string();
+  };
+  EXPECT_EQ(feature("remote_address", "2001:db8:1:2:aaaa::1"),
+            feature("remote_address", "2001:db8:1:2:bbbb::2"));
+  EXPECT_NE(feature("remote_address", "2001:db8:1:2::1"),
+            feature("remote_address", "2001:db8:1:3::1"));
+  EXPECT_NE(feature("remote_address", "192.0.2.7"), feature("remote_address", "192.0.2.8"));
+  EXPECT_EQ(feature("remote_address", "::ffff:192.0.2.7"), feature("remote_address", "192.0.2.7"));
+  EXPECT_NE(feature("remote_address", "2001:db8:1:2::1").find("2001:db8:1:2::/64"),
+            std::string::npos);
+  EXPECT_EQ(feature("subnet", "192.0.2.7"), feature("subnet", "192.0.2.200"));
+  EXPECT_EQ(feature("subnet", "2001:db8:1:2::1"), feature("subnet", "2001:db8:1:ff::1"));
+  EXPECT_NE(feature("remote_address", "not-an-address").find("not-an-address"), std::string::npos);
+  for (const auto& [yaml, says] : std::vector<std::pair<std::string, std::string>>{
+           {"    ip_prefix: {ipv4: 24}\n", "ip_prefix needs feature: ip"},
+           {"    feature: blob\n", "feature is text (the default) or ip"},
+           {"    feature: ip\n    ip_prefix: {ipv6: 129}\n", "ip_prefix ipv6 is 1 to 128"}}) {
+    Result<EnvoyConfig> r =
+        EnvoyConfig::Parse("domain: d\ndescriptors:\n  - key: k\n" + yaml +
+                               "    rate_limit: {unit: second, requests_per_unit: 1}\n",
+                           "test.yaml");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(EnvoyConfig, DistinctEntriesAreDistinctFeatures) {
   const EnvoyConfig config = Parse(R"(domain: d
 descriptors:

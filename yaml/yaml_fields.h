@@ -14,11 +14,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
+#include "hourglass/ip_network.h"
 #include "hourglass/status.h"
 
 namespace hourglass::yaml {
@@ -74,6 +78,41 @@ Result<T> Scalar(const std::string& file, const YAML::Node& node, std::string_vi
   } catch (const YAML::Exception&) {
     return At(file, node, fmt::format("\"{}\" must be {}", field, expected));
   }
+}
+
+// `feature: ip` (features are client addresses, counted by network) and `ip_prefix: {ipv4: N,
+// ipv6: M}` of `map`: the grouping, or none for `feature: text` (the default) or no `feature`.
+inline Result<std::optional<IpGrouping>> IpGroupingOf(const std::string& file,
+                                                      const YAML::Node& map) {
+  const YAML::Node feature = map["feature"];
+  const YAML::Node prefix = map["ip_prefix"];
+  Result<std::string> kind =
+      feature ? Scalar<std::string>(file, feature, "feature", "text or ip") : std::string("text");
+  if (!kind.ok()) return kind.error();
+  if (*kind != "ip" && *kind != "text")
+    return At(file, feature, "feature is text (the default) or ip");
+  if (prefix && *kind != "ip") return At(file, prefix, "ip_prefix needs feature: ip");
+  if (*kind != "ip") return std::optional<IpGrouping>();
+  IpGrouping grouping;
+  if (!prefix) return std::optional(grouping);
+  if (!prefix.IsMap()) return At(file, prefix, "ip_prefix is a map, e.g. {ipv4: 32, ipv6: 64}");
+  if (Status s = CheckFields(file, prefix, {"ipv4", "ipv6"}, "ip_prefix field", "ip_prefix");
+      !s.ok()) {
+    return s.error();
+  }
+  for (const auto& [key, bits, target] :
+       {std::tuple{"ipv4", 32, &grouping.ipv4}, std::tuple{"ipv6", 128, &grouping.ipv6}}) {
+    const YAML::Node n = prefix[key];
+    if (!n) continue;
+    const std::string text = n.as<std::string>();
+    int value = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > bits) {
+      return At(file, n, fmt::format("ip_prefix {} is 1 to {}, not \"{}\"", key, bits, text));
+    }
+    *target = value;
+  }
+  return std::optional(grouping);
 }
 
 }  // namespace hourglass::yaml
