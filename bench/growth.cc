@@ -25,6 +25,7 @@
 
 #include "guarded_main.h"
 #include "hourglass/engine.h"
+#include "hourglass/ladder.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/store_factory.h"
 #include "memcached_server.h"
@@ -46,6 +47,9 @@ struct Options {
   std::string dat;          // a gnuplot data file, one line per day limit
   // Numbers of features for the second table (memcached), each hit once; empty: no such table.
   std::vector<uint64_t> feature_counts;
+  // The third table: one feature hit every second for this many days (0: none), in memcached
+  // with the retention a calendar month needs.
+  int month_days = 0;
 };
 
 // The store's own figures: CPU seconds it spent, bytes it sent, bytes it holds.
@@ -377,9 +381,87 @@ void FeaturesTable(const Options& o) {
   }
 }
 
+// Keys read, round trips and latency of `checks` checks under `policy` at `at`, one engine.
+struct Reading {
+  double keys = 0, trips = 0, p50 = 0;
+};
+Reading ReadUnder(const Engine& engine, ManualClock& clock, int64_t at, const Policy& policy,
+                  int checks) {
+  Reading r;
+  std::vector<double> latencies;
+  for (int i = 0; i < checks; ++i) {
+    clock.Set(FromUnix(at + i));
+    const auto begin = Clock::now();
+    Result<Decision> d = engine.Peek("month", "client", policy);
+    latencies.push_back(std::chrono::duration<double, std::micro>(Clock::now() - begin).count());
+    if (!d.ok() || d->degraded) throw std::runtime_error("a peek failed: the store is down");
+    r.keys += static_cast<double>(d->cost.keys_read) / checks;
+    r.trips += static_cast<double>(d->cost.round_trips) / checks;
+  }
+  std::sort(latencies.begin(), latencies.end());
+  r.p50 = latencies[latencies.size() / 2];
+  return r;
+}
+
+// The third table: what a calendar month costs. One feature hit every second for `days` days, in
+// memcached with --retention 31d (every level lives that long: an hour's seconds share its pack),
+// on the default ladder and on one with days, then the month so far, the last 31 days and the
+// last day read by a fresh engine (a CLI call: nothing cached) and by one that read them before.
+void MonthTable(const Options& o) {
+  const Server server = StartMemcached(2048);
+  const std::unique_ptr<Store> store = OpenOn(server);
+  const int64_t days = o.month_days;
+  const int64_t start = (ToUnix(SystemClock::Get().Now()) / 86400 - days - 1) * 86400;
+  const int64_t end = start + days * 86400;
+  fmt::print(
+      "\n| ladder (--retention 31d) | memcached bytes for {} days of a hit every second | window "
+      "read at the end | engine | keys read / check | round trips / check | p50 µs "
+      "|\n|---|---|---|---|---|---|---|\n",
+      days);
+  int run = 0;
+  for (const char* ladder : {"1s,1m,1h", "1s,1m,1h,1d"}) {
+    ManualClock clock(FromUnix(start));
+    EngineOptions eo;
+    eo.name_space = fmt::format("month{}", run++);
+    eo.ladder = *Ladder::Parse(ladder);
+    eo.retention = Seconds{31 * 86400};
+    eo.hot_path = HotPathOptions::LongRunning();
+    const Engine writer = *Engine::Create(*store, clock, eo);
+    const Figures empty = server.Read();
+    for (int64_t t = start; t < end; ++t) {
+      clock.Set(FromUnix(t));
+      if (Result<Cost> c = writer.Record("month", "client"); !c.ok()) {
+        throw std::runtime_error("fill: " + c.error().ToString());
+      }
+    }
+    const double bytes = (server.Read() - empty).memory;
+    const std::vector<std::pair<std::string, Window>> windows = {
+        {"calendar month (UTC)", *Window::Calendar(CalendarUnit::kMonth)},
+        {"sliding 31d", *Window::Sliding(Seconds{31 * 86400})},
+        {"sliding 1d", *Window::Sliding(Seconds{86400})}};
+    for (const auto& [name, window] : windows) {
+      const Policy policy{{Limit{window, 1'000'000'000}}};
+      EngineOptions fresh = eo;
+      fresh.hot_path = HotPathOptions::OneShot();
+      const Engine cold = *Engine::Create(*store, clock, fresh);
+      const Reading once = ReadUnder(cold, clock, end, policy, 20);
+      const Engine warm = *Engine::Create(*store, clock, eo);
+      (void)ReadUnder(warm, clock, end, policy, 1);
+      const Reading again = ReadUnder(warm, clock, end + 1, policy, 200);
+      for (const auto& [engine, r] :
+           {std::pair{"fresh (a CLI call)", once}, std::pair{"long-running (a service)", again}}) {
+        fmt::print("| {} | {:.1f} MiB | {} | {} | {:.1f} | {:.2f} | {:.0f} |\n", ladder,
+                   bytes / (1 << 20), name, engine, r.keys, r.trips, r.p50);
+      }
+    }
+    std::fflush(stdout);
+  }
+}
+
 int Main(const Options& o) {
   if (!o.limits.empty()) LimitsTable(o);
   if (!o.feature_counts.empty()) FeaturesTable(o);
+  if (o.month_days > 0) MonthTable(o);
   return 0;
 }
 
@@ -406,5 +488,9 @@ int main(int argc, char** argv) {
   app.add_option("--feature-counts", o.feature_counts,
                  "also: memcached holding this many features (growing), each hit once, checked at "
                  "random, e.g. 10000 100000 1000000 10000000");
+  app.add_option("--month-days", o.month_days,
+                 "also: one feature hit every second for this many days (1 to 31) with --retention "
+                 "31d, and what reading a month costs")
+      ->check(CLI::Range(0, 31));
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }

@@ -24,6 +24,12 @@ Seconds RetentionOf(const Globals& g) {
   return *retention;
 }
 
+Ladder LadderOf(const Globals& g) {
+  Result<Ladder> ladder = Ladder::Parse(g.ladder);
+  if (!ladder.ok()) Fail(kUsage, "--ladder: " + ladder.error().message());
+  return *ladder;
+}
+
 Seconds SettleMarginOf(const Globals& g) {
   Result<Seconds> margin =
       g.settle_margin == "0" ? Result<Seconds>(Seconds{0}) : ParseDuration(g.settle_margin);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hourglass/clock.h"
+#include "hourglass/ladder.h"
 #include "hourglass/status.h"
 #include "hourglass/window.h"
 
@@ -40,6 +41,7 @@ struct Globals {
   bool json = false;
   int timeout_ms = 500;
   std::string retention = "1d";
+  std::string ladder = "1s,1m,1h";   // bucket widths (Ladder::Parse)
   std::string settle_margin = "5s";  // allowance for clock skew between clients
   bool exact_cover = false;          // no hot path: every check reads its exact cover
 };
@@ -68,6 +70,8 @@ T Unwrap(Result<T> r) {
 
 // --retention, or exit 2 naming it.
 Seconds RetentionOf(const Globals& g);
+// --ladder, or exit 2 naming it.
+Ladder LadderOf(const Globals& g);
 // --settle-margin as seconds (0 to 1h); exits with kUsage naming the option otherwise.
 Seconds SettleMarginOf(const Globals& g);
 // --at: Unix seconds or an ISO 8601 time with its offset (ParseTime), or nullopt when not given.

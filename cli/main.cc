@@ -85,6 +85,12 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.add_option("--retention", g.retention,
                  "longest window answered; sets bucket TTLs (same on every client)")
       ->capture_default_str();
+  app.add_option("--ladder", g.ladder,
+                 "bucket widths, each dividing the next, the first 1s (same on every client): "
+                 "1s,1m,1h,1d reads a month in about 30 keys where the default reads up to 744 "
+                 "hour buckets (env HOURGLASS_LADDER)")
+      ->envname("HOURGLASS_LADDER")
+      ->capture_default_str();
   app.add_option("--settle-margin", g.settle_margin,
                  "allowance for clock skew between clients (0 to 1h): buckets are cached as final "
                  "and kept in the store this much longer (same on every client)")

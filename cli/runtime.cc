@@ -52,6 +52,7 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
   EngineOptions options;
   options.name_space = g.name_space;
   options.retention = RetentionOf(g);
+  options.ladder = LadderOf(g);
   options.settle_margin = SettleMarginOf(g);
   options.exact_retry_after =
       use == EngineUse::kOneShotExact || use == EngineUse::kLongRunningExact;

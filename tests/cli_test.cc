@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -116,6 +117,34 @@ TEST_F(CliTest, HitAndCountWithTheContractJson) {
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("10s"), std::string::npos);
   EXPECT_TRUE(r.err.empty()) << "nothing but results: " << r.err;
+}
+
+// A month of counts: with days on the ladder a 30-day window is read in a fraction of the keys
+// the default ladder reads (an hour bucket for each of its 720 hours); both count the same hits.
+TEST_F(CliTest, ALadderWithDaysReadsAMonthInFewerKeys) {
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  std::map<std::string, int> keys;
+  for (const std::string ladder : {"1s,1m,1h,1d", "1s,1m,1h"}) {
+    const std::vector<std::string> globals = {"--ladder",    ladder,
+                                              "--retention", "31d",
+                                              "--namespace", "l" + std::to_string(ladder.size())};
+    for (int64_t ago : {20 * 86400, 10 * 86400, 3600}) {
+      std::vector<std::string> args = globals;
+      args.insert(args.end(), {"hit", "api", "key", "--at", std::to_string(now - ago)});
+      ASSERT_EQ(Run(args).code, 0) << ladder;
+    }
+    std::vector<std::string> args = globals;
+    args.insert(args.end(), {"count", "api", "key", "--window", "30d", "--json"});
+    ProcessResult r = Run(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(Json(r)["windows"][0]["count"], 3) << ladder;
+    keys[ladder] = Json(r)["keys_read"].get<int>();
+  }
+  EXPECT_GT(keys["1s,1m,1h"], 720);
+  EXPECT_LT(keys["1s,1m,1h,1d"] * 2, keys["1s,1m,1h"]);
+  ProcessResult bad = Run({"--ladder", "2s,1m", "count", "api", "key"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--ladder"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliTest, CheckExitCodesAndJson) {
