@@ -538,6 +538,48 @@ TEST_P(EngineTest, CalendarWindowsInAZoneDecideAsItsWallClockSays) {
   }
 }
 
+// A monthly quota in Berlin across the month's end (November starts at 23:00 UTC on October 31),
+// on a ladder with days (UTC-aligned day buckets, a month that starts at 22:00 or 23:00 UTC),
+// decided as a perfect limiter counting each window's span over admitted hits.
+TEST_P(EngineTest, AMonthInAZoneOnALadderWithDaysDecidesAsItsWallClockSays) {
+  EngineOptions options = Options();
+  options.ladder = *Ladder::Parse("1s,1m,1h,1d");
+  options.retention = Seconds{33 * 86400};
+  const Engine engine = MakeEngine(options);
+  const TimeZone berlin = *TimeZone::Named("Europe/Berlin");
+  const Policy policy{{Limit{Window::Calendar(CalendarUnit::kMonth, berlin), 60},
+                       Limit{Window::Calendar(CalendarUnit::kDay, berlin), 25},
+                       Limit{*Window::Sliding(Seconds{3600}), 12}},
+                      CountingMode::kAdmitted,
+                      FailureMode::kFailOpen};
+  const int64_t november = 1'793'487'600;  // 2026-11-01 00:00 CET
+  std::mt19937_64 rng(31);
+  SlidingLog admitted;
+  int denied = 0;
+  for (int64_t t = november - 3 * 86400; t < november + 2 * 86400;) {
+    t += NextGap(rng);
+    clock_->Set(FromUnix(t));
+    bool fits = true;
+    for (const Limit& limit : policy.limits) {
+      const Span span = limit.window.SpanAt(FromUnix(t));
+      fits = fits && admitted.CountIn(span.first, span.last) + 1 <= limit.max_hits;
+    }
+    Result<Decision> d = engine.Check("quota", "tenant", policy);
+    ASSERT_TRUE(d.ok()) << d.error().ToString();
+    ASSERT_EQ(d->allowed, fits) << "at " << t;
+    if (fits) admitted.Add(t);
+    denied += fits ? 0 : 1;
+    for (const LimitOutcome& o : d->limits) {
+      if (!o.exact) continue;
+      const Span span = o.limit.window.SpanAt(FromUnix(t));
+      ASSERT_EQ(o.count, admitted.CountIn(span.first, span.last))
+          << o.limit.ToString() << " at " << t;
+    }
+  }
+  EXPECT_GT(denied, 100);
+  EXPECT_GT(admitted.CountIn(november, november + 2 * 86400), 0u) << "November starts afresh";
+}
+
 TEST_P(EngineTest, HostileFeaturesAreCountedAsThemselves) {
   const Engine engine = MakeEngine();
   const std::vector<std::string> features = {"x\r\nflush_all\r\n",
