@@ -68,6 +68,13 @@ class EngineTest : public ::testing::TestWithParam<Config> {
     return engine.Check("signup", "ann", policy);
   }
 
+  // Checks `feature` at bursty instants from `from` to `to` (seeded by `seed`): each decided as a
+  // perfect limiter counting every window's span (Window::SpanAt) over the hits admitted so far,
+  // into `admitted`, and each exact count equal to those hits; `denied` counts the denials.
+  void DecideAsAPerfectLimiter(const Engine& engine, const Policy& policy,
+                               const std::string& feature, int64_t from, int64_t to, uint64_t seed,
+                               SlidingLog& admitted, int& denied);
+
   // Items alive in the store: the memory store's keys, memcached's own curr_items, Redis's keys.
   long long LiveItems() {
     if (auto* memcached = dynamic_cast<testing::MemcachedHarness*>(harness_.get())) {
@@ -178,6 +185,32 @@ int64_t NextGap(std::mt19937_64& rng) {
   return r < 40   ? 0
          : r < 80 ? static_cast<int64_t>(rng() % 30)
                   : static_cast<int64_t>(rng() % 1800);
+}
+
+void EngineTest::DecideAsAPerfectLimiter(const Engine& engine, const Policy& policy,
+                                         const std::string& feature, int64_t from, int64_t to,
+                                         uint64_t seed, SlidingLog& admitted, int& denied) {
+  std::mt19937_64 rng(seed);
+  for (int64_t t = from; t < to;) {
+    t += NextGap(rng);
+    clock_->Set(FromUnix(t));
+    bool fits = true;
+    for (const Limit& limit : policy.limits) {
+      const Span span = limit.window.SpanAt(FromUnix(t));
+      fits = fits && admitted.CountIn(span.first, span.last) + 1 <= limit.max_hits;
+    }
+    Result<Decision> d = engine.Check("api", feature, policy);
+    ASSERT_TRUE(d.ok()) << d.error().ToString();
+    ASSERT_EQ(d->allowed, fits) << "at " << t;
+    if (fits) admitted.Add(t);
+    denied += fits ? 0 : 1;
+    for (const LimitOutcome& o : d->limits) {
+      if (!o.exact) continue;
+      const Span span = o.limit.window.SpanAt(FromUnix(t));
+      ASSERT_EQ(o.count, admitted.CountIn(span.first, span.last))
+          << o.limit.ToString() << " at " << t;
+    }
+  }
 }
 
 // Every count the decision read is the truth, or (settled by bounds) brackets it.
@@ -511,29 +544,12 @@ TEST_P(EngineTest, CalendarWindowsInAZoneDecideAsItsWallClockSays) {
                          Limit{Window::Calendar(CalendarUnit::kDay, zone), 40}},
                         CountingMode::kAdmitted,
                         FailureMode::kFailOpen};
-    const std::string feature = std::string("client-") + std::to_string(c.change);
-    std::mt19937_64 rng(static_cast<uint64_t>(c.change));
     SlidingLog admitted;
     int denied = 0;
-    for (int64_t t = c.change - 30 * 3600; t < c.change + 30 * 3600;) {
-      t += NextGap(rng);
-      clock_->Set(FromUnix(t));
-      bool fits = true;
-      for (const Limit& limit : policy.limits) {
-        const Span span = limit.window.SpanAt(FromUnix(t));
-        fits = fits && admitted.CountIn(span.first, span.last) + 1 <= limit.max_hits;
-      }
-      Result<Decision> d = engine.Check("api", feature, policy);
-      ASSERT_TRUE(d.ok()) << d.error().ToString();
-      ASSERT_EQ(d->allowed, fits) << c.zone << " at " << t;
-      if (fits) admitted.Add(t);
-      denied += fits ? 0 : 1;
-      for (const LimitOutcome& o : d->limits) {
-        if (!o.exact) continue;
-        const Span span = o.limit.window.SpanAt(FromUnix(t));
-        ASSERT_EQ(o.count, admitted.CountIn(span.first, span.last)) << c.zone << " at " << t;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(DecideAsAPerfectLimiter(
+        engine, policy, "client-" + std::to_string(c.change), c.change - 30 * 3600,
+        c.change + 30 * 3600, static_cast<uint64_t>(c.change), admitted, denied))
+        << c.zone;
     EXPECT_GT(denied, 20) << c.zone;
   }
 }
@@ -553,29 +569,10 @@ TEST_P(EngineTest, AMonthInAZoneOnALadderWithDaysDecidesAsItsWallClockSays) {
                       CountingMode::kAdmitted,
                       FailureMode::kFailOpen};
   const int64_t november = 1'793'487'600;  // 2026-11-01 00:00 CET
-  std::mt19937_64 rng(31);
   SlidingLog admitted;
   int denied = 0;
-  for (int64_t t = november - 3 * 86400; t < november + 2 * 86400;) {
-    t += NextGap(rng);
-    clock_->Set(FromUnix(t));
-    bool fits = true;
-    for (const Limit& limit : policy.limits) {
-      const Span span = limit.window.SpanAt(FromUnix(t));
-      fits = fits && admitted.CountIn(span.first, span.last) + 1 <= limit.max_hits;
-    }
-    Result<Decision> d = engine.Check("quota", "tenant", policy);
-    ASSERT_TRUE(d.ok()) << d.error().ToString();
-    ASSERT_EQ(d->allowed, fits) << "at " << t;
-    if (fits) admitted.Add(t);
-    denied += fits ? 0 : 1;
-    for (const LimitOutcome& o : d->limits) {
-      if (!o.exact) continue;
-      const Span span = o.limit.window.SpanAt(FromUnix(t));
-      ASSERT_EQ(o.count, admitted.CountIn(span.first, span.last))
-          << o.limit.ToString() << " at " << t;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(DecideAsAPerfectLimiter(engine, policy, "tenant", november - 3 * 86400,
+                                                  november + 2 * 86400, 31, admitted, denied));
   EXPECT_GT(denied, 100);
   EXPECT_GT(admitted.CountIn(november, november + 2 * 86400), 0u) << "November starts afresh";
 }
