@@ -25,10 +25,12 @@ endfunction()
 hourglass_install_set(Core hourglass_display hourglass_engine hourglass_memory_store hourglass_net
                       hourglass_packed_layout hourglass_memcached_store hourglass_redis_store
                       hourglass_lmdb_store
-                      hourglass_transition_store hourglass_replicated_store hourglass_stores)
+                      hourglass_transition_store hourglass_replicated_store hourglass_stores
+                      hourglass_fallback)
 install(DIRECTORY
   ${PROJECT_SOURCE_DIR}/display/include/
   ${PROJECT_SOURCE_DIR}/engine/include/
+  ${PROJECT_SOURCE_DIR}/fallback/include/
   ${PROJECT_SOURCE_DIR}/stores/memory/include/
   ${PROJECT_SOURCE_DIR}/stores/net/include/
   ${PROJECT_SOURCE_DIR}/stores/packed/include/

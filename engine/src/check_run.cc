@@ -95,7 +95,61 @@ std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
   return core_.keys.HitIncrements(group_, second_, sign * static_cast<int64_t>(hits_));
 }
 
+Share CheckRun::LocalShare() const {
+  return policy_.local_share.value_or(core_.options.fallback->default_share());
+}
+
+void CheckRun::Fail(const Error& error) {
+  failed_ = error;
+  pending_.reset();
+  StoreFallback* fallback = core_.options.fallback;
+  if (policy_.on_store_failure != FailureMode::kLocal || fallback == nullptr ||
+      mode_ == Mode::kBlocked) {
+    return;
+  }
+  const Share share = LocalShare();
+  std::vector<uint64_t> maxes;
+  maxes.reserve(policy_.limits.size());
+  for (const Limit& limit : policy_.limits) maxes.push_back(share.Of(limit.max_hits));
+  // A hit the store already holds (its first batch landed) is decided, not held twice.
+  const bool record = mode_ != Mode::kPeek && !(answered_ && HitWritten());
+  local_ = fallback->Decide(group_, spans_, maxes, hits_, second_, record,
+                            policy_.mode == CountingMode::kAttempts);
+}
+
+Decision CheckRun::DecidedLocally(const Error& error, const Cost& cost) const {
+  const Share share = LocalShare();
+  Decision decision;
+  decision.allowed = local_->allowed;
+  decision.recorded = local_->recorded;
+  decision.degraded = true;
+  decision.local = true;
+  decision.store_error =
+      Error(error.code(),
+            fmt::format("{}; decided in this process against {} of each limit (on_store_failure "
+                        "local){}",
+                        error.message(), share.ToString(),
+                        local_->full ? ": denied, its ledger of local hits is full" : ""));
+  decision.at = t_;
+  decision.cost = cost;
+  for (size_t i = 0; i < policy_.limits.size(); ++i) {
+    const Limit scaled{policy_.limits[i].window, share.Of(policy_.limits[i].max_hits)};
+    uint64_t count = 0;
+    for (const CountedSpan& piece : local_->pieces[i]) count = SaturatingAdd(count, piece.hits);
+    const uint64_t with_hit = local_->recorded ? count : SaturatingAdd(count, hits_);
+    LimitOutcome o{policy_.limits[i], count, 0, with_hit > scaled.max_hits, Seconds{0}, false, 0};
+    o.remaining = count < scaled.max_hits ? scaled.max_hits - count : 0;
+    if (!decision.allowed) o.retry_after = RetryAfter(scaled, t_, hits_, local_->pieces[i]);
+    decision.retry_after = Later(decision.retry_after, o.retry_after);
+    decision.limits.push_back(std::move(o));
+  }
+  if (!decision.allowed && local_->full)
+    decision.retry_after = Later(decision.retry_after, Seconds{1});
+  return decision;
+}
+
 Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {
+  if (local_) return DecidedLocally(error, cost);
   Decision decision;
   decision.allowed = policy_.on_store_failure == FailureMode::kFailOpen;
   decision.degraded = true;
@@ -262,7 +316,7 @@ void CheckRun::TakeAnswer(Result<std::vector<uint64_t>> answer) {
     if (answer.ok()) {
       blocked_->attempt_recorded = true;
     } else {
-      failed_ = answer.error();
+      Fail(answer.error());
     }
     return;
   }
@@ -278,9 +332,10 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       step_ = Step::kDecided;
       return;
     }
-    failed_ = read.error();
+    Fail(read.error());
     return;
   }
+  answered_ = true;
   decision_.cost += read->cost;
   if (read->applied && !*read->applied) mode_ = Mode::kHeldBack;
   if (step_ == Step::kRefine) {
@@ -361,7 +416,7 @@ uint64_t CheckRun::MissingHits(uint64_t ledger) const {
 void CheckRun::CountMissing(size_t i) {
   if (missing_ == 0) return;
   const bool certain = spans_[i].first <= *today_;
-  if (!certain && policy_.on_store_failure == FailureMode::kFailOpen) return;
+  if (!certain && policy_.on_store_failure != FailureMode::kFailClosed) return;
   tally_.upper[i] = SaturatingAdd(tally_.upper[i], missing_);
   AddAttempt(tally_.upper_pieces[i], second_, missing_);
   if (!certain) return;
@@ -382,6 +437,7 @@ void CheckRun::Judged() {
 }
 
 bool CheckRun::allowed() const {
+  if (local_) return local_->allowed;
   if (failed_) return policy_.on_store_failure == FailureMode::kFailOpen;
   return mode_ != Mode::kBlocked && decision_.allowed;
 }
@@ -398,6 +454,15 @@ bool CheckRun::Strikes() const {
 
 std::optional<TakeBackIntent> CheckRun::TakeBack(bool request_denied) {
   if (step_ == Step::kTakenBack) return std::nullopt;
+  if (local_ && local_->recorded && request_denied && policy_.mode == CountingMode::kAdmitted) {
+    core_.options.fallback->TakeBack(group_, second_, hits_);  // held here, not in the store
+    local_->recorded = false;
+    for (auto& pieces : local_->pieces) {
+      for (CountedSpan& piece : pieces) {
+        if (piece.span.Contains(second_)) piece.hits -= std::min(piece.hits, hits_);
+      }
+    }
+  }
   TakeBackIntent intent{Batch{group_, {}, {}}, UndoesHit(request_denied), Strikes()};
   if (intent.undoes_hit) {
     intent.batch.increments = HitIncrements(-1);

@@ -44,6 +44,10 @@
 // all of today count the missing hits, and the other windows (which may or may not hold them)
 // follow the policy's FailureMode: fail closed counts them too.
 //
+// A store failure stops the run: its decision is degraded, per the policy's FailureMode; with
+// local (and EngineOptions::fallback), decided by the fallback against its share of each limit,
+// recording the hit there unless the store already holds it.
+//
 // Thread-safety: one CheckRun per check, on one thread.
 #pragma once
 
@@ -82,6 +86,13 @@ class CheckRun {
   Batch* NextBatch();
   // The store's answer to the batch NextBatch gave.
   void TakeAnswer(Result<std::vector<uint64_t>> answer);
+
+  // The store failed before the run sent anything (the write-back of its feature's local hits):
+  // it is decided as when its own batch fails. Not a run the blocked-client cache answered.
+  void FailBeforeStore(const Error& error) {
+    if (mode_ != Mode::kBlocked) Fail(error);
+  }
+  const std::string& group() const { return group_; }
 
   // Its denial is not to be remembered in the blocked-client cache: its reads include hits of
   // checks before it that may yet be taken back (a repeated event+feature in one request).
@@ -133,8 +144,14 @@ class CheckRun {
   bool settled_instant() const { return core_.IsSettled(second_, now_); }
   BucketReader Reader() const { return core_.Reader(!settled_instant()); }
   std::vector<Increment> HitIncrements(int64_t sign) const;
+  // The store failed: the run stops, and a policy that says local is decided by the fallback.
+  void Fail(const Error& error);
   // The policy's answer when the store failed; `cost` is what was spent before.
   Decision Degraded(const Error& error, const Cost& cost) const;
+  // The fallback's decision (local_) as a Decision.
+  Decision DecidedLocally(const Error& error, const Cost& cost) const;
+  // The share of each limit the fallback decides against, and the limits so scaled.
+  Share LocalShare() const;
   // Whether the hit is in the store now (or will be, once the pending batch is applied).
   bool HitWritten() const { return mode_ == Mode::kPlain || mode_ == Mode::kAtomic; }
   // Whether the current step's batch carries the hit's increments.
@@ -203,11 +220,13 @@ class CheckRun {
   Mode mode_;
   Step step_;
   std::optional<PendingRead> pending_;
-  std::vector<Bound> bounds_;              // kBounds: per window
-  std::vector<Bucket> reads_;              // the buckets the pending read asks for
-  std::shared_ptr<const ReadPlan> plan_;   // kExact*: the plan read
-  std::unique_ptr<RetryRefiner> refiner_;  // kRefine
-  std::optional<Error> failed_;            // a read failed: the decision is degraded
+  std::vector<Bound> bounds_;                    // kBounds: per window
+  std::vector<Bucket> reads_;                    // the buckets the pending read asks for
+  std::shared_ptr<const ReadPlan> plan_;         // kExact*: the plan read
+  std::unique_ptr<RetryRefiner> refiner_;        // kRefine
+  std::optional<Error> failed_;                  // a read failed: the decision is degraded
+  bool answered_ = false;                        // the store answered one of the run's batches
+  std::optional<StoreFallback::Verdict> local_;  // failed_, and decided by the fallback
   WindowTally tally_;
   Decision decision_;
   std::string blocked_key_;

@@ -13,6 +13,7 @@
 #include "hourglass/saturating.h"
 #include "request_runs.h"
 #include "reset.h"
+#include "write_back.h"
 
 namespace hourglass {
 namespace {
@@ -311,6 +312,21 @@ Result<std::string> Engine::ValidateCheck(const CheckRequest& check, Instant now
   return group;
 }
 
+Engine::WriteBack Engine::WriteBackLocal(size_t max_groups) const {
+  WriteBack out;
+  StoreFallback* fallback = core_->options.fallback;
+  if (fallback == nullptr || !fallback->AnyPending()) return out;
+  const std::vector<std::string> groups = fallback->PendingGroups(max_groups);
+  std::vector<std::optional<Error>> failed =
+      internal::WriteBackGroups(*core_, groups, core_->clock->Now(), &out.hits, &out.features);
+  for (std::optional<Error>& error : failed) {
+    if (!error) continue;
+    ++out.failed;
+    if (!out.error) out.error = std::move(error);
+  }
+  return out;
+}
+
 Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
                                const Policy& policy, uint64_t hits,
                                std::optional<Instant> at) const {
@@ -319,7 +335,7 @@ Result<Decision> Engine::Check(std::string_view event, std::string_view feature,
   if (!group.ok()) return group.error();
   internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now);
   run.AnswerBlocked();
-  return internal::RequestRuns::DecideAlone(*core_, run);
+  return internal::RequestRuns::DecideAlone(*core_, run, now);
 }
 
 Result<Decision> Engine::Peek(std::string_view event, std::string_view feature,
@@ -329,7 +345,7 @@ Result<Decision> Engine::Peek(std::string_view event, std::string_view feature,
   Result<std::string> group = ValidateCheck(OneCheck(event, feature, policy, hits, at, false), now);
   if (!group.ok()) return group.error();
   internal::CheckRun run(*core_, std::move(*group), policy, hits, at.value_or(now), now, false);
-  return internal::RequestRuns::DecideAlone(*core_, run);
+  return internal::RequestRuns::DecideAlone(*core_, run, now);
 }
 
 std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::string_view feature,
@@ -341,7 +357,7 @@ std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::stri
   if (!group.ok()) return std::nullopt;
   internal::CheckRun run(*core_, std::move(*group), policy, hits, now, now);
   if (!run.AnswerBlocked()) return std::nullopt;
-  return internal::RequestRuns::DecideAlone(*core_, run);
+  return internal::RequestRuns::DecideAlone(*core_, run, now);
 }
 
 std::vector<Result<Decision>> Engine::CheckMany(std::span<const CheckRequest> checks) const {

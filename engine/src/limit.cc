@@ -141,7 +141,15 @@ std::string_view CountingModeName(CountingMode mode) {
 }
 
 std::string_view FailureModeName(FailureMode mode) {
-  return mode == FailureMode::kFailOpen ? "open" : "closed";
+  switch (mode) {
+    case FailureMode::kFailOpen:
+      return "open";
+    case FailureMode::kFailClosed:
+      return "closed";
+    case FailureMode::kLocal:
+      return "local";
+  }
+  return "open";
 }
 
 Result<CountingMode> ParseCountingMode(std::string_view text) {
@@ -153,7 +161,8 @@ Result<CountingMode> ParseCountingMode(std::string_view text) {
 Result<FailureMode> ParseFailureMode(std::string_view text) {
   if (text == "open") return FailureMode::kFailOpen;
   if (text == "closed") return FailureMode::kFailClosed;
-  return InvalidArgument(fmt::format("\"{}\": use open or closed", text));
+  if (text == "local") return FailureMode::kLocal;
+  return InvalidArgument(fmt::format("\"{}\": use open, closed or local", text));
 }
 
 }  // namespace hourglass

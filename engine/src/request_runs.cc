@@ -1,7 +1,10 @@
 #include "request_runs.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
+
+#include "write_back.h"
 
 namespace hourglass::internal {
 namespace {
@@ -14,7 +17,11 @@ Result<std::vector<uint64_t>> AsAnswer(const Status& sent) {
 
 }  // namespace
 
-Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run) {
+Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run, Instant now) {
+  if (core.options.fallback != nullptr && core.options.fallback->AnyPending()) {
+    const std::optional<Error> failed = WriteBackGroups(core, {&run.group(), 1}, now).front();
+    if (failed) run.FailBeforeStore(*failed);
+  }
   while (Batch* batch = run.NextBatch()) {
     if (batch->reads.empty()) {
       run.TakeAnswer(AsAnswer(core.store->Send({batch, 1}).front()));
@@ -95,11 +102,43 @@ std::vector<size_t> RequestRuns::NextRound(std::vector<size_t>& waiting) const {
 void RequestRuns::DecideRound(const std::vector<size_t>& round) {
   size_t layers = 0;
   for (size_t r : round) layers = std::max(layers, requests_[r].layers);
+  const std::unordered_map<std::string, Error> failed = WriteBack(round);
   for (size_t layer = 0; layer < layers; ++layer) {
-    Step(StartLayer(round, layer));
+    std::vector<CheckRun*> runs = StartLayer(round, layer);
+    if (!failed.empty()) {
+      for (size_t r : round) FailWhereWriteBackFailed(requests_[r], layer, failed);
+    }
+    Step(runs);
     TakeBack(round, layer);
   }
   for (size_t r : round) decided_[r] = Finish(requests_[r]);
+}
+
+std::unordered_map<std::string, Error> RequestRuns::WriteBack(
+    const std::vector<size_t>& round) const {
+  std::unordered_map<std::string, Error> failed;
+  if (core_.options.fallback == nullptr || !core_.options.fallback->AnyPending()) return failed;
+  std::vector<std::string> groups;
+  for (size_t r : round) {
+    groups.insert(groups.end(), requests_[r].groups.begin(), requests_[r].groups.end());
+  }
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  std::vector<std::optional<Error>> errors = WriteBackGroups(core_, groups, now_);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (errors[g]) failed.emplace(std::move(groups[g]), std::move(*errors[g]));
+  }
+  return failed;
+}
+
+void RequestRuns::FailWhereWriteBackFailed(Request& request, size_t layer,
+                                           const std::unordered_map<std::string, Error>& failed) {
+  for (size_t i = 0; i < request.checks.size(); ++i) {
+    if (request.layer_of[i] != layer || request.runs[i] == nullptr) continue;
+    if (auto it = failed.find(request.groups[i]); it != failed.end()) {
+      request.runs[i]->FailBeforeStore(it->second);
+    }
+  }
 }
 
 std::vector<CheckRun*> RequestRuns::StartLayer(const std::vector<size_t>& round, size_t layer) {

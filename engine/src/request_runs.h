@@ -10,7 +10,9 @@
 // exactly what deciding its requests one after another would. Within a request, a repeated
 // event+feature waits for the check before it (layers). Each step sends every run's next batch
 // together (Store::ApplyMany); then the take-backs of the round (denied checks' hits, and in a
-// denied request the admitted ones') go out together in one Store::Send.
+// denied request the admitted ones') go out together in one Store::Send. Before a round reads the
+// store, the hits the fallback holds for its features are written back (EngineOptions::fallback);
+// a feature whose write-back fails is decided as when the store fails.
 //
 // Thread-safety: one RequestRuns per engine call, on one thread.
 #pragma once
@@ -18,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "check_run.h"
@@ -42,9 +45,9 @@ class RequestRuns {
   // need a store read) is left undecided (nullopt) and nothing of it is done.
   std::vector<std::optional<Engine::RequestDecision>> Decide(Local local = Local::kNo);
 
-  // One check alone (Engine::Check, Peek): the same steps as a request of one check, without the
-  // containers a request needs. AnswerBlocked is the caller's to ask first.
-  static Decision DecideAlone(const EngineCore& core, CheckRun& run);
+  // One check alone (Engine::Check, Peek) at the clock's `now`: the same steps as a request of
+  // one check, without the containers a request needs. AnswerBlocked is the caller's to ask first.
+  static Decision DecideAlone(const EngineCore& core, CheckRun& run, Instant now);
 
  private:
   struct Request {
@@ -60,6 +63,12 @@ class RequestRuns {
   // The requests (indices into requests_) of the next round, from those waiting.
   std::vector<size_t> NextRound(std::vector<size_t>& waiting) const;
   void DecideRound(const std::vector<size_t>& round);
+  // Writes back the local hits of the round's features (EngineOptions::fallback) before any of
+  // them reads the store; the features whose write-back failed, with the error.
+  std::unordered_map<std::string, Error> WriteBack(const std::vector<size_t>& round) const;
+  // Fails the runs of `layer` whose feature's write-back failed: decided as when the store fails.
+  static void FailWhereWriteBackFailed(Request& request, size_t layer,
+                                       const std::unordered_map<std::string, Error>& failed);
   // Starts layer `layer` of every request of `round` that has it; returns the runs started.
   std::vector<CheckRun*> StartLayer(const std::vector<size_t>& round, size_t layer);
   // Sends the runs' batches, step by step, until none needs more.

@@ -62,7 +62,12 @@ struct Decision {
   // hits the decision needs (kDataLoss: `limits` counts them where it can, see Engine::Check).
   bool degraded = false;
   std::optional<Error> store_error;  // set exactly when degraded
-  // Per limit, in the policy's order. Empty when the store failed: no count was read.
+  // The store failed and the policy says on_store_failure local: decided in this process against
+  // its share of each limit (`limits` counts the hits decided so here, against the share: not
+  // exact); when `recorded`, the hit is held to be written back to the store.
+  bool local = false;
+  // Per limit, in the policy's order. Empty when the store failed (no count was read), unless
+  // decided `local`.
   std::vector<LimitOutcome> limits;
   // The largest retry_after over the limits (0 when allowed; nullopt: never).
   std::optional<Seconds> retry_after = Seconds{0};

@@ -35,6 +35,7 @@
 #include "hourglass/limit.h"
 #include "hourglass/status.h"
 #include "hourglass/store.h"
+#include "hourglass/store_fallback.h"
 #include "hourglass/store_losses.h"
 
 namespace hourglass {
@@ -104,6 +105,10 @@ struct EngineOptions {
   // those windows are inexact, the decision degraded with kDataLoss naming the loss, and
   // Policy::on_data_loss decides. Must outlive the engine.
   const StoreLosses* losses = nullptr;
+  // Where checks whose policy says on_store_failure local are decided while their store fails,
+  // and their hits held until written back (store_fallback.h); null: such checks fail closed.
+  // Must outlive the engine.
+  StoreFallback* fallback = nullptr;
 };
 
 // The longest event or feature, in bytes. Longer ones are refused (kInvalidArgument) without
@@ -305,6 +310,18 @@ class Engine {
   };
   Result<BucketValues> ReadBuckets(std::string_view event, std::string_view feature,
                                    std::span<const Bucket> buckets) const;
+
+  // Writes back hits the fallback (EngineOptions::fallback) decided locally while the store
+  // failed, at their own seconds, for up to `max_groups` event+features: one batch each, sent
+  // together (Store::ApplyMany). Checks write a feature's back before they read the store; this
+  // writes back those of features not checked since (a periodic task's call).
+  struct WriteBack {
+    uint64_t hits = 0;           // hits written back (net of hits taken back after their claim)
+    uint64_t features = 0;       // event+features written back
+    uint64_t failed = 0;         // event+features whose write-back failed: still pending
+    std::optional<Error> error;  // the first failure's
+  };
+  WriteBack WriteBackLocal(size_t max_groups = 1024) const;
 
   // The windows count and inspect answer when none is named: 1s 1m 1h 1d, those within the
   // retention, and the retention itself when it is shorter than a day and none of them.

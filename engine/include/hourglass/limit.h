@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hourglass/status.h"
+#include "hourglass/store_fallback.h"
 #include "hourglass/window.h"
 
 namespace hourglass {
@@ -42,6 +43,10 @@ enum class CountingMode {
 enum class FailureMode {
   kFailOpen,    // store unreachable: admit, flagged degraded
   kFailClosed,  // store unreachable: deny, flagged degraded
+  // store unreachable: decided in this process against a share of each limit, and the hits
+  // admitted so written back once the store answers (store_fallback.h); flagged degraded.
+  // Without a fallback (EngineOptions::fallback: a CLI call), as closed.
+  kLocal,
 };
 
 struct Policy {
@@ -56,13 +61,18 @@ struct Policy {
   // A check whose windows reach back before a loss the store told of (EngineOptions::losses):
   // open decides on the counts that are left, closed denies until the loss has left those
   // windows (a login or signup limit). Both say so (degraded, kDataLoss). Unset: as
-  // on_store_failure.
+  // as on_store_failure (open when that is local: the counts left are the store's).
   std::optional<FailureMode> on_data_loss{};
+  // on_store_failure local: the share of each limit this process admits while the store fails.
+  // Unset: the fallback's default (StoreFallback::default_share, one per service).
+  std::optional<Share> local_share{};
 };
 
-// What a check does when its windows reach back before a data loss (Policy::on_data_loss).
+// What a check does when its windows reach back before a data loss (Policy::on_data_loss):
+// open or closed.
 inline FailureMode DataLossMode(const Policy& policy) {
-  return policy.on_data_loss.value_or(policy.on_store_failure);
+  const FailureMode mode = policy.on_data_loss.value_or(policy.on_store_failure);
+  return mode == FailureMode::kLocal ? FailureMode::kFailOpen : mode;
 }
 
 // The longest penalty (Policy::block_for).
@@ -78,7 +88,7 @@ Status ValidateBlockFor(Seconds block_for);
 Status ValidateLimits(std::span<const Limit> limits, Seconds retention);
 
 std::string_view CountingModeName(CountingMode mode);  // "admitted" / "attempts"
-std::string_view FailureModeName(FailureMode mode);    // "open" / "closed"
+std::string_view FailureModeName(FailureMode mode);    // "open" / "closed" / "local"
 // The inverses; kInvalidArgument naming the text and the valid names.
 Result<CountingMode> ParseCountingMode(std::string_view text);
 Result<FailureMode> ParseFailureMode(std::string_view text);

@@ -1,0 +1,185 @@
+#include "hourglass/local_ledger.h"
+
+#include <algorithm>
+
+namespace hourglass {
+namespace {
+
+uint64_t Positive(int64_t hits) { return hits > 0 ? static_cast<uint64_t>(hits) : 0; }
+
+// Adds `hits` at second `t` to `pieces` (one per second, in order).
+void AddAt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
+  auto it = std::lower_bound(pieces.begin(), pieces.end(), t,
+                             [](const CountedSpan& p, int64_t s) { return p.span.first < s; });
+  if (it != pieces.end() && it->span.first == t) {
+    it->hits += hits;
+  } else {
+    pieces.insert(it, CountedSpan{Span{t, t}, hits});
+  }
+}
+
+}  // namespace
+
+LocalLedger::LocalLedger(LocalLedgerOptions options)
+    : options_{std::max<uint64_t>(options.services, 1), options.keep, options.max_seconds} {}
+
+StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<const Span> spans,
+                                           std::span<const uint64_t> maxes, uint64_t hits,
+                                           int64_t t, bool record, bool attempts) {
+  std::lock_guard lock(mu_);
+  Feature& feature = features_[group];
+  Prune(feature, t);
+  Verdict verdict;
+  verdict.pieces.resize(spans.size());
+  bool fits = true;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    uint64_t count = 0;
+    const auto end = feature.seconds.upper_bound(spans[i].last);
+    for (auto it = feature.seconds.lower_bound(spans[i].first); it != end; ++it) {
+      const uint64_t here = Positive(it->second.counted());
+      if (here == 0) continue;
+      verdict.pieces[i].push_back(CountedSpan{Span{it->first, it->first}, here});
+      count += here;
+    }
+    fits = fits && count + hits <= maxes[i];
+  }
+  verdict.allowed = fits;
+  if (record && (fits || attempts)) {
+    if (!feature.seconds.contains(t) && stats_.held_seconds >= options_.max_seconds) {
+      verdict.allowed = false;
+      verdict.full = true;
+    } else {
+      stats_.held_seconds += feature.seconds.contains(t) ? 0 : 1;
+      feature.seconds[t].pending += static_cast<int64_t>(hits);
+      verdict.recorded = true;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        if (spans[i].Contains(t)) AddAt(verdict.pieces[i], t, hits);
+      }
+    }
+  }
+  ++stats_.decided;
+  stats_.admitted += verdict.allowed ? 1 : 0;
+  stats_.full += verdict.full ? 1 : 0;
+  Update(group, feature);
+  return verdict;
+}
+
+void LocalLedger::TakeBack(const std::string& group, int64_t t, uint64_t hits) {
+  std::lock_guard lock(mu_);
+  auto feature = features_.find(group);
+  if (feature == features_.end()) return;
+  auto entry = feature->second.seconds.find(t);
+  if (entry == feature->second.seconds.end()) return;
+  entry->second.pending -= static_cast<int64_t>(hits);
+  DropIfEmpty(feature->second, entry);
+  Update(group, feature->second);
+}
+
+std::vector<std::string> LocalLedger::PendingGroups(size_t max) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> groups;
+  for (auto it = pending_.begin(); it != pending_.end() && groups.size() < max; ++it) {
+    groups.push_back(*it);
+  }
+  return groups;
+}
+
+std::vector<StoreFallback::SecondHits> LocalLedger::Claim(const std::string& group) {
+  std::lock_guard lock(mu_);
+  std::vector<SecondHits> claimed;
+  auto feature = features_.find(group);
+  if (feature == features_.end()) return claimed;
+  for (auto& [second, entry] : feature->second.seconds) {
+    if (entry.pending == 0) continue;
+    claimed.push_back(SecondHits{second, entry.pending});
+    entry.claimed += entry.pending;
+    entry.pending = 0;
+  }
+  Update(group, feature->second);
+  return claimed;
+}
+
+void LocalLedger::Release(const std::string& group, std::span<const SecondHits> claimed,
+                          bool written) {
+  std::lock_guard lock(mu_);
+  auto feature = features_.find(group);
+  if (feature == features_.end()) return;
+  for (const SecondHits& s : claimed) {
+    auto entry = feature->second.seconds.find(s.second);
+    if (entry == feature->second.seconds.end()) continue;
+    Entry& e = entry->second;
+    e.claimed -= s.hits;
+    if (!written) {
+      e.pending += s.hits;
+      continue;
+    }
+    const int64_t held = static_cast<int64_t>(e.written) + s.hits;
+    e.written = Positive(held);
+    stats_.written_back += Positive(s.hits);
+    DropIfEmpty(feature->second, entry);
+  }
+  Update(group, feature->second);
+}
+
+size_t LocalLedger::Sweep(Instant now) {
+  std::lock_guard lock(mu_);
+  const uint64_t before = stats_.held_seconds;
+  for (auto it = features_.begin(); it != features_.end();) {
+    Prune(it->second, ToUnix(now));
+    if (!it->second.seconds.empty()) {
+      ++it;
+      continue;
+    }
+    pending_.erase(it->first);
+    it = features_.erase(it);
+  }
+  pending_features_.store(pending_.size());
+  return before - stats_.held_seconds;
+}
+
+LocalLedger::Stats LocalLedger::stats() const {
+  std::lock_guard lock(mu_);
+  Stats stats = stats_;
+  stats.pending_features = pending_.size();
+  for (const auto& [group, feature] : features_) {
+    for (const auto& [second, entry] : feature.seconds) {
+      stats.pending_hits += Positive(entry.pending + entry.claimed);
+    }
+  }
+  return stats;
+}
+
+void LocalLedger::Prune(Feature& feature, int64_t t) {
+  const int64_t oldest = t - options_.keep.count();
+  for (auto it = feature.seconds.begin(); it != feature.seconds.end() && it->first < oldest;) {
+    if (it->second.claimed != 0) {  // being written back: Release decides
+      ++it;
+      continue;
+    }
+    stats_.expired += Positive(it->second.pending);
+    it = feature.seconds.erase(it);
+    --stats_.held_seconds;
+  }
+}
+
+void LocalLedger::DropIfEmpty(Feature& feature, std::map<int64_t, Entry>::iterator entry) {
+  const Entry& e = entry->second;
+  if (e.pending != 0 || e.claimed != 0 || e.written != 0) return;
+  feature.seconds.erase(entry);
+  --stats_.held_seconds;
+}
+
+void LocalLedger::Update(const std::string& group, Feature& feature) {
+  // Claimed hits are not pending for PendingGroups: no one else may claim them.
+  const bool claimable = std::any_of(feature.seconds.begin(), feature.seconds.end(),
+                                     [](const auto& s) { return s.second.pending != 0; });
+  if (claimable) {
+    pending_.insert(group);
+  } else {
+    pending_.erase(group);
+  }
+  if (feature.seconds.empty()) features_.erase(group);
+  pending_features_.store(pending_.size());
+}
+
+}  // namespace hourglass
