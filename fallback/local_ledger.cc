@@ -24,8 +24,9 @@ LocalLedger::LocalLedger(LocalLedgerOptions options)
     : options_{std::max<uint64_t>(options.services, 1), options.keep, options.max_seconds} {}
 
 StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<const Span> spans,
-                                           std::span<const uint64_t> maxes, uint64_t hits,
-                                           int64_t t, bool record, bool attempts) {
+                                           std::span<const uint64_t> maxes, const Ask& ask) {
+  const uint64_t hits = ask.hits;
+  const int64_t t = ask.t;
   std::lock_guard lock(mu_);
   Feature& feature = features_[group];
   Prune(feature, t);
@@ -44,13 +45,19 @@ StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<c
     fits = fits && count + hits <= maxes[i];
   }
   verdict.allowed = fits;
-  if (record && (fits || attempts)) {
+  if (ask.record && (fits || ask.attempts)) {
     if (!feature.seconds.contains(t) && stats_.held_seconds >= options_.max_seconds) {
       verdict.allowed = false;
       verdict.full = true;
     } else {
       stats_.held_seconds += feature.seconds.contains(t) ? 0 : 1;
-      feature.seconds[t].pending += static_cast<int64_t>(hits);
+      Entry& entry = feature.seconds[t];
+      if (ask.sent) {  // perhaps in the store already: counted here, not written back
+        entry.written += hits;
+        stats_.uncertain += hits;
+      } else {
+        entry.pending += static_cast<int64_t>(hits);
+      }
       verdict.recorded = true;
       for (size_t i = 0; i < spans.size(); ++i) {
         if (spans[i].Contains(t)) AddAt(verdict.pieces[i], t, hits);
@@ -100,7 +107,7 @@ std::vector<StoreFallback::SecondHits> LocalLedger::Claim(const std::string& gro
 }
 
 void LocalLedger::Release(const std::string& group, std::span<const SecondHits> claimed,
-                          bool written) {
+                          Landed landed) {
   std::lock_guard lock(mu_);
   auto feature = features_.find(group);
   if (feature == features_.end()) return;
@@ -109,13 +116,13 @@ void LocalLedger::Release(const std::string& group, std::span<const SecondHits> 
     if (entry == feature->second.seconds.end()) continue;
     Entry& e = entry->second;
     e.claimed -= s.hits;
-    if (!written) {
+    if (landed == Landed::kNo) {
       e.pending += s.hits;
       continue;
     }
     const int64_t held = static_cast<int64_t>(e.written) + s.hits;
     e.written = Positive(held);
-    stats_.written_back += Positive(s.hits);
+    (landed == Landed::kYes ? stats_.written_back : stats_.uncertain) += Positive(s.hits);
     DropIfEmpty(feature->second, entry);
   }
   Update(group, feature->second);

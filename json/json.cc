@@ -38,6 +38,7 @@ nlohmann::json DecisionJson(const Decision& d) {
                       {"cache_hits", d.cost.cache_hits},
                       {"blocked_hits", d.cost.blocked_hits}};
   if (d.store_error) j["error"] = d.store_error->ToString();
+  if (d.local) j["local"] = true;
   if (d.blocked_until) j["blocked_until"] = ToUnix(*d.blocked_until);
   return j;
 }
@@ -96,7 +97,8 @@ void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out)
     AppendString(o.limit.ToString(), out);
     fmt::format_to(it, FMT_COMPILE(",\"window\":{}}}"), o.limit.window.length().count());
   }
-  fmt::format_to(it, FMT_COMPILE("],\"recorded\":{},\"retry_after\":"), d.recorded);
+  out += d.local ? "],\"local\":true," : "],";
+  fmt::format_to(it, FMT_COMPILE("\"recorded\":{},\"retry_after\":"), d.recorded);
   AppendSeconds(d.retry_after, out);
   fmt::format_to(it, FMT_COMPILE(",\"round_trips\":{}"), d.cost.round_trips);
   if (shadow_denied) out += ",\"shadow_denied\":true";

@@ -134,7 +134,7 @@ Result<std::vector<Limit>> ParseLimitList(const std::string& name, const YAML::N
   return limits;
 }
 
-// The event's mode, on_store_failure, on_data_loss and block_for, if given.
+// The event's mode, on_store_failure, local_share, on_data_loss and block_for, if given.
 Status ParseModes(const std::string& name, const YAML::Node& node, Policy& policy) {
   if (const YAML::Node mode = node["mode"]) {
     Result<CountingMode> parsed = ParseCountingMode(mode.as<std::string>());
@@ -149,7 +149,18 @@ Status ParseModes(const std::string& name, const YAML::Node& node, Policy& polic
   if (const YAML::Node loss = node["on_data_loss"]) {
     Result<FailureMode> parsed = ParseFailureMode(loss.as<std::string>());
     if (!parsed.ok()) return At(name, loss, "on_data_loss " + parsed.error().message());
+    if (*parsed == FailureMode::kLocal) {
+      return At(name, loss, "on_data_loss is open or closed: the store answers, with what it kept");
+    }
     policy.on_data_loss = *parsed;
+  }
+  if (const YAML::Node share = node["local_share"]) {
+    if (policy.on_store_failure != FailureMode::kLocal) {
+      return At(name, share, "local_share needs on_store_failure: local");
+    }
+    Result<Share> parsed = ParseShare(share.as<std::string>());
+    if (!parsed.ok()) return At(name, share, "local_share: " + parsed.error().message());
+    policy.local_share = *parsed;
   }
   if (const YAML::Node block = node["block_for"]) {
     Result<Seconds> length = ParseDuration(block.as<std::string>());
@@ -251,11 +262,11 @@ Status ParseFlag(const std::string& name, const YAML::Node& node, const char* fi
 
 Result<EventPolicy> ParseEvent(const std::string& name, const YAML::Node& node) {
   if (!node.IsMap()) return At(name, node, "an event entry is a map with limits, mode, ...");
-  if (Status s =
-          CheckFields(name, node,
-                      {"limits", "mode", "on_store_failure", "on_data_loss", "shadow", "overrides",
-                       "feature", "ip_prefix", "request_limits", "settle", "block_for"},
-                      "field", "an event entry");
+  if (Status s = CheckFields(
+          name, node,
+          {"limits", "mode", "on_store_failure", "local_share", "on_data_loss", "shadow",
+           "overrides", "feature", "ip_prefix", "request_limits", "settle", "block_for"},
+          "field", "an event entry");
       !s.ok()) {
     return s.error();
   }
@@ -520,15 +531,28 @@ Result<Resolved> PolicyFile::ResolveOwn(std::string_view event, std::string_view
   return Resolved{o != entry.overrides.end() ? o->second : entry.policy, std::string(feature)};
 }
 
+namespace {
+
+// "fail open", "fail closed", or "decided here against 1/2 of each limit, then written back".
+std::string DescribeStoreFailure(const Policy& p) {
+  if (p.on_store_failure != FailureMode::kLocal) {
+    return fmt::format("fail {}", FailureModeName(p.on_store_failure));
+  }
+  return fmt::format("decided here against {} of each limit, then written back",
+                     p.local_share ? p.local_share->ToString() : "this service's share");
+}
+
+}  // namespace
+
 std::string PolicyFile::Explain() const {
   std::string out;
   for (const auto& [event, entry] : events_) {
     const Policy& p = entry.policy;
     out += fmt::format(
-        "{}: {} ({} mode: {}; store unreachable: fail {}; data lost: {}{})\n", DisplayText(event),
+        "{}: {} ({} mode: {}; store unreachable: {}; data lost: {}{})\n", DisplayText(event),
         DescribeLimits(p.limits), CountingModeName(p.mode),
         p.mode == CountingMode::kAdmitted ? "denied hits are not counted" : "every attempt counts",
-        FailureModeName(p.on_store_failure), FailureModeName(DataLossMode(p)),
+        DescribeStoreFailure(p), FailureModeName(DataLossMode(p)),
         entry.shadow ? "; shadow: decided and reported, every hit allowed" : "");
     if (p.block_for > Seconds{0}) {
       out += fmt::format("  a denial blocks the feature for {} (every check denied meanwhile)\n",

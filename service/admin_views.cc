@@ -85,6 +85,7 @@ json PolicyJson(const Policy& policy) {
   json j = {{"limits", Specs(policy.limits)},
             {"mode", CountingModeName(policy.mode)},
             {"on_store_failure", FailureModeName(policy.on_store_failure)}};
+  if (policy.local_share) j["local_share"] = policy.local_share->ToString();
   if (policy.block_for > Seconds{0}) j["block_for"] = policy.block_for.count();
   return j;
 }

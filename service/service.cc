@@ -43,7 +43,8 @@ ServerTransitionHandler TransitionLog(ServiceLog log) {
     }
     log(LogLevel::kError,
         fmt::format("{} {} unreachable ({}): checks of its features answer per their failure "
-                    "mode (fail open or closed) until it answers",
+                    "mode (open, closed, or local: decided here and written back) until it "
+                    "answers",
                     t.kind, t.server, error));
   };
 }
@@ -64,6 +65,7 @@ struct Service::Impl {
   ServiceLog log;
   StoreLosses own_losses;  // when the options name none
   StoreLosses& losses = options.losses != nullptr ? *options.losses : own_losses;
+  std::optional<LocalLedger> ledger;  // on_store_failure local's
   std::optional<Engine> engine;
   ServiceMetrics metrics;
   std::optional<StoreHealth> health;  // full store servers, as checks' errors tell
@@ -77,9 +79,14 @@ struct Service::Impl {
   std::unique_ptr<HttpServer> server;
   std::mutex reload_mu;  // one reload at a time
 
-  std::optional<Periodic> top_saves;  // with a top state path
+  std::optional<Periodic> top_saves;    // with a top state path
+  std::optional<Periodic> write_backs;  // the ledger's hits, once the store answers
+  uint64_t written_back = 0;            // as last logged; on write_backs' thread (or after it)
 
   Status Start();
+  // Writes back what the ledger holds for features not checked since the store answered again,
+  // drops what aged out, and shows it in the metrics.
+  void WriteBackLocal();
   // The policy's events' counters, at 0 until their first check.
   void PrimeEventMetrics(const PolicySource& policy) {
     std::vector<std::string> events;
@@ -96,9 +103,12 @@ struct Service::Impl {
 
 Status Service::Impl::Start() {
   options.engine.losses = &losses;  // what the servers lost, as the watch and the store saw
+  options.fallback.keep = options.engine.retention;
+  options.engine.fallback = &ledger.emplace(options.fallback);
   Result<Engine> made = Engine::Create(store, clock, options.engine);
   if (!made.ok()) return made.error();
   engine.emplace(std::move(*made));
+  write_backs.emplace(std::chrono::seconds{1}, [this] { WriteBackLocal(); });
   Result<PolicySource> policy = LoadPolicy(options.policy_path, options.engine.retention);
   if (!policy.ok()) return policy.error();
   metrics.PolicyLoaded(clock.Now());
@@ -159,6 +169,20 @@ Status Service::Impl::Start() {
   return {};
 }
 
+void Service::Impl::WriteBackLocal() {
+  engine->WriteBackLocal();
+  ledger->Sweep(clock.Now());
+  const LocalLedger::Stats stats = ledger->stats();
+  metrics.SetFallback(stats);
+  // By checks (a feature's before its own check reads) and by this task alike.
+  const uint64_t written = stats.written_back - written_back;
+  written_back = stats.written_back;
+  if (written == 0) return;
+  log(LogLevel::kInfo,
+      fmt::format("wrote back {} hit{} decided here while the store failed ({} still to write)",
+                  written, written == 1 ? "" : "s", stats.pending_hits));
+}
+
 void Service::Impl::KeepTop() {
   if (options.top_state_path.empty()) return;
   const Status loaded = LoadTopState(*top, options.top_state_path, clock.Now());
@@ -193,6 +217,7 @@ Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Service::~Service() {
   if (impl_ == nullptr) return;
   impl_->server.reset();
+  impl_->write_backs.reset();
   impl_->watch.reset();
   impl_->denial_flushes.reset();
   impl_->top_saves.reset();
@@ -219,8 +244,16 @@ std::shared_ptr<const PolicySource> Service::policies() const { return impl_->ap
 uint64_t Service::Run() {
   impl_->server->Run();
   for (auto& protocol : impl_->protocols) protocol->Stop();  // calls in flight get 5 s
-  impl_->top_saves.reset();     // no save of its own beside the last one
-  impl_->SaveTop();             // for the next process
+  impl_->top_saves.reset();    // no save of its own beside the last one
+  impl_->SaveTop();            // for the next process
+  impl_->write_backs.reset();  // a last write-back of the local hits, then what is left is told
+  impl_->WriteBackLocal();
+  if (const uint64_t left = impl_->ledger->stats().pending_hits; left > 0) {
+    impl_->log(LogLevel::kWarning,
+               fmt::format("{} hit{} decided here while the store failed could not be written "
+                           "back before stopping: the store's windows miss them",
+                           left, left == 1 ? "" : "s"));
+  }
   return impl_->store.Flush();  // settle fire-and-forget writes before leaving
 }
 

@@ -175,7 +175,51 @@ ServiceMetrics::ServiceMetrics()
                              .Help("Connections a listener closed to make room for a new one "
                                    "(made_room) or refused (refused_busy: every connection busy "
                                    "at the cap; refused_descriptors: out of file descriptors)")
-                             .Register(*registry_)) {
+                             .Register(*registry_)),
+      fallback_pending_hits_(BuildGauge()
+                                 .Name("hourglass_fallback_pending_hits")
+                                 .Help("Hits decided in this process while the store failed "
+                                       "(on_store_failure local), not yet written back to it")
+                                 .Register(*registry_)
+                                 .Add({})),
+      fallback_pending_features_(BuildGauge()
+                                     .Name("hourglass_fallback_pending_features")
+                                     .Help("Event+features with hits to write back to the store")
+                                     .Register(*registry_)
+                                     .Add({})),
+      fallback_held_seconds_(BuildGauge()
+                                 .Name("hourglass_fallback_held_seconds")
+                                 .Help("Seconds of hits the ledger of local decisions holds (at "
+                                       "most --fallback-max-seconds)")
+                                 .Register(*registry_)
+                                 .Add({})),
+      fallback_decisions_(BuildCounter()
+                              .Name("hourglass_fallback_decisions_total")
+                              .Help("Checks decided in this process while the store failed "
+                                    "(on_store_failure local), by result: allowed, denied, full "
+                                    "(denied for want of room in the ledger)")
+                              .Register(*registry_)),
+      fallback_written_back_(BuildCounter()
+                                 .Name("hourglass_fallback_written_back_hits_total")
+                                 .Help("Hits decided locally and written back to the store")
+                                 .Register(*registry_)
+                                 .Add({})),
+      fallback_expired_(BuildCounter()
+                            .Name("hourglass_fallback_expired_hits_total")
+                            .Help("Hits decided locally never written back: the store failed "
+                                  "longer than the retention")
+                            .Register(*registry_)
+                            .Add({})),
+      fallback_uncertain_(BuildCounter()
+                              .Name("hourglass_fallback_uncertain_hits_total")
+                              .Help("Hits whose batch or write-back timed out, so the server may "
+                                    "or may not apply them: taken as landed, never sent again; "
+                                    "the store's windows may count each once more or less")
+                              .Register(*registry_)
+                              .Add({})) {
+  for (const char* result : {"allowed", "denied", "full"}) {
+    fallback_decisions_.Add({{"result", result}});
+  }
   // At 0 from the start: an alert on a rise needs a series before the first event.
   for (const char* result : {"ok", "failed"}) reloads_.Add({{"result", result}});
   for (ConnectionEvent e : {ConnectionEvent::kMadeRoom, ConnectionEvent::kRefusedBusy,
@@ -238,6 +282,27 @@ void ServiceMetrics::CountRateLimit(std::string_view domain, std::string_view de
     ratelimit_near_by_.Get({domain, descriptor}).Increment(static_cast<double>(hits));
   }
   CountWork(d);
+}
+
+void ServiceMetrics::SetFallback(const LocalLedger::Stats& stats) {
+  fallback_pending_hits_.Set(static_cast<double>(stats.pending_hits));
+  fallback_pending_features_.Set(static_cast<double>(stats.pending_features));
+  fallback_held_seconds_.Set(static_cast<double>(stats.held_seconds));
+  std::lock_guard lock(fallback_mu_);
+  LocalLedger::Stats& seen = fallback_seen_;
+  const auto advance = [](prometheus::Counter& counter, uint64_t& counted, uint64_t total) {
+    if (total > counted) counter.Increment(static_cast<double>(total - counted));
+    counted = std::max(counted, total);
+  };
+  const uint64_t denied = stats.decided - stats.admitted - stats.full;
+  uint64_t seen_denied = seen.decided - seen.admitted - seen.full;
+  advance(fallback_decisions_.Add({{"result", "allowed"}}), seen.admitted, stats.admitted);
+  advance(fallback_decisions_.Add({{"result", "full"}}), seen.full, stats.full);
+  advance(fallback_decisions_.Add({{"result", "denied"}}), seen_denied, denied);
+  seen.decided = seen.admitted + seen.full + seen_denied;
+  advance(fallback_written_back_, seen.written_back, stats.written_back);
+  advance(fallback_expired_, seen.expired, stats.expired);
+  advance(fallback_uncertain_, seen.uncertain, stats.uncertain);
 }
 
 void ServiceMetrics::CountWork(const Decision& d) {

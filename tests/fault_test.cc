@@ -13,6 +13,7 @@
 
 #include "descriptors_taken.h"
 #include "hourglass/engine.h"
+#include "hourglass/local_ledger.h"
 #include "hourglass/memcached_store.h"
 #include "memcached_server.h"
 
@@ -124,6 +125,39 @@ TEST_F(FaultTest, CountingResumesAfterARestart) {
   EXPECT_FALSE(d->degraded);
   EXPECT_TRUE(d->allowed);
   EXPECT_EQ(d->limits[0].count, 3u);
+}
+
+// A check whose batch a frozen server received, but did not answer in time, is decided locally
+// (on_store_failure local) and not written back: the server applies the hit once it runs again,
+// so the hit is counted once, and the ledger tells it was uncertain.
+TEST_F(FaultTest, AHitAFrozenServerReceivedIsDecidedLocallyAndCountedOnce) {
+  LocalLedger ledger({.services = 1});
+  EngineOptions options;
+  options.fallback = &ledger;
+  const Engine engine = *Engine::Create(*store_, clock_, options);
+  Policy local = open_;
+  local.on_store_failure = FailureMode::kLocal;
+  ASSERT_TRUE(server_.Freeze());
+  Result<Decision> d = engine.Check("signup", "dan", local);
+  server_.Thaw();
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->local && d->allowed && d->recorded);
+  EXPECT_EQ(d->store_error->code(), ErrorCode::kDeadlineExceeded) << d->store_error->ToString();
+  EXPECT_EQ(ledger.stats().uncertain, 1u);
+  EXPECT_FALSE(ledger.AnyPending()) << "nothing to write back: the server holds it";
+  // The thawed server applies what it received; the failed server is tried again after 1 s.
+  const Window minute = *Window::Sliding(Seconds{60});
+  const auto deadline = steady_clock::now() + std::chrono::seconds{10};
+  uint64_t counted = 0;
+  while (counted == 0 && steady_clock::now() < deadline) {
+    Result<Counts> counts = engine.Count("signup", "dan", {&minute, 1});
+    counted = counts.ok() ? counts->windows[0].count : 0;
+    if (counted == 0) std::this_thread::sleep_for(milliseconds{100});
+  }
+  EXPECT_EQ(counted, 1u);
+  Result<Decision> next = engine.Check("signup", "dan", local);
+  ASSERT_TRUE(next.ok() && !next->degraded);
+  EXPECT_EQ(next->limits[0].count, 2u);
 }
 
 // What a transition handler was told, in order ("down: <error>", "up").

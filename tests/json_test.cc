@@ -54,6 +54,7 @@ TEST(Json, AppendDecisionJsonWritesExactlyWhatDumpOfDecisionJsonDoes) {
     d.recorded = rng() % 2 == 0;
     d.degraded = rng() % 5 == 0;
     if (d.degraded) d.store_error = Error(ErrorCode::kUnavailable, errors[rng() % errors.size()]);
+    d.local = d.degraded && rng() % 2 == 0;
     d.retry_after = rng() % 7 == 0 ? std::nullopt : std::optional(Seconds{int64_t(rng() % 90000)});
     d.cost = Cost{rng() % 40, rng() % 4, rng() % 3};
     d.cost.cache_hits = rng() % 30;

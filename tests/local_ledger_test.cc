@@ -27,7 +27,7 @@ StoreFallback::Verdict Minute(LocalLedger& ledger, int64_t t, uint64_t max,
                               const std::string& group = "e:f", bool attempts = false) {
   const Span span = Last(t, 60);
   const uint64_t maxes[] = {max};
-  return ledger.Decide(group, {&span, 1}, maxes, 1, t, true, attempts);
+  return ledger.Decide(group, {&span, 1}, maxes, {.t = t, .attempts = attempts});
 }
 
 TEST(LocalLedger, AdmitsUpToTheMaxPerWindowAndHoldsWhatItAdmitted) {
@@ -67,7 +67,7 @@ TEST(LocalLedger, ClaimedHitsAreClaimedOnceAndCountUntilTheyAgeOut) {
   EXPECT_FALSE(ledger.AnyPending());
   // Claimed hits still count locally, before and after they are written.
   EXPECT_EQ(Sum(Minute(ledger, kT + 2, 5).pieces[0]), 4u);
-  ledger.Release("e:f", claimed, true);
+  ledger.Release("e:f", claimed, StoreFallback::Landed::kYes);
   EXPECT_EQ(ledger.Claim("e:f"), (std::vector<SecondHits>{{kT + 2, 1}}));
   EXPECT_EQ(Sum(Minute(ledger, kT + 3, 5).pieces[0]), 5u);
   EXPECT_EQ(ledger.stats().written_back, 3u);
@@ -81,7 +81,7 @@ TEST(LocalLedger, AFailedWriteBackLeavesTheHitsPending) {
   LocalLedger ledger({});
   Minute(ledger, kT, 5);
   const std::vector<SecondHits> claimed = ledger.Claim("e:f");
-  ledger.Release("e:f", claimed, false);
+  ledger.Release("e:f", claimed, StoreFallback::Landed::kNo);
   EXPECT_TRUE(ledger.AnyPending());
   EXPECT_EQ(ledger.PendingGroups(10), (std::vector<std::string>{"e:f"}));
   EXPECT_EQ(ledger.Claim("e:f"), claimed);
@@ -98,6 +98,24 @@ TEST(LocalLedger, ATakeBackAfterAClaimIsWrittenBackAsANegativeDelta) {
   EXPECT_EQ(Sum(Minute(ledger, kT + 1, 5).pieces[0]), 1u) << "only the new hit";
 }
 
+// Hits whose batch or write-back timed out may be in the store: they count here, are not written
+// (again), and are told.
+TEST(LocalLedger, HitsTheStoreMayHoldCountButAreNotWrittenBack) {
+  LocalLedger ledger({});
+  const Span span = Last(kT, 60);
+  const uint64_t maxes[] = {5};
+  EXPECT_TRUE(ledger.Decide("e:f", {&span, 1}, maxes, {.t = kT, .sent = true}).recorded);
+  EXPECT_FALSE(ledger.AnyPending());
+  Minute(ledger, kT, 5);
+  const std::vector<SecondHits> claimed = ledger.Claim("e:f");
+  EXPECT_EQ(claimed, (std::vector<SecondHits>{{kT, 1}}));
+  ledger.Release("e:f", claimed, StoreFallback::Landed::kUnknown);
+  EXPECT_FALSE(ledger.AnyPending()) << "taken to have landed";
+  EXPECT_EQ(ledger.stats().uncertain, 2u);
+  EXPECT_EQ(ledger.stats().written_back, 0u);
+  EXPECT_EQ(Sum(Minute(ledger, kT + 1, 5).pieces[0]), 3u);
+}
+
 TEST(LocalLedger, AFullLedgerDeniesWhatNeedsAnotherSecondAndSaysSo) {
   LocalLedger ledger({.max_seconds = 2});
   EXPECT_TRUE(Minute(ledger, kT, 10, "a").allowed);
@@ -110,8 +128,8 @@ TEST(LocalLedger, AFullLedgerDeniesWhatNeedsAnotherSecondAndSaysSo) {
   EXPECT_EQ(ledger.stats().full, 1u);
   EXPECT_EQ(ledger.stats().held_seconds, 2u);
   // Written back and aged out, the room returns.
-  ledger.Release("a", ledger.Claim("a"), true);
-  ledger.Release("b", ledger.Claim("b"), true);
+  ledger.Release("a", ledger.Claim("a"), StoreFallback::Landed::kYes);
+  ledger.Release("b", ledger.Claim("b"), StoreFallback::Landed::kYes);
   ledger.Sweep(FromUnix(kT + 86401));
   EXPECT_TRUE(Minute(ledger, kT + 86401, 10, "c").allowed);
 }
@@ -122,7 +140,7 @@ TEST(LocalLedger, AWindowCountsOnlyItsOwnSeconds) {
   Minute(ledger, kT + 30, 100);
   const Span spans[] = {Last(kT + 31, 1), Last(kT + 31, 10), Last(kT + 31, 60)};
   const uint64_t maxes[] = {100, 100, 100};
-  StoreFallback::Verdict v = ledger.Decide("e:f", spans, maxes, 1, kT + 31, false, false);
+  StoreFallback::Verdict v = ledger.Decide("e:f", spans, maxes, {.t = kT + 31, .record = false});
   EXPECT_EQ(Sum(v.pieces[0]), 0u);
   EXPECT_EQ(Sum(v.pieces[1]), 1u);
   EXPECT_EQ(Sum(v.pieces[2]), 2u);

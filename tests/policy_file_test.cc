@@ -45,6 +45,22 @@ TEST(PolicyFile, OnDataLossIsGivenOrFollowsOnStoreFailure) {
       << file->Explain();
 }
 
+// local: decided in process against a share while the store fails, the share given or not.
+TEST(PolicyFile, OnStoreFailureLocalTakesAShare) {
+  Result<PolicyFile> file = PolicyFile::Parse(
+      "events:\n  api: {limits: [9/m], on_store_failure: local, local_share: 1/3}\n"
+      "  feed: {limits: [5/m], on_store_failure: local}\n");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->For("api", "ann")->on_store_failure, FailureMode::kLocal);
+  EXPECT_EQ(file->For("api", "ann")->local_share, (Share{1, 3}));
+  EXPECT_EQ(file->For("feed", "ann")->local_share, std::nullopt);
+  EXPECT_EQ(DataLossMode(*file->For("feed", "ann")), FailureMode::kFailOpen);
+  EXPECT_NE(file->Explain().find("store unreachable: decided here against 1/3 of each limit, then "
+                                 "written back; data lost: open"),
+            std::string::npos)
+      << file->Explain();
+}
+
 TEST(PolicyFile, ParsesEveryLimitForm) {
   Result<PolicyFile> file = PolicyFile::Parse(R"(
 events:
@@ -100,7 +116,14 @@ TEST(PolicyFile, BadFilesNameTheLineAndTheBadPart) {
           Case{"events:\n  a:\n    limits: []\n", ":3:"},
           Case{"events:\n  a:\n    mode: sometimes\n    limits: [1/s]\n", "mode \"sometimes\""},
           Case{"events:\n  a:\n    limits: [1/s]\n    on_store_failure: maybe\n",
-               "use open or closed"},
+               "use open, closed or local"},
+          Case{"events:\n  a:\n    limits: [1/s]\n    local_share: 1/2\n",
+               "policy.yaml:4:18: local_share needs on_store_failure: local"},
+          Case{
+              "events:\n  a:\n    limits: [1/s]\n    on_store_failure: local\n    local_share: 2\n",
+              "local_share: share \"2\""},
+          Case{"events:\n  a:\n    limits: [1/s]\n    on_data_loss: local\n",
+               "on_data_loss is open or closed"},
           Case{"events:\n  a:\n    limits: [1/s]\n    on_data_loss: later\n",
                "policy.yaml:4:19: on_data_loss"},
           Case{"events:\n  a:\n    limit: [1/s]\n", "unknown field \"limit\""},

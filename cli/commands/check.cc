@@ -73,9 +73,12 @@ int RunCheck(const Globals& g, const CheckArgs& a) {
   if (d.degraded && d.store_error->code() == ErrorCode::kDataLoss) {
     std::fprintf(stderr, "hourglass: warning: %s\n", d.store_error->message().c_str());
   } else if (d.degraded) {
+    // A CLI call holds no local hits to write back: local fails closed here.
+    const std::string mode = policy.on_store_failure == FailureMode::kLocal
+                                 ? "closed: local is for services"
+                                 : std::string(FailureModeName(policy.on_store_failure));
     std::fprintf(stderr, "hourglass: store failed (%s), decision per policy (fail %s): %s\n",
-                 std::string(ErrorCodeName(d.store_error->code())).c_str(),
-                 std::string(FailureModeName(policy.on_store_failure)).c_str(),
+                 std::string(ErrorCodeName(d.store_error->code())).c_str(), mode.c_str(),
                  d.store_error->message().c_str());
     return kUnavailable;
   }

@@ -22,6 +22,9 @@ nlohmann::json EventsJson(const PolicyFile& policies) {
                      {"mode", CountingModeName(entry.policy.mode)},
                      {"on_store_failure", FailureModeName(entry.policy.on_store_failure)},
                      {"overrides", overrides}};
+    if (entry.policy.local_share) {
+      events[event]["local_share"] = entry.policy.local_share->ToString();
+    }
   }
   return events;
 }

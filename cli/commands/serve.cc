@@ -48,6 +48,10 @@ struct ServeArgs {
   std::string grpc_listen = "127.0.0.1:8081";
   std::string envoy_counting = "admitted";
   std::string envoy_failure_mode = "open";
+  // on_store_failure local: how many services share the store (each admits 1/services of a
+  // limit while it fails), and the most seconds of local hits held.
+  uint64_t services = 1;
+  size_t fallback_max_seconds = 1'000'000;
   bool envoy_headers = false;
   bool exact_retry_after = false;
   // How often the store's own figures (evictions, memory) are read into metrics; 0: never.
@@ -228,6 +232,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   options.api.admin_token = ReadAdminToken(a.admin_token_file);
   SettleTokensOf(g, a, options.api);
   options.stats_interval = std::chrono::seconds{a.stats_interval};
+  options.fallback.services = a.services;
+  options.fallback.max_seconds = a.fallback_max_seconds;
   options.top_capacity = a.top_capacity;
   options.top_state_path = a.top_state;
   // The unit's StateDirectory (systemd sets STATE_DIRECTORY): /v1/top survives a restart there.
@@ -356,7 +362,20 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "every request counts")
       ->capture_default_str();
   sub->add_option("--envoy-failure-mode", args->envoy_failure_mode,
-                  "store unreachable: open answers OK, closed OVER_LIMIT")
+                  "store unreachable: open answers OK, closed OVER_LIMIT, local decides here "
+                  "against 1/--services of each limit and writes the hits back later")
+      ->capture_default_str();
+  sub->add_option("--services", args->services,
+                  "how many services share the store: while it fails, a policy with "
+                  "on_store_failure: local (and no local_share) admits 1/N of each limit here, "
+                  "so that all of them together admit at most the limit; the hits are written "
+                  "back once it answers")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10000}))
+      ->capture_default_str();
+  sub->add_option("--fallback-max-seconds", args->fallback_max_seconds,
+                  "the most event+feature seconds of local hits held for the write-back (about "
+                  "100 bytes each); when full, a local check that needs another is denied")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32))
       ->capture_default_str();
   sub->add_flag("--exact-retry-after", args->exact_retry_after,
                 "on a denial, read what pins Retry-After to the second (as `check` does); off, it "
@@ -438,7 +457,9 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "use). A memcached or Redis that does not answer at start stops nothing: the service "
       "starts,\n"
       "logs it, answers per each event's on_store_failure and is unready (/readyz 503) until the\n"
-      "store answers.\n"
+      "store answers. on_store_failure: local decides here against a share of each limit\n"
+      "(local_share, or 1/--services) and writes those hits back at their own seconds once the\n"
+      "store answers (hourglass_fallback_* in /metrics); a restart meanwhile loses them (logged).\n"
       "Examples:\n"
       "  hourglass serve --policy policies/example.yaml --servers 10.0.0.5:11211\n"
       "  hourglass serve --policy policies/example.yaml --store redis+cluster://10.0.0.7:7000\n"

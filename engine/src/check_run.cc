@@ -99,7 +99,7 @@ Share CheckRun::LocalShare() const {
   return policy_.local_share.value_or(core_.options.fallback->default_share());
 }
 
-void CheckRun::Fail(const Error& error) {
+void CheckRun::Fail(const Error& error, bool hit_sent) {
   failed_ = error;
   pending_.reset();
   StoreFallback* fallback = core_.options.fallback;
@@ -111,10 +111,16 @@ void CheckRun::Fail(const Error& error) {
   std::vector<uint64_t> maxes;
   maxes.reserve(policy_.limits.size());
   for (const Limit& limit : policy_.limits) maxes.push_back(share.Of(limit.max_hits));
-  // A hit the store already holds (its first batch landed) is decided, not held twice.
-  const bool record = mode_ != Mode::kPeek && !(answered_ && HitWritten());
-  local_ = fallback->Decide(group_, spans_, maxes, hits_, second_, record,
-                            policy_.mode == CountingMode::kAttempts);
+  // A hit the store already holds (its first batch landed) is decided, not held twice; one whose
+  // batch timed out may yet land.
+  const bool landed = answered_ && HitWritten();
+  const bool sent = hit_sent && !landed && error.code() == ErrorCode::kDeadlineExceeded;
+  local_ = fallback->Decide(group_, spans_, maxes,
+                            {.hits = hits_,
+                             .t = second_,
+                             .record = mode_ != Mode::kPeek && !landed,
+                             .attempts = policy_.mode == CountingMode::kAttempts,
+                             .sent = sent});
 }
 
 Decision CheckRun::DecidedLocally(const Error& error, const Cost& cost) const {
@@ -316,7 +322,7 @@ void CheckRun::TakeAnswer(Result<std::vector<uint64_t>> answer) {
     if (answer.ok()) {
       blocked_->attempt_recorded = true;
     } else {
-      Fail(answer.error());
+      Fail(answer.error(), false);
     }
     return;
   }
@@ -332,7 +338,7 @@ void CheckRun::Absorb(Result<BucketRead> read) {
       step_ = Step::kDecided;
       return;
     }
-    Fail(read.error());
+    Fail(read.error(), StepWritesHit());
     return;
   }
   answered_ = true;

@@ -90,7 +90,7 @@ class CheckRun {
   // The store failed before the run sent anything (the write-back of its feature's local hits):
   // it is decided as when its own batch fails. Not a run the blocked-client cache answered.
   void FailBeforeStore(const Error& error) {
-    if (mode_ != Mode::kBlocked) Fail(error);
+    if (mode_ != Mode::kBlocked) Fail(error, false);
   }
   const std::string& group() const { return group_; }
 
@@ -145,7 +145,8 @@ class CheckRun {
   BucketReader Reader() const { return core_.Reader(!settled_instant()); }
   std::vector<Increment> HitIncrements(int64_t sign) const;
   // The store failed: the run stops, and a policy that says local is decided by the fallback.
-  void Fail(const Error& error);
+  // `hit_sent`: the failed batch carried the hit's increments.
+  void Fail(const Error& error, bool hit_sent);
   // The policy's answer when the store failed; `cost` is what was spent before.
   Decision Degraded(const Error& error, const Cost& cost) const;
   // The fallback's decision (local_) as a Decision.

@@ -3,6 +3,16 @@
 #include <algorithm>
 
 namespace hourglass::internal {
+namespace {
+
+// A timed-out batch reached the server, which may yet apply it: sent again, it could count twice.
+StoreFallback::Landed LandedOf(const Result<std::vector<uint64_t>>& answer) {
+  if (answer.ok()) return StoreFallback::Landed::kYes;
+  return answer.error().code() == ErrorCode::kDeadlineExceeded ? StoreFallback::Landed::kUnknown
+                                                               : StoreFallback::Landed::kNo;
+}
+
+}  // namespace
 
 std::vector<std::optional<Error>> WriteBackGroups(const EngineCore& core,
                                                   std::span<const std::string> groups, Instant now,
@@ -23,7 +33,7 @@ std::vector<std::optional<Error>> WriteBackGroups(const EngineCore& core,
       std::move(increments.begin(), increments.end(), std::back_inserter(batch.increments));
     }
     if (batch.increments.empty()) {  // taken back as many as were claimed
-      fallback->Release(groups[g], claimed, true);
+      fallback->Release(groups[g], claimed, StoreFallback::Landed::kYes);
       continue;
     }
     // Written into settled buckets: every process drops its cached buckets of the feature.
@@ -37,7 +47,7 @@ std::vector<std::optional<Error>> WriteBackGroups(const EngineCore& core,
   for (size_t k = 0; k < owners.size(); ++k) {
     const std::string& group = groups[owners[k]];
     core.ForgetCachedIfSettled(group, claims[k].front().second, now);
-    fallback->Release(group, claims[k], answers[k].ok());
+    fallback->Release(group, claims[k], LandedOf(answers[k]));
     if (!answers[k].ok()) {
       failed[owners[k]] = answers[k].error();
       continue;

@@ -57,7 +57,8 @@ Result<int> ConnectOne(const addrinfo& ai, std::chrono::milliseconds timeout) {
     } while (ready < 0 && errno == EINTR);
     if (ready == 0) {
       close(fd);
-      return Error(ErrorCode::kDeadlineExceeded,
+      // Nothing was sent: unreachable, not a request left unanswered.
+      return Error(ErrorCode::kUnavailable,
                    fmt::format("connect: no answer within {} ms", timeout.count()));
     }
     int err = 0;

@@ -122,8 +122,10 @@ class Store {
 
   // Applies the increments, then reads. values[i] is the value of batch.reads[i]. Returns once
   // the store answered, reads or not (Send is the fire-and-forget call).
-  // Errors: kUnavailable / kDeadlineExceeded when the store cannot answer (some increments may
-  // then have been applied), kInvalidArgument for a malformed key.
+  // Errors: kUnavailable when the store cannot be reached (nothing was sent, or the server went
+  // away), kDeadlineExceeded when it did not answer in time (some increments may have been
+  // applied, or be applied later: a frozen server applies what it received once it runs again),
+  // kInvalidArgument for a malformed key.
   virtual Result<std::vector<uint64_t>> Apply(const Batch& batch) = 0;
 
   // Applies several batches: results[i] is Apply(batches[i])'s. The batches bound for one server

@@ -63,13 +63,22 @@ class StoreFallback {
 
   // The share of a policy that names none.
   virtual Share default_share() const = 0;
-  // Decides `hits` at second `t` of `group` against `maxes` (per span, the limits scaled by the
-  // share): they fit when every span's locally decided hits plus `hits` stay within its max.
-  // Records them (pending) when `record` and they fit, or `record` and `attempts` (every attempt
-  // counts), as one step: concurrent decisions of one group never both take the last unit.
+  // A check to decide: `hits` at second `t`, recorded when `record` and they fit, or `record`
+  // and `attempts` (every attempt counts). `sent`: the hits went to the store in a batch whose
+  // answer timed out, so they may land there (a frozen server applies what it received once it
+  // runs again): they count here but are not written back, and are told as uncertain.
+  struct Ask {
+    uint64_t hits = 1;
+    int64_t t = 0;
+    bool record = true;
+    bool attempts = false;
+    bool sent = false;
+  };
+  // Decides `ask` for `group` against `maxes` (per span, the limits scaled by the share): it fits
+  // when every span's locally decided hits plus its hits stay within its max. Decides and records
+  // as one step: concurrent decisions of one group never both take the last unit.
   virtual Verdict Decide(const std::string& group, std::span<const Span> spans,
-                         std::span<const uint64_t> maxes, uint64_t hits, int64_t t, bool record,
-                         bool attempts) = 0;
+                         std::span<const uint64_t> maxes, const Ask& ask) = 0;
   // Takes back hits Decide recorded (a request denied by another check).
   virtual void TakeBack(const std::string& group, int64_t t, uint64_t hits) = 0;
 
@@ -80,10 +89,13 @@ class StoreFallback {
   // Claims `group`'s pending hits for a write-back (in order of their seconds; empty: none). They
   // still count in local decisions. Claimed hits are claimed by no one else until Released.
   virtual std::vector<SecondHits> Claim(const std::string& group) = 0;
-  // The write-back of `claimed` (Claim's answer) landed (`written`), or failed: they are pending
-  // again.
+  // How a write-back went: landed; failed, and the hits are pending again; or timed out, and
+  // they are taken to have landed (the server received them, as a frozen one applies them once
+  // it runs again), told as uncertain: sending them again could count them twice.
+  enum class Landed { kYes, kNo, kUnknown };
+  // The write-back of `claimed` (Claim's answer) went as `landed` says.
   virtual void Release(const std::string& group, std::span<const SecondHits> claimed,
-                       bool written) = 0;
+                       Landed landed) = 0;
 };
 
 }  // namespace hourglass

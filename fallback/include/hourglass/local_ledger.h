@@ -51,20 +51,22 @@ class LocalLedger : public StoreFallback {
     uint64_t full = 0;              // of which denied for want of room
     uint64_t written_back = 0;      // hits written back
     uint64_t expired = 0;           // pending hits dropped unwritten, older than keep
+    // Hits whose store outcome is unknown (Ask::sent, Landed::kUnknown): should the server
+    // apply them, or not, its windows count them once more, or once less.
+    uint64_t uncertain = 0;
   };
 
   explicit LocalLedger(LocalLedgerOptions options);
 
   Share default_share() const override { return Share{1, options_.services}; }
   Verdict Decide(const std::string& group, std::span<const Span> spans,
-                 std::span<const uint64_t> maxes, uint64_t hits, int64_t t, bool record,
-                 bool attempts) override;
+                 std::span<const uint64_t> maxes, const Ask& ask) override;
   void TakeBack(const std::string& group, int64_t t, uint64_t hits) override;
   bool AnyPending() const override { return pending_features_.load() > 0; }
   std::vector<std::string> PendingGroups(size_t max) const override;
   std::vector<SecondHits> Claim(const std::string& group) override;
   void Release(const std::string& group, std::span<const SecondHits> claimed,
-               bool written) override;
+               Landed landed) override;
 
   // Drops every entry older than `keep` before `now`; returns how many.
   size_t Sweep(Instant now);

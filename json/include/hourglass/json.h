@@ -21,7 +21,7 @@ std::string Dump(const nlohmann::json& j);
 
 // {"allowed","at","degraded","recorded","retry_after","limits":[{"window","limit","count",
 //  "remaining","retry_after","spec","exact","count_min"}],"keys_read","keys_written",
-//  "round_trips","cache_hits","blocked_hits"[,"error"]}
+//  "round_trips","cache_hits","blocked_hits"[,"error"][,"local":true]}
 // "at" is the Unix second the hit was decided at: where its increments are.
 // When a limit's "exact" is false, bounds settled the decision: the true count lies in
 // [count_min, count].

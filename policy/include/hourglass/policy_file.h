@@ -5,7 +5,7 @@
 //     url_shorten:
 //       limits: [2/s, 5/m, 10/h, 100/d]       # sliding windows
 //       mode: admitted                        # or attempts
-//       on_store_failure: open                # or closed
+//       on_store_failure: open                # or closed, or local (local_share: 1/3)
 //       shadow: false                         # true: decide and report, but allow every hit
 //       overrides:
 //         "198.51.100.10": {limits: [20/s, 100/m]}

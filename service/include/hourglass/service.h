@@ -37,6 +37,7 @@
 #include "hourglass/decision_api.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
+#include "hourglass/local_ledger.h"
 #include "hourglass/policy_source.h"
 #include "hourglass/server_transition.h"
 #include "hourglass/service_metrics.h"
@@ -67,6 +68,9 @@ struct ServiceOptions {
   std::vector<ProtocolFactory> protocols;  // served beside HTTP, in this order
   // Hears of every decided request of every protocol (an audit log); null: none.
   DecisionSink on_decided;
+  // The ledger checks of policies that say on_store_failure local are decided with while the
+  // store fails (`keep` is the engine's retention): written back every second once it answers.
+  LocalLedgerOptions fallback;
 };
 
 // Logs a store server (memcached, Redis) that stops answering, and answers again, through `log`:

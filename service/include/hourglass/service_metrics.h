@@ -50,6 +50,17 @@
 //                                             degraded_within_limit / degraded_over_limit
 //   hourglass_ratelimit_near_limit_total{domain,descriptor}
 //                                             hits admitted at 80% or more of the limit
+//   hourglass_fallback_decisions_total{result} checks decided in this process while the store
+//                                             failed (on_store_failure local): allowed, denied,
+//                                             full (denied: the ledger of local hits is full)
+//   hourglass_fallback_pending_hits           hits decided so, not yet written back to the store
+//   hourglass_fallback_pending_features       event+features with hits to write back
+//   hourglass_fallback_held_seconds           seconds of hits the ledger holds (its bound: serve's
+//                                             --fallback-max-seconds)
+//   hourglass_fallback_written_back_hits_total hits written back once the store answered
+//   hourglass_fallback_expired_hits_total     hits never written back: older than the retention
+//   hourglass_fallback_uncertain_hits_total   hits whose batch or write-back timed out: the
+//                                             store's windows may count each once more or less
 //
 // Labels come from bounded sets (the policy's events, the endpoints, the servers): never one per
 // feature. Events the policy lacks are answered 404 before anything is counted. Counters are
@@ -78,6 +89,7 @@
 #include "hourglass/clock.h"
 #include "hourglass/connection_events.h"
 #include "hourglass/decision.h"
+#include "hourglass/local_ledger.h"
 #include "hourglass/store.h"
 #include "hourglass/store_losses.h"
 
@@ -109,6 +121,9 @@ class ServiceMetrics {
   // `shadow`: the event is in shadow mode, a denial counts as shadow_denied (it was allowed).
   void CountDecision(std::string_view event, const Decision& decision, bool shadow = false);
   void CountStoreError(const Error& error);
+  // What the local fallback holds and has done (LocalLedger::stats(), totals since the start):
+  // hourglass_fallback_* gauges, and counters advanced to the totals.
+  void SetFallback(const LocalLedger::Stats& stats);
   // Also told of every store error counted (StoreHealth). Set before the metrics are shared.
   void OnStoreError(std::function<void(const Error&)> listener) {
     on_store_error_ = std::move(listener);
@@ -180,6 +195,15 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
   prometheus::Family<prometheus::Counter>& connection_events_;
+  prometheus::Gauge& fallback_pending_hits_;
+  prometheus::Gauge& fallback_pending_features_;
+  prometheus::Gauge& fallback_held_seconds_;
+  prometheus::Family<prometheus::Counter>& fallback_decisions_;
+  prometheus::Counter& fallback_written_back_;
+  prometheus::Counter& fallback_expired_;
+  prometheus::Counter& fallback_uncertain_;
+  LocalLedger::Stats fallback_seen_;  // the totals counted so far; guarded by fallback_mu_
+  std::mutex fallback_mu_;
   CounterIndex checks_by_{checks_, {"event", "result"}};
   CounterIndex near_limit_by_{near_limit_, {"event"}};
   CounterIndex ratelimit_hits_by_{ratelimit_hits_, {"domain", "descriptor", "result"}};

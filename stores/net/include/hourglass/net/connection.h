@@ -10,8 +10,9 @@
 //   (*c)->Send("mn\r\n");
 //   Result<std::string_view> line = (*c)->ReadLine();  // "MN"
 //
-// Errors: kUnavailable (refused, reset, closed by the server, name lookup failed),
-// kDeadlineExceeded (a wait outlasted its timeout), kResourceExhausted (this process is out of
+// Errors: kUnavailable (refused, reset, closed by the server, name lookup failed, a connect
+// unanswered within its timeout: nothing was sent), kDeadlineExceeded (a wait for an answer or
+// to send outlasted its timeout: what was sent may yet be applied), kResourceExhausted (this process is out of
 // descriptors or memory: not the server's fault). After any error the connection is unusable:
 // the caller drops it. Messages do not name the server; the caller prefixes them.
 //
