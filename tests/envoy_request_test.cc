@@ -11,6 +11,7 @@
 #include <random>
 
 #include "failing_store.h"
+#include "hourglass/local_ledger.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/service_metrics.h"
 #include "prometheus_sample.h"
@@ -289,6 +290,25 @@ TEST_F(EnvoyRequestTest, AnUnreachableStoreAnswersPerTheFailureMode) {
   EXPECT_EQ(closed.statuses(0).current_limit().requests_per_unit(), 5u);
   store_.Fail(false);
   EXPECT_EQ(Remaining({{"client", "c"}}), 5u) << "nothing was counted while it was away";
+}
+
+// --envoy-failure-mode local: decided in the service against its share (here the whole limit),
+// and written back, so that the store counts those hits once it answers.
+TEST_F(EnvoyRequestTest, AnUnreachableStoreIsDecidedLocallyAndWrittenBackAfter) {
+  LocalLedger ledger({.services = 1});
+  EngineOptions local;
+  local.fallback = &ledger;
+  engine_ = *Engine::Create(store_, clock_, local);
+  options_.on_store_failure = FailureMode::kLocal;
+  store_.Fail(true);
+  const RateLimitRequest request = RequestOf({{{"client", "c"}}});
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Overall(request), kOk) << i;
+  const RateLimitResponse over = Answered(request);
+  EXPECT_EQ(over.overall_code(), kOverLimit) << "5/m, decided here";
+  EXPECT_EQ(over.statuses(0).limit_remaining(), 0u);
+  store_.Fail(false);
+  EXPECT_EQ(Remaining({{"client", "c"}}), 0u) << "the 5 local hits, written back first";
+  EXPECT_EQ(ledger.stats().written_back, 5u);
 }
 
 TEST_F(EnvoyRequestTest, ResponseHeadersNameTheMostConstrainingLimit) {

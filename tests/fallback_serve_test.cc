@@ -215,14 +215,21 @@ TEST_F(FallbackServeTest, AFrozenStoreIsDecidedWithinTheSharesAndCountsEveryHitA
   ExpectStoreCountsAdmitted(0);
 }
 
-// A crashed server, started again empty: what was counted before is lost (told by the services,
-// and decided open on what is left); the hits admitted from the crash on are all counted once the
-// services have written back.
-TEST_F(FallbackServeTest, AKilledStoreStartedAgainCountsEveryHitSinceTheCrash) {
+// Killed (true) or stopped.
+class FallbackRestartTest : public FallbackServeTest, public ::testing::WithParamInterface<bool> {};
+
+// A crashed (SIGKILL) or stopped (SIGTERM) server, started again empty: what was counted before is
+// lost (told by the services, and decided open on what is left); the hits admitted from the crash
+// on are all counted once the services have written back.
+TEST_P(FallbackRestartTest, AStoreStartedAgainCountsEveryHitSinceItWentDown) {
   StartClients();
   ASSERT_TRUE(WaitFor([](const auto& a) { return CountIf(a, 0, false) >= 100; }));
   StopClients();  // nothing in flight at the crash: each hit is before or after it
-  memcached_.Kill();
+  if (GetParam()) {
+    memcached_.Kill();
+  } else {
+    memcached_.Stop();
+  }
   phase_ = 1;
   stop_ = false;
   StartClients();
@@ -237,6 +244,9 @@ TEST_F(FallbackServeTest, AKilledStoreStartedAgainCountsEveryHitSinceTheCrash) {
   ExpectWithinShares(1);
   ExpectStoreCountsAdmitted(1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Down, FallbackRestartTest, ::testing::Bool(),
+                         [](const auto& param) { return param.param ? "Killed" : "Stopped"; });
 
 }  // namespace
 }  // namespace hourglass
