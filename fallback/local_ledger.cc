@@ -21,7 +21,7 @@ void AddAt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
 }  // namespace
 
 LocalLedger::LocalLedger(LocalLedgerOptions options)
-    : options_{std::max<uint64_t>(options.services, 1), options.keep, options.max_seconds} {}
+    : options_(options), services_(std::max<uint64_t>(options.services, 1)) {}
 
 StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<const Span> spans,
                                            std::span<const uint64_t> maxes, const Ask& ask) {
@@ -148,6 +148,7 @@ LocalLedger::Stats LocalLedger::stats() const {
   std::lock_guard lock(mu_);
   Stats stats = stats_;
   stats.pending_features = pending_.size();
+  stats.services = services_.load();
   for (const auto& [group, feature] : features_) {
     for (const auto& [second, entry] : feature.seconds) {
       stats.pending_hits += Positive(entry.pending + entry.claimed);

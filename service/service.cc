@@ -10,6 +10,7 @@
 #include "hourglass/denial_sampler.h"
 #include "hourglass/periodic.h"
 #include "hourglass/recent_top.h"
+#include "hourglass/service_presence.h"
 #include "hourglass/store_watch.h"
 #include "hourglass/top_state.h"
 
@@ -65,7 +66,8 @@ struct Service::Impl {
   ServiceLog log;
   StoreLosses own_losses;  // when the options name none
   StoreLosses& losses = options.losses != nullptr ? *options.losses : own_losses;
-  std::optional<LocalLedger> ledger;  // on_store_failure local's
+  std::optional<LocalLedger> ledger;        // on_store_failure local's
+  std::optional<ServicePresence> presence;  // with count_services
   std::optional<Engine> engine;
   ServiceMetrics metrics;
   std::optional<StoreHealth> health;  // full store servers, as checks' errors tell
@@ -108,6 +110,7 @@ Status Service::Impl::Start() {
   Result<Engine> made = Engine::Create(store, clock, options.engine);
   if (!made.ok()) return made.error();
   engine.emplace(std::move(*made));
+  if (options.count_services) presence.emplace(*engine);
   write_backs.emplace(std::chrono::seconds{1}, [this] { WriteBackLocal(); });
   Result<PolicySource> policy = LoadPolicy(options.policy_path, options.engine.retention);
   if (!policy.ok()) return policy.error();
@@ -170,6 +173,11 @@ Status Service::Impl::Start() {
 }
 
 void Service::Impl::WriteBackLocal() {
+  if (presence) {
+    if (std::optional<uint64_t> services = presence->Tick(clock.Now())) {
+      ledger->SetServices(*services);
+    }
+  }
   engine->WriteBackLocal();
   ledger->Sweep(clock.Now());
   const LocalLedger::Stats stats = ledger->stats();

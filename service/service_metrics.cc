@@ -176,6 +176,12 @@ ServiceMetrics::ServiceMetrics()
                                    "(made_room) or refused (refused_busy: every connection busy "
                                    "at the cap; refused_descriptors: out of file descriptors)")
                              .Register(*registry_)),
+      fallback_services_(BuildGauge()
+                             .Name("hourglass_fallback_services")
+                             .Help("Services sharing the store (--services, or counted in the "
+                                   "store): on_store_failure local admits 1/this of each limit")
+                             .Register(*registry_)
+                             .Add({})),
       fallback_pending_hits_(BuildGauge()
                                  .Name("hourglass_fallback_pending_hits")
                                  .Help("Hits decided in this process while the store failed "
@@ -285,6 +291,7 @@ void ServiceMetrics::CountRateLimit(std::string_view domain, std::string_view de
 }
 
 void ServiceMetrics::SetFallback(const LocalLedger::Stats& stats) {
+  fallback_services_.Set(static_cast<double>(stats.services));
   fallback_pending_hits_.Set(static_cast<double>(stats.pending_hits));
   fallback_pending_features_.Set(static_cast<double>(stats.pending_features));
   fallback_held_seconds_.Set(static_cast<double>(stats.held_seconds));

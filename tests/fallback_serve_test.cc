@@ -1,9 +1,10 @@
 // `hourglass serve` with on_store_failure: local, end to end: two real services share one real
 // memcached that is frozen (SIGSTOP), or killed and started again empty, while real HTTP clients
-// hammer both. While it is down, each service admits at most its share of each limit, so that no
-// window admits more than its limit plus both shares; once it answers, the services write what
-// they admitted back at its own seconds, and the store counts every admitted hit (within the hits
-// whose outcome a timeout left unknown, which the services count and tell).
+// hammer both. They count each other in the store (--services auto) for their shares. While it is
+// down, each service admits at most its share of each limit, so that no window admits more than its
+// limit plus both shares; once it answers, the services write what they admitted back at its own
+// seconds, and the store counts every admitted hit (within the hits whose outcome a timeout left
+// unknown, which the services count and tell).
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -50,7 +50,7 @@ struct ServeArgs {
   std::string envoy_failure_mode = "open";
   // on_store_failure local: how many services share the store (each admits 1/services of a
   // limit while it fails), and the most seconds of local hits held.
-  uint64_t services = 1;
+  std::string services = "auto";
   size_t fallback_max_seconds = 1'000'000;
   bool envoy_headers = false;
   bool exact_retry_after = false;
@@ -232,7 +232,8 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   options.api.admin_token = ReadAdminToken(a.admin_token_file);
   SettleTokensOf(g, a, options.api);
   options.stats_interval = std::chrono::seconds{a.stats_interval};
-  options.fallback.services = a.services;
+  options.count_services = a.services == "auto";
+  if (!options.count_services) options.fallback.services = std::stoull(a.services);
   options.fallback.max_seconds = a.fallback_max_seconds;
   options.top_capacity = a.top_capacity;
   options.top_state_path = a.top_state;
@@ -366,11 +367,12 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "against 1/--services of each limit and writes the hits back later")
       ->capture_default_str();
   sub->add_option("--services", args->services,
-                  "how many services share the store: while it fails, a policy with "
-                  "on_store_failure: local (and no local_share) admits 1/N of each limit here, "
-                  "so that all of them together admit at most the limit; the hits are written "
-                  "back once it answers")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{10000}))
+                  "N|auto: how many services share the store. While it fails, a policy with "
+                  "on_store_failure: local (and no local_share) admits 1/N of each limit here, so "
+                  "that all of them together admit at most the limit; the hits are written back "
+                  "once it answers. auto: counted in the store every 5 s (each service records "
+                  "itself under the event hourglass:services), the last count kept while it fails")
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(uint64_t{1}, uint64_t{10000}))
       ->capture_default_str();
   sub->add_option("--fallback-max-seconds", args->fallback_max_seconds,
                   "the most event+feature seconds of local hits held for the write-back (about "

@@ -17,6 +17,7 @@
 // Thread-safety: every member may be called from many threads at once (one mutex).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -54,11 +55,15 @@ class LocalLedger : public StoreFallback {
     // Hits whose store outcome is unknown (Ask::sent, Landed::kUnknown): should the server
     // apply them, or not, its windows count them once more, or once less.
     uint64_t uncertain = 0;
+    uint64_t services = 1;  // the processes sharing the store, as last set
   };
 
   explicit LocalLedger(LocalLedgerOptions options);
 
-  Share default_share() const override { return Share{1, options_.services}; }
+  Share default_share() const override { return Share{1, services_.load()}; }
+  // How many processes share the store now (at least 1): a count of them (ServicePresence).
+  void SetServices(uint64_t services) { services_.store(std::max<uint64_t>(services, 1)); }
+  uint64_t services() const { return services_.load(); }
   Verdict Decide(const std::string& group, std::span<const Span> spans,
                  std::span<const uint64_t> maxes, const Ask& ask) override;
   void TakeBack(const std::string& group, int64_t t, uint64_t hits) override;
@@ -100,6 +105,7 @@ class LocalLedger : public StoreFallback {
   std::set<std::string> pending_;                      // groups with pending hits; guarded by mu_
   Stats stats_;  // guarded by mu_ (its pending figures are computed)
   std::atomic<uint64_t> pending_features_{0};
+  std::atomic<uint64_t> services_;
 };
 
 }  // namespace hourglass

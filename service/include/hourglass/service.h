@@ -71,6 +71,9 @@ struct ServiceOptions {
   // The ledger checks of policies that say on_store_failure local are decided with while the
   // store fails (`keep` is the engine's retention): written back every second once it answers.
   LocalLedgerOptions fallback;
+  // Count the services sharing the store in it (ServicePresence) for the fallback's default
+  // share, rather than fallback.services.
+  bool count_services = false;
 };
 
 // Logs a store server (memcached, Redis) that stops answering, and answers again, through `log`:

@@ -53,6 +53,8 @@
 //   hourglass_fallback_decisions_total{result} checks decided in this process while the store
 //                                             failed (on_store_failure local): allowed, denied,
 //                                             full (denied: the ledger of local hits is full)
+//   hourglass_fallback_services               services sharing the store (serve's --services, or
+//                                             counted in the store): the default share is 1/this
 //   hourglass_fallback_pending_hits           hits decided so, not yet written back to the store
 //   hourglass_fallback_pending_features       event+features with hits to write back
 //   hourglass_fallback_held_seconds           seconds of hits the ledger holds (its bound: serve's
@@ -195,6 +197,7 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Counter>& ratelimit_hits_;
   prometheus::Family<prometheus::Counter>& ratelimit_near_;
   prometheus::Family<prometheus::Counter>& connection_events_;
+  prometheus::Gauge& fallback_services_;
   prometheus::Gauge& fallback_pending_hits_;
   prometheus::Gauge& fallback_pending_features_;
   prometheus::Gauge& fallback_held_seconds_;
