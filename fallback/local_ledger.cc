@@ -56,7 +56,7 @@ StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<c
         entry.written += hits;
         stats_.uncertain += hits;
       } else {
-        entry.pending += static_cast<int64_t>(hits);
+        AddPending(feature, entry, static_cast<int64_t>(hits));
       }
       verdict.recorded = true;
       for (size_t i = 0; i < spans.size(); ++i) {
@@ -77,7 +77,7 @@ void LocalLedger::TakeBack(const std::string& group, int64_t t, uint64_t hits) {
   if (feature == features_.end()) return;
   auto entry = feature->second.seconds.find(t);
   if (entry == feature->second.seconds.end()) return;
-  entry->second.pending -= static_cast<int64_t>(hits);
+  AddPending(feature->second, entry->second, -static_cast<int64_t>(hits));
   DropIfEmpty(feature->second, entry);
   Update(group, feature->second);
 }
@@ -100,7 +100,7 @@ std::vector<StoreFallback::SecondHits> LocalLedger::Claim(const std::string& gro
     if (entry.pending == 0) continue;
     claimed.push_back(SecondHits{second, entry.pending});
     entry.claimed += entry.pending;
-    entry.pending = 0;
+    AddPending(feature->second, entry, -entry.pending);
   }
   Update(group, feature->second);
   return claimed;
@@ -117,7 +117,7 @@ void LocalLedger::Release(const std::string& group, std::span<const SecondHits> 
     Entry& e = entry->second;
     e.claimed -= s.hits;
     if (landed == Landed::kNo) {
-      e.pending += s.hits;
+      AddPending(feature->second, e, s.hits);
       continue;
     }
     const int64_t held = static_cast<int64_t>(e.written) + s.hits;
@@ -165,6 +165,7 @@ void LocalLedger::Prune(Feature& feature, int64_t t) {
       continue;
     }
     stats_.expired += Positive(it->second.pending);
+    AddPending(feature, it->second, -it->second.pending);
     it = feature.seconds.erase(it);
     --stats_.held_seconds;
   }
@@ -177,11 +178,22 @@ void LocalLedger::DropIfEmpty(Feature& feature, std::map<int64_t, Entry>::iterat
   --stats_.held_seconds;
 }
 
+void LocalLedger::AddPending(Feature& feature, Entry& entry, int64_t delta) {
+  const bool was = entry.pending != 0;
+  entry.pending += delta;
+  const bool is = entry.pending != 0;
+  if (was != is) {
+    if (is) {
+      ++feature.pending_entries;
+    } else {
+      --feature.pending_entries;
+    }
+  }
+}
+
 void LocalLedger::Update(const std::string& group, Feature& feature) {
   // Claimed hits are not pending for PendingGroups: no one else may claim them.
-  const bool claimable = std::any_of(feature.seconds.begin(), feature.seconds.end(),
-                                     [](const auto& s) { return s.second.pending != 0; });
-  if (claimable) {
+  if (feature.pending_entries > 0) {
     pending_.insert(group);
   } else {
     pending_.erase(group);

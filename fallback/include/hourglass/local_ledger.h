@@ -87,8 +87,10 @@ class LocalLedger : public StoreFallback {
   };
   struct Feature {
     std::map<int64_t, Entry> seconds;
-    bool pending = false;  // some entry has pending != 0 (it is in pending_)
+    size_t pending_entries = 0;  // entries with pending != 0: the feature is in pending_
   };
+  // Adds `delta` to `entry`'s pending hits, keeping `feature`'s count of such entries.
+  static void AddPending(Feature& feature, Entry& entry, int64_t delta);
 
   // Drops `feature`'s entries older than `keep` before `t` (not those being written back);
   // pending hits among them expire.
