@@ -134,7 +134,8 @@ namespace {
 
 Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node& node) {
   if (Status s = CheckFields(
-          name, node, {"unit", "requests_per_unit", "unlimited", "name", "replaces", "window"},
+          name, node,
+          {"unit", "requests_per_unit", "unlimited", "name", "replaces", "window", "time_zone"},
           "rate_limit");
       !s.ok()) {
     return s.error();
@@ -193,7 +194,21 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
                 "a MONTH or YEAR is the calendar month or year in UTC: give it no window");
     }
   }
-  if (!r.unlimited) r.limit = Limit{*EnvoyUnitWindow(r.unit, fixed), r.requests_per_unit};
+  std::optional<Window> window = EnvoyUnitWindow(r.unit, fixed);
+  if (const YAML::Node zone = node["time_zone"]) {  // hourglass's: a month in a tenant's zone
+    if (r.unit != EnvoyUnit::kMonth && r.unit != EnvoyUnit::kYear) {
+      return At(name, zone,
+                "time_zone belongs to a MONTH or YEAR (the calendar month or year on that zone's "
+                "clock); the other units are sliding windows");
+    }
+    Result<std::string> text = Scalar<std::string>(name, zone, "time_zone", "Europe/Berlin");
+    if (!text.ok()) return text.error();
+    Result<TimeZone> named = TimeZone::Named(*text);
+    if (!named.ok()) return At(name, zone, named.error().message());
+    window = Window::Calendar(
+        r.unit == EnvoyUnit::kMonth ? CalendarUnit::kMonth : CalendarUnit::kYear, *named);
+  }
+  if (!r.unlimited) r.limit = Limit{*window, r.requests_per_unit};
   return r;
 }
 

@@ -290,7 +290,11 @@ descriptors:
   - {key: f, rate_limit: {unit: minute, requests_per_unit: 6, window: fixed}}
   - {key: mo, rate_limit: {unit: month, requests_per_unit: 7}}
   - {key: y, rate_limit: {unit: YEAR, requests_per_unit: 8}}
+  - {key: bm, rate_limit: {unit: MONTH, requests_per_unit: 9, time_zone: Europe/Berlin}}
 )");
+  // time_zone: the calendar month on that zone's clock.
+  EXPECT_EQ(Match(config, "units", {{"bm", "v"}})->rate_limit->limit,
+            (Limit{Window::Calendar(CalendarUnit::kMonth, *TimeZone::Named("Europe/Berlin")), 9}));
   // A MONTH and a YEAR are the calendar month and year in UTC; their lengths are the longest.
   EXPECT_EQ(Match(config, "units", {{"mo", "v"}})->rate_limit->limit,
             (Limit{*Window::Calendar(CalendarUnit::kMonth), 7}));
@@ -416,6 +420,10 @@ descriptors:
        "test.yaml:5)"},
       {"    rate_limits: [{unit: month, requests_per_unit: 1, window: fixed}]\n",
        "a MONTH or YEAR is the calendar month or year in UTC: give it no window"},
+      {"    rate_limits: [{unit: day, requests_per_unit: 1, time_zone: UTC}]\n",
+       "test.yaml:4:64: time_zone belongs to a MONTH or YEAR"},
+      {"    rate_limits: [{unit: month, requests_per_unit: 1, time_zone: Mars/Olympus}]\n",
+       "unknown time zone \"Mars/Olympus\""},
       {"    rate_limits: [{unit: day, requests_per_unit: 1, burst: 2}]\n",
        "unknown key \"burst\" in rate_limit"},
       {"    block_for: 10m\n", "block_for needs a rate limit on the same descriptor"},

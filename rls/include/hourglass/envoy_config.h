@@ -21,8 +21,9 @@
 //
 // hourglass reads `unit` SECOND, MINUTE, HOUR, DAY and WEEK as an exact sliding window of that
 // length; its own key `window: fixed` in a `rate_limit` reproduces the reference's fixed,
-// epoch-aligned windows. MONTH and YEAR are refused at load time (the reference counts them as
-// fixed 30 and 365 days). `detailed_metric` and `value_to_metric` are accepted and ignored:
+// epoch-aligned windows. MONTH and YEAR are the calendar month and year in UTC, or on the clock of
+// the rate_limit's `time_zone: Europe/Berlin` (hourglass's key), daylight saving time included
+// (the reference counts them as fixed 30 and 365 days from the epoch). `detailed_metric` and `value_to_metric` are accepted and ignored:
 // hourglass never labels a metric with a counted value. Any other unknown key is an error naming
 // the file and line.
 //
