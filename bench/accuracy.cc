@@ -11,8 +11,13 @@
 // hourglass must show zero in all three error columns on every trace; the program exits 1 if it
 // does not (a bug in the engine, not a number to report).
 //
+// With --audit-dir, every limiter's decisions are also written as `hourglass serve --audit-log`
+// writes them (one file per trace, policy and limiter, and manifest.csv naming each with this
+// benchmark's own figures), so that `hourglass audit` judges the peers as it judges production
+// (bench/audit_peers.py compares the two).
+//
 //   accuracy --out bench/results [--apache FILE] [--start-memcached | --servers HOST:PORT]
-//   [--quick]
+//   [--quick] [--audit-dir DIR]
 #include <fmt/format.h>
 #include <fmt/os.h>
 
@@ -28,6 +33,7 @@
 
 #include "../cli/trace.h"
 #include "guarded_main.h"
+#include "hourglass/audit_record.h"
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/store_factory.h"
@@ -181,8 +187,29 @@ struct Sample {
   double exact;     // the exact count of its admitted hits after the decision
 };
 
+// A decision of the replay as an audit line: the limiter's counts (its estimate, with the hit
+// when admitted) of the policy's sliding windows, exact where it reports no range.
+std::string AuditLineOf(const Request& r, const std::vector<Limit>& limits, bool admitted,
+                        const std::vector<double>& estimates, const std::vector<double>& lows) {
+  AuditRecord record;
+  record.at = r.t;
+  record.event = "request";
+  record.feature = std::to_string(r.feature);
+  record.hits = r.cost;
+  record.allowed = record.request_allowed = record.recorded = admitted;
+  const uint64_t added = admitted ? r.cost : 0;
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const auto count = static_cast<uint64_t>(std::llround(std::max(0.0, estimates[i])));
+    const auto low = static_cast<uint64_t>(std::llround(std::max(0.0, lows[i])));
+    record.limits.push_back(
+        AuditLimit{limits[i], true, count + added, std::min(low, count) + added, low == count});
+  }
+  return AuditLine(record);
+}
+
 Metrics Replay(const Trace& trace, const std::vector<Limit>& limits, Limiter& limiter,
-               std::vector<Sample>* samples, uint32_t sample_feature, size_t sample_limit) {
+               std::vector<Sample>* samples, uint32_t sample_feature, size_t sample_limit,
+               std::ofstream* audit = nullptr) {
   Metrics m;
   AdmittedLog log;
   std::vector<double> estimates(limits.size()), lows(limits.size());
@@ -206,6 +233,7 @@ Metrics Replay(const Trace& trace, const std::vector<Limit>& limits, Limiter& li
       m.error_max = std::max(m.error_max, error);
       ++m.error_n;
     }
+    if (audit != nullptr) *audit << AuditLineOf(r, limits, admitted, estimates, lows) << '\n';
     if (samples != nullptr && r.feature == sample_feature) {
       samples->push_back({r.t, estimates[sample_limit],
                           static_cast<double>(truth[sample_limit] + (admitted ? r.cost : 0))});
@@ -238,7 +266,20 @@ struct Options {
   bool start_redis = false;  // also hourglass on a Redis started on loopback (real log only)
   bool lmdb = false;         // also hourglass on an LMDB file in a temporary directory (same)
   bool quick = false;
+  std::string audit_dir;  // "": no audit logs
 };
+
+// "boundary attack" / "2/s, 5/m" / "fixed window (envoy)" -> "boundary-attack-2-s-5-m-fixed-...".
+std::string Slug(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) != 0;
+    if (keep) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!keep && !out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
 
 // hourglass on another store for one replay of the real log: Redis (flushed first) or a fresh
 // LMDB directory, the store on the real clock as a server's would be.
@@ -311,6 +352,13 @@ int Main(Options o) {
       "limit_remaining ever promised more room than there was; it shows no keys.\n";
   std::map<std::string, std::pair<uint64_t, uint64_t>>
       totals;  // limiter -> over, needless (main policy)
+  std::optional<fmt::ostream> manifest;
+  if (!o.audit_dir.empty()) {
+    std::filesystem::create_directories(o.audit_dir);
+    manifest.emplace(fmt::output_file(o.audit_dir + "/manifest.csv"));
+    manifest->print(
+        "file,trace,policy,limiter,requests,admitted,over_admissions,needless_denials\n");
+  }
   std::vector<std::string> limiter_order;
   std::vector<Sample> boundary_samples_fixed, boundary_samples_counter, boundary_samples_hourglass;
   bool hourglass_exact = true;
@@ -403,7 +451,15 @@ int Main(Options o) {
           samples = &boundary_samples_counter;
         if (plot && limiter->name() == "hourglass (memory store)")
           samples = &boundary_samples_hourglass;
-        const Metrics m = Replay(trace, limits, *limiter, samples, 0, 1);
+        std::optional<std::ofstream> audit;
+        const std::string audit_file =
+            Slug(trace.name + " " + policy_name + " " + limiter->name()) + ".jsonl";
+        if (manifest) audit.emplace(o.audit_dir + "/" + audit_file);
+        const Metrics m = Replay(trace, limits, *limiter, samples, 0, 1, audit ? &*audit : nullptr);
+        if (manifest) {
+          manifest->print("{},\"{}\",\"{}\",\"{}\",{},{},{},{}\n", audit_file, trace.name,
+                          policy_name, limiter->name(), m.requests, m.admitted, m.over, m.needless);
+        }
         const double mean = m.error_n == 0 ? 0 : m.error_sum / static_cast<double>(m.error_n);
         md += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.1f} | {:.2f} | {:.2f} | {} |\n",
                           limiter->name(), m.admitted, m.denied, m.over, m.needless, mean,
@@ -455,6 +511,7 @@ int Main(Options o) {
   }
   csv.close();
   csv_hot.close();
+  if (manifest) manifest->close();
 
   // Bar chart data: over-admissions and needless denials per limiter, all traces, main policy.
   {
@@ -513,5 +570,8 @@ int main(int argc, char** argv) {
                "also run hourglass on a Redis started on loopback (real log only)");
   app.add_flag("--lmdb", o.lmdb, "also run hourglass on an LMDB file (real log only)");
   app.add_flag("--quick", o.quick, "tiny traces (the ctest smoke run)");
+  app.add_option("--audit-dir", o.audit_dir,
+                 "also write every limiter's decisions as audit logs here, with manifest.csv "
+                 "(for `hourglass audit`; see bench/audit_peers.py)");
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }

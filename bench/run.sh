@@ -39,6 +39,7 @@ echo "== accuracy (build/bench/accuracy)"
 build/bench/accuracy --out "$out" --apache "$log" --start-memcached --start-redis --lmdb
 gnuplot -e "dir='$out'" bench/plots/errors.gp
 gnuplot -e "dir='$out'" bench/plots/boundary.gp
+python3 bench/audit_peers.py --out "$out/accuracy_audited.md"  # the same, judged by `hourglass audit`
 fi
 
 if want micro; then
