@@ -577,6 +577,26 @@ TEST_P(EngineTest, AMonthInAZoneOnALadderWithDaysDecidesAsItsWallClockSays) {
   EXPECT_GT(admitted.CountIn(november, november + 2 * 86400), 0u) << "November starts afresh";
 }
 
+// A month's sliding windows on the ladder that reads them in a few dozen keys (--ladder
+// 1s,1m,1h,1d), on a bursty random trace of 34 days: every decision a perfect limiter's, every
+// count read the truth, each of the four limits binding in turn.
+TEST_P(EngineTest, SlidingWindowsUpToAMonthOnALadderWithDaysDecideAsAPerfectLimiter) {
+  EngineOptions options = Options();
+  options.ladder = *Ladder::Parse("1s,1m,1h,1d");
+  options.retention = Seconds{31 * 86400};
+  const Engine engine = MakeEngine(options);
+  const Policy policy{*ParseLimits("12/h, 60/d, 200/7d, 600/31d"), CountingMode::kAdmitted,
+                      FailureMode::kFailOpen};
+  SlidingLog admitted;
+  int denied = 0;
+  ASSERT_NO_FATAL_FAILURE(DecideAsAPerfectLimiter(engine, policy, "tenant", kStart,
+                                                  kStart + 34 * 86400, 34, admitted, denied));
+  EXPECT_GT(denied, 1000);
+  // The month binds at the end: its window holds all it may.
+  const int64_t end = ToUnix(clock_->Now());
+  EXPECT_EQ(admitted.Window(end, 31 * 86400), 600u);
+}
+
 TEST_P(EngineTest, HostileFeaturesAreCountedAsThemselves) {
   const Engine engine = MakeEngine();
   const std::vector<std::string> features = {"x\r\nflush_all\r\n",
