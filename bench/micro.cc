@@ -84,6 +84,26 @@ void BM_CheckHotFeatureMemoryStore(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckHotFeatureMemoryStore);
 
+// A hammering client denied without a read (the blocked-client cache): what a local denial costs
+// in admitted mode (Arg 0) and in attempts mode, whose attempts are still sent (Arg 1).
+void BM_CheckBlockedClientMemoryStore(benchmark::State& state) {
+  ManualClock clock(FromUnix(kNow));
+  MemoryStore store(clock);
+  EngineOptions options;
+  options.hot_path = HotPathOptions::LongRunning();
+  const Engine engine = *Engine::Create(store, clock, options);
+  const Policy policy{*ParseLimits("2/s, 5/m, 10/h, 100/d"),
+                      state.range(0) == 0 ? CountingMode::kAdmitted : CountingMode::kAttempts,
+                      FailureMode::kFailOpen};
+  for (int i = 0; i < 6; ++i) (void)engine.Check("url_shorten", "10.0.0.1", policy);  // denied
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(engine.Check("url_shorten", "10.0.0.1", policy));
+  }
+  state.counters["blocked"] =
+      static_cast<double>(engine.Check("url_shorten", "10.0.0.1", policy)->cost.blocked_hits);
+}
+BENCHMARK(BM_CheckBlockedClientMemoryStore)->Arg(0)->Arg(1);
+
 // What /v1/top adds to every decision of `hourglass serve`: one RecentTop::Record (capacity 256,
 // 10,000 clients, most checks on few of them, a tenth denied), against the checks above.
 void BM_RecentTopRecord(benchmark::State& state) {

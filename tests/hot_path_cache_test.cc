@@ -95,20 +95,20 @@ TEST(BlockedCache, DeniesUntilTheEarliestRetryOnly) {
   BlockedCache cache(64, Seconds{5});
   const Instant t = FromUnix(1'700'000'000);
   cache.Put("k", Blocked(t, t + Seconds{3}, 1), cache.Epoch("k"));
-  EXPECT_TRUE(cache.Get("k", t, 1).has_value());
-  EXPECT_TRUE(cache.Get("k", t + Seconds{2}, 1).has_value());
-  EXPECT_FALSE(cache.Get("k", t + Seconds{3}, 1).has_value()) << "until is exclusive";
-  EXPECT_FALSE(cache.Get("other", t, 1).has_value());
+  EXPECT_TRUE(cache.Get("k", t, 1) != nullptr);
+  EXPECT_TRUE(cache.Get("k", t + Seconds{2}, 1) != nullptr);
+  EXPECT_FALSE(cache.Get("k", t + Seconds{3}, 1) != nullptr) << "until is exclusive";
+  EXPECT_FALSE(cache.Get("other", t, 1) != nullptr);
 }
 
 TEST(BlockedCache, NeverAnswersPastItsMaxAgeForASmallerCostOrFromThePast) {
   BlockedCache cache(64, Seconds{5});
   const Instant t = FromUnix(1'700'000'000);
   cache.Put("k", Blocked(t, t + Seconds{60}, 2), cache.Epoch("k"));
-  EXPECT_FALSE(cache.Get("k", t + Seconds{5}, 2).has_value()) << "re-checked after max age";
-  EXPECT_FALSE(cache.Get("k", t, 1).has_value()) << "a cheaper hit may fit";
-  EXPECT_TRUE(cache.Get("k", t, 3).has_value()) << "a dearer one certainly does not";
-  EXPECT_FALSE(cache.Get("k", t - Seconds{1}, 2).has_value());
+  EXPECT_FALSE(cache.Get("k", t + Seconds{5}, 2) != nullptr) << "re-checked after max age";
+  EXPECT_FALSE(cache.Get("k", t, 1) != nullptr) << "a cheaper hit may fit";
+  EXPECT_TRUE(cache.Get("k", t, 3) != nullptr) << "a dearer one certainly does not";
+  EXPECT_FALSE(cache.Get("k", t - Seconds{1}, 2) != nullptr);
 }
 
 TEST(BlockedCache, StaysWithinItsEntryBound) {
@@ -133,9 +133,9 @@ TEST(BlockedCache, ADenialReadBeforeAResetIsNotCachedAfterIt) {
   const uint64_t before = cache.Epoch(key);
   cache.Forget("hg:signup:ann");
   cache.Put(key, Blocked(t, t + Seconds{3}, 1), before);
-  EXPECT_FALSE(cache.Get(key, t, 1).has_value());
+  EXPECT_FALSE(cache.Get(key, t, 1) != nullptr);
   cache.Put(key, Blocked(t, t + Seconds{3}, 1), cache.Epoch(key));
-  EXPECT_TRUE(cache.Get(key, t, 1).has_value()) << "a decision read after it is";
+  EXPECT_TRUE(cache.Get(key, t, 1) != nullptr) << "a decision read after it is";
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ bool CheckRun::AnswerBlocked() {
   if (core_.blocked == nullptr || !live() || mode_ == Mode::kPeek) return false;
   blocked_key_ = BlockedKey(group_, policy_);
   blocked_epoch_ = core_.blocked->Epoch(blocked_key_);  // before any read of the store
-  std::optional<BlockedCache::Entry> entry = core_.blocked->Get(blocked_key_, t_, hits_);
+  std::shared_ptr<const BlockedCache::Entry> entry = core_.blocked->Get(blocked_key_, t_, hits_);
   // A loss in the second of the decision that blocked the client, or after it.
   if (entry && core_.LossSince(group_, ToUnix(entry->decided_at) - 1)) {
     core_.blocked->Erase(blocked_key_);  // the counts that blocked the client may be gone
@@ -187,7 +187,7 @@ bool CheckRun::AnswerBlocked() {
     return false;
   }
   mode_ = Mode::kBlocked;
-  blocked_ = BlockedAnswer{std::move(*entry)};
+  blocked_ = BlockedAnswer{std::move(entry)};
   decision_.cost.blocked_hits = 1;
   // Every attempt counts: its increments are the next batch, with no read.
   step_ = policy_.mode == CountingMode::kAttempts ? Step::kAttempt : Step::kDecided;
@@ -195,16 +195,21 @@ bool CheckRun::AnswerBlocked() {
 }
 
 Decision CheckRun::FinishBlocked() {
-  BlockedCache::Entry& entry = blocked_->entry;
+  const BlockedCache::Entry& entry = *blocked_->entry;
   Decision decision = entry.decision;
   decision.at = t_;  // this hit's instant, not that of the decision that blocked the client
   decision.cost = Cost{};
   decision.cost.blocked_hits = 1;
   decision.recorded = blocked_->attempt_recorded;
+  // The pieces as cached; with this attempt recorded, a copy that holds it too.
+  std::vector<std::vector<CountedSpan>> with_attempt;
   if (decision.recorded) {
     decision.cost.keys_written = core_.keys.KeysPerHit();
-    for (auto& pieces : entry.pieces) AddAttempt(pieces, second_, hits_);
+    with_attempt = entry.pieces;
+    for (auto& pieces : with_attempt) AddAttempt(pieces, second_, hits_);
   }
+  const std::vector<std::vector<CountedSpan>>& pieces =
+      decision.recorded ? with_attempt : entry.pieces;
   // Counts are those of the decision that blocked the client, plus the attempts recorded since:
   // an upper bound now (hits may have left the windows since).
   decision.retry_after = Seconds{0};
@@ -214,7 +219,7 @@ Decision CheckRun::FinishBlocked() {
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
-    o.retry_after = RetryAfter(o.limit, t_, hits_, entry.pieces[i]);
+    o.retry_after = RetryAfter(o.limit, t_, hits_, pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
   if (decision.blocked_until && *decision.blocked_until > t_) {
@@ -223,8 +228,8 @@ Decision CheckRun::FinishBlocked() {
     decision.blocked_until.reset();
   }
   if (decision.recorded) {
-    BlockedCache::Entry updated = entry;
-    updated.decision = decision;
+    BlockedCache::Entry updated{entry.decided_at, entry.until, entry.hits, decision,
+                                std::move(with_attempt)};
     updated.decision.cost = Cost{};
     core_.blocked->Put(blocked_key_, std::move(updated), *blocked_epoch_);
   }

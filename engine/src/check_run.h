@@ -129,8 +129,8 @@ class CheckRun {
   enum class Step { kBounds, kExactWithHit, kExact, kRefine, kAttempt, kDecided, kTakenBack };
   // A client answered from the blocked-client cache.
   struct BlockedAnswer {
-    BlockedCache::Entry entry;      // the decision that blocked it, with the attempts since
-    bool attempt_recorded = false;  // kAttempt: this check's hit was written
+    std::shared_ptr<const BlockedCache::Entry> entry;  // the decision that blocked it
+    bool attempt_recorded = false;                     // kAttempt: this check's hit was written
   };
 
   // A new run's mode and first step: a live admitted-mode check on a store that takes guarded

@@ -102,18 +102,18 @@ void BlockedCache::Forget(const std::string& group) {
   }
 }
 
-std::optional<BlockedCache::Entry> BlockedCache::Get(const std::string& key, Instant now,
-                                                     uint64_t hits) {
+std::shared_ptr<const BlockedCache::Entry> BlockedCache::Get(const std::string& key, Instant now,
+                                                             uint64_t hits) {
   Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
   auto it = shard.entries.find(key);
-  if (it == shard.entries.end()) return std::nullopt;
-  const Entry& entry = it->second.first;
+  if (it == shard.entries.end()) return nullptr;
+  const Entry& entry = *it->second.first;
   if (now >= entry.until || now - entry.decided_at >= max_age_ || now < entry.decided_at ||
       hits < entry.hits) {
-    return std::nullopt;
+    return nullptr;
   }
-  return entry;
+  return it->second.first;
 }
 
 bool BlockedCache::Known(const std::string& key) {
@@ -141,16 +141,19 @@ void BlockedCache::Put(const std::string& key, Entry entry, uint64_t epoch) {
   Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
   if (shard.forgets != epoch) return;  // a reset came after the decision began
+  auto shared = std::make_shared<const Entry>(std::move(entry));
   auto it = shard.entries.find(key);
-  if (it != shard.entries.end()) {
-    shard.lru.erase(it->second.second);
-    shard.entries.erase(it);
-  } else if (shard.entries.size() >= max_per_shard_) {
+  if (it != shard.entries.end()) {  // replaced in place, and the most recent
+    it->second.first = std::move(shared);
+    shard.lru.splice(shard.lru.begin(), shard.lru, it->second.second);
+    return;
+  }
+  if (shard.entries.size() >= max_per_shard_) {
     shard.entries.erase(shard.lru.back());
     shard.lru.pop_back();
   }
   shard.lru.push_front(key);
-  shard.entries.emplace(key, std::make_pair(std::move(entry), shard.lru.begin()));
+  shard.entries.emplace(key, std::make_pair(std::move(shared), shard.lru.begin()));
 }
 
 }  // namespace hourglass::internal

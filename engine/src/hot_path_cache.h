@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -84,8 +85,9 @@ class BlockedCache {
     // blocked are added here, so the client-facing retry time follows them.
     std::vector<std::vector<CountedSpan>> pieces;
   };
-  // The entry for `key` if a check worth `hits` at `now` is certainly denied.
-  std::optional<Entry> Get(const std::string& key, Instant now, uint64_t hits);
+  // The entry for `key` if a check worth `hits` at `now` is certainly denied; shared, never
+  // changed (Put replaces it), so that a local denial copies nothing.
+  std::shared_ptr<const Entry> Get(const std::string& key, Instant now, uint64_t hits);
   // What Forget has done so far where `key` lives: read before a decision reads the store, and
   // given back to Put, it keeps a decision that started before a reset from being cached after it.
   uint64_t Epoch(const std::string& key);
@@ -105,7 +107,9 @@ class BlockedCache {
   size_t ShardOf(std::string_view key) const;
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, std::pair<Entry, std::list<std::string>::iterator>> entries;
+    std::unordered_map<std::string,
+                       std::pair<std::shared_ptr<const Entry>, std::list<std::string>::iterator>>
+        entries;
     std::list<std::string> lru;
     uint64_t forgets = 0;  // Forget calls on this shard
   };
