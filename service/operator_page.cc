@@ -213,6 +213,14 @@ async function showStore(metrics, ready) {
     [s, v.errors, v.evictions, v.losses, v.bytes, v.limit, v.clock]);
   box.appendChild(rows.length ? table(["server", "errors", "evictions", "losses", "bytes", "limit bytes", "clock offset s"], rows)
                               : el("p", "no figures from the store yet (--stats-interval)", "muted"));
+  // on_store_failure: local: what this service decided alone, and what it still owes the store.
+  const value = (name) => { const s = metrics.find((x) => x.name === name); return s ? s.value : 0; };
+  const pending = value("hourglass_fallback_pending_hits");
+  box.appendChild(el("p", "decided here while the store failed: " + pending + " hits to write back (" +
+    value("hourglass_fallback_pending_features") + " features), " +
+    value("hourglass_fallback_written_back_hits_total") + " written back, " +
+    value("hourglass_fallback_expired_hits_total") + " expired; services sharing the store: " +
+    value("hourglass_fallback_services"), pending > 0 ? "bad" : "muted"));
 }
 
 function showPolicy(policy) {

@@ -111,6 +111,7 @@ Status Service::Impl::Start() {
   if (!made.ok()) return made.error();
   engine.emplace(std::move(*made));
   if (options.count_services) presence.emplace(*engine);
+  metrics.SetFallback(ledger->stats());  // before the first write-back's figures
   write_backs.emplace(std::chrono::seconds{1}, [this] { WriteBackLocal(); });
   Result<PolicySource> policy = LoadPolicy(options.policy_path, options.engine.retention);
   if (!policy.ok()) return policy.error();

@@ -91,11 +91,11 @@ TEST_F(OperatorPageTest, ShowsWhoIsLimitedUntilWhenTheTimelineTheStoreAndThePoli
   ASSERT_EQ(dom.code, 0) << dom.err;
   const std::string& html = dom.out;
   EXPECT_NE(html.find("data-ready=\"true\""), std::string::npos) << "the script ran to its end";
-  for (const std::string& shown :
-       std::vector<std::string>{"version " HOURGLASS_TEST_VERSION, "login (", "signup (", ">carol<",
-                                ">mallory<", ">banned<", ">blocked to ", ">free at ",
-                                "a hit now: free at ", "(3/h binds)", "per hour, last day",
-                                memcached_.address(), "file: " + policy_, "3/h, 10/d", ">ready<"}) {
+  for (const std::string& shown : std::vector<std::string>{
+           "version " HOURGLASS_TEST_VERSION, "login (", "signup (", ">carol<", ">mallory<",
+           ">banned<", ">blocked to ", ">free at ", "a hit now: free at ", "(3/h binds)",
+           "per hour, last day", memcached_.address(), "file: " + policy_, "3/h, 10/d", ">ready<",
+           "0 hits to write back", "services sharing the store: 1"}) {
     EXPECT_NE(html.find(shown), std::string::npos) << shown << " not shown:\n" << html;
   }
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos)
