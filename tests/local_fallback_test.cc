@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "failing_store.h"
@@ -189,6 +191,50 @@ TEST_P(LocalFallbackTest, ADeniedRequestLeavesNothingHeldLocally) {
   EXPECT_TRUE(d->decisions[0].allowed && d->decisions[0].local);
   EXPECT_FALSE(d->decisions[0].recorded) << "taken back: its request was denied";
   EXPECT_EQ(side.ledger->stats().pending_hits, 1u) << "x's first hit only";
+}
+
+// Threads check while every third store call fails under them, and another thread writes back:
+// once written back, the store counts exactly the hits the decisions say stay recorded (locally
+// or in the store: a failed take-back leaves one there), and no feature admits more than its
+// limit plus the local share.
+TEST_P(LocalFallbackTest, ThreadsCheckingWhileTheStoreFailsUnderThemLoseNoHit) {
+  Side& side = sides_[0];
+  Policy policy = policy_;
+  policy.limits = *ParseLimits("40/m");  // one instant: the limit binds; the share is 20
+  side.way->FailEvery(3);
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> admitted[3] = {}, recorded[3] = {}, local = 0;
+  std::thread writer([&] {
+    while (!done) side.engine->WriteBackLocal();
+  });
+  std::vector<std::thread> checkers;
+  for (int c = 0; c < 4; ++c) {
+    checkers.emplace_back([&, c] {
+      for (int i = 0; i < 300; ++i) {
+        const size_t f = static_cast<size_t>(i + c) % 3;
+        Result<Decision> d = side.engine->Check("url", "f" + std::to_string(f), policy);
+        ASSERT_TRUE(d.ok());
+        admitted[f] += d->allowed ? 1 : 0;
+        recorded[f] += d->recorded ? 1 : 0;
+        local += d->local ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& t : checkers) t.join();
+  done = true;
+  writer.join();
+  side.way->FailEvery(0);
+  EXPECT_EQ(side.engine->WriteBackLocal().failed, 0u);
+  EXPECT_EQ(side.ledger->stats().pending_hits, 0u);
+  EXPECT_GE(local.load(), 10u) << "a third of the store calls fail";
+  const Window minute = *Window::Sliding(Seconds{60});
+  for (size_t f = 0; f < 3; ++f) {
+    Result<Counts> counts = side.engine->Count("url", "f" + std::to_string(f), {&minute, 1});
+    ASSERT_TRUE(counts.ok());
+    EXPECT_EQ(counts->windows[0].count, recorded[f].load()) << "f" << f;
+    EXPECT_LE(admitted[f].load(), 40u + 20u) << "f" << f;
+    EXPECT_GE(admitted[f].load(), 40u) << "f" << f;
+  }
 }
 
 // Without a fallback (a CLI call), local is closed.

@@ -113,12 +113,12 @@ void CheckRun::Fail(const Error& error, bool hit_sent) {
   for (const Limit& limit : policy_.limits) maxes.push_back(share.Of(limit.max_hits));
   // A hit the store already holds (its first batch landed) is decided, not held twice; one whose
   // batch timed out may yet land.
-  const bool landed = answered_ && HitWritten();
-  const bool sent = hit_sent && !landed && error.code() == ErrorCode::kDeadlineExceeded;
+  hit_landed_ = answered_ && HitWritten();
+  const bool sent = hit_sent && !hit_landed_ && error.code() == ErrorCode::kDeadlineExceeded;
   local_ = fallback->Decide(group_, spans_, maxes,
                             {.hits = hits_,
                              .t = second_,
-                             .record = mode_ != Mode::kPeek && !landed,
+                             .record = mode_ != Mode::kPeek && !hit_landed_,
                              .attempts = policy_.mode == CountingMode::kAttempts,
                              .sent = sent});
 }
@@ -127,7 +127,8 @@ Decision CheckRun::DecidedLocally(const Error& error, const Cost& cost) const {
   const Share share = LocalShare();
   Decision decision;
   decision.allowed = local_->allowed;
-  decision.recorded = local_->recorded;
+  // Held here, or in the store already (unless taken back since: TookBack).
+  decision.recorded = local_->recorded || (hit_landed_ && decision_.recorded);
   decision.degraded = true;
   decision.local = true;
   decision.store_error =
@@ -454,7 +455,10 @@ bool CheckRun::allowed() const {
 }
 
 bool CheckRun::UndoesHit(bool request_denied) const {
-  if (failed_ || !HitWritten() || policy_.mode != CountingMode::kAdmitted) return false;
+  if (!HitWritten() || policy_.mode != CountingMode::kAdmitted) return false;
+  if (failed_) {  // only a hit the store holds, and its fallback denied
+    return local_ && hit_landed_ && (!local_->allowed || request_denied);
+  }
   return !decision_.allowed || request_denied;
 }
 

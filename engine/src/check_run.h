@@ -221,12 +221,13 @@ class CheckRun {
   Mode mode_;
   Step step_;
   std::optional<PendingRead> pending_;
-  std::vector<Bound> bounds_;                    // kBounds: per window
-  std::vector<Bucket> reads_;                    // the buckets the pending read asks for
-  std::shared_ptr<const ReadPlan> plan_;         // kExact*: the plan read
-  std::unique_ptr<RetryRefiner> refiner_;        // kRefine
-  std::optional<Error> failed_;                  // a read failed: the decision is degraded
-  bool answered_ = false;                        // the store answered one of the run's batches
+  std::vector<Bound> bounds_;              // kBounds: per window
+  std::vector<Bucket> reads_;              // the buckets the pending read asks for
+  std::shared_ptr<const ReadPlan> plan_;   // kExact*: the plan read
+  std::unique_ptr<RetryRefiner> refiner_;  // kRefine
+  std::optional<Error> failed_;            // a read failed: the decision is degraded
+  bool answered_ = false;                  // the store answered one of the run's batches
+  bool hit_landed_ = false;  // failed_ after a batch with the hit was answered: the store has it
   std::optional<StoreFallback::Verdict> local_;  // failed_, and decided by the fallback
   WindowTally tally_;
   Decision decision_;

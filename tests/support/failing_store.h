@@ -18,8 +18,12 @@ class FailingStore final : public Store {
   }
   // Fails only batches without reads (the fire-and-forget take-backs).
   void FailWritesOnly(bool on) { fail_writes_only_ = on; }
+  // Fails every `n`th call from now on, whichever thread makes it (0: none).
+  void FailEvery(uint64_t n) { every_ = n; }
   Result<std::vector<uint64_t>> Apply(const Batch& batch) override {
-    if (failing_ || (fail_writes_only_ && batch.reads.empty())) {
+    const uint64_t every = every_.load();
+    if (failing_ || (fail_writes_only_ && batch.reads.empty()) ||
+        (every > 0 && ++calls_ % every == 0)) {
       return Error(code_, "injected fault");
     }
     return inner_.Apply(batch);
@@ -34,6 +38,8 @@ class FailingStore final : public Store {
   Store& inner_;
   std::atomic<bool> failing_{false};
   std::atomic<bool> fail_writes_only_{false};
+  std::atomic<uint64_t> every_{0};
+  std::atomic<uint64_t> calls_{0};
   ErrorCode code_ = ErrorCode::kUnavailable;
 };
 
