@@ -45,6 +45,7 @@ constexpr uint64_t kMax[] = {6, 20};
 struct Answer {
   int64_t at = 0;
   bool allowed = false;
+  bool recorded = false;  // its hit stays counted (admitted, or a take-back the store refused)
   bool local = false;
   int service = 0;
   int phase = 0;  // the phase of the test it was asked in
@@ -83,7 +84,8 @@ class FallbackServeTest : public ::testing::Test {
           const json body = json::parse(r.body);
           std::lock_guard lock(mu_);
           answers_.push_back(Answer{body["at"].get<int64_t>(), body["allowed"].get<bool>(),
-                                    body.value("local", false), c % kServices, phase, feature});
+                                    body["recorded"].get<bool>(), body.value("local", false),
+                                    c % kServices, phase, feature});
         }
       });
     }
@@ -159,7 +161,8 @@ class FallbackServeTest : public ::testing::Test {
     }
   }
   // Stops the services (a drain: every write sent is answered) and compares the store's counts
-  // with the hits admitted from `phase` on, within the hits the services could not be sure of.
+  // with the hits recorded from `phase` on (those admitted, and any whose take-back the store
+  // refused), within the hits the services could not be sure of.
   void ExpectStoreCountsAdmitted(int phase) {
     double uncertain = 0;
     for (int s = 0; s < kServices; ++s) {
