@@ -3,9 +3,11 @@
 //
 //   micro [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include "hourglass/engine.h"
 #include "hourglass/key_codec.h"
+#include "hourglass/local_ledger.h"
 #include "hourglass/memory_store.h"
 #include "hourglass/packed_layout.h"
 #include "hourglass/planner.h"
@@ -103,6 +105,36 @@ void BM_CheckBlockedClientMemoryStore(benchmark::State& state) {
       static_cast<double>(engine.Check("url_shorten", "10.0.0.1", policy)->cost.blocked_hits);
 }
 BENCHMARK(BM_CheckBlockedClientMemoryStore)->Arg(0)->Arg(1);
+
+// A check decided in process while the store fails (on_store_failure: local), against
+// `2/s, 5/m, 10/h, 100/d` scaled to a half: 10,000 clients, one a second each, for an hour of
+// seconds in the ledger. Also the heap each held second takes (mallinfo2, after the fill).
+void BM_LocalLedgerDecide(benchmark::State& state) {
+  LocalLedger ledger({.services = 2, .max_seconds = 100'000'000});
+  const std::vector<Limit> limits = *ParseLimits("2/s, 5/m, 10/h, 100/d");
+  std::vector<uint64_t> maxes;
+  for (const Limit& l : limits) maxes.push_back(ledger.default_share().Of(l.max_hits));
+  std::vector<std::string> groups;
+  for (int f = 0; f < 10'000; ++f) groups.push_back("hg:url_shorten:198.51." + std::to_string(f));
+  const auto decide = [&](size_t f, int64_t t) {
+    std::vector<Span> spans;
+    for (const Limit& l : limits) spans.push_back(l.window.SpanAt(FromUnix(t)));
+    return ledger.Decide(groups[f], spans, maxes, {.t = t});
+  };
+  const size_t before = mallinfo2().uordblks;
+  for (int64_t t = kNow - 600; t < kNow; ++t) {  // 10 minutes of a hit a second per client
+    for (size_t f = 0; f < groups.size(); ++f) decide(f, t);
+  }
+  const double held = static_cast<double>(ledger.stats().held_seconds);
+  state.counters["bytes_per_held_second"] =
+      static_cast<double>(mallinfo2().uordblks - before) / held;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    ++i;
+    benchmark::DoNotOptimize(decide(i % groups.size(), kNow + static_cast<int64_t>(i / 10'000)));
+  }
+}
+BENCHMARK(BM_LocalLedgerDecide);
 
 // What /v1/top adds to every decision of `hourglass serve`: one RecentTop::Record (capacity 256,
 // 10,000 clients, most checks on few of them, a tenth denied), against the checks above.

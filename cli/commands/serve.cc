@@ -376,7 +376,7 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       ->capture_default_str();
   sub->add_option("--fallback-max-seconds", args->fallback_max_seconds,
                   "the most event+feature seconds of local hits held for the write-back (about "
-                  "100 bytes each); when full, a local check that needs another is denied")
+                  "140 bytes each); when full, a local check that needs another is denied")
       ->check(CLI::Range(size_t{1}, size_t{1} << 32))
       ->capture_default_str();
   sub->add_flag("--exact-retry-after", args->exact_retry_after,

@@ -37,7 +37,7 @@ struct LocalLedgerOptions {
   // limit here while its store fails, so that all of them together admit at most the limit.
   uint64_t services = 1;
   Seconds keep{86400};             // how long a second's hits are held: the engine's retention
-  size_t max_seconds = 1'000'000;  // entries held at most (about 100 bytes each)
+  size_t max_seconds = 1'000'000;  // entries held at most (about 140 bytes each)
 };
 
 class LocalLedger : public StoreFallback {
