@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "counting_store.h"
 #include "failing_store.h"
 #include "hourglass/engine.h"
 #include "hourglass/local_ledger.h"
@@ -235,6 +236,32 @@ TEST_P(LocalFallbackTest, ThreadsCheckingWhileTheStoreFailsUnderThemLoseNoHit) {
     EXPECT_LE(admitted[f].load(), 40u + 20u) << "f" << f;
     EXPECT_GE(admitted[f].load(), 40u) << "f" << f;
   }
+}
+
+// A client the blocked-client cache denies is answered without the store, even while its
+// feature's local hits (of another policy) wait to be written back: no write-back holds up an
+// answer that needs no store.
+TEST_P(LocalFallbackTest, AClientDeniedFromTheCacheWaitsForNoWriteBack) {
+  Side& side = sides_[0];
+  testing::CountingStore counting(*side.way);
+  EngineOptions options;
+  options.fallback = side.ledger.get();
+  options.hot_path = HotPathOptions::LongRunning(64);
+  const Engine engine = *Engine::Create(counting, clock_, options);
+  Policy tight = policy_;
+  tight.limits = *ParseLimits("1/m");
+  ASSERT_TRUE(engine.Check("url", "x", tight)->allowed);
+  ASSERT_FALSE(engine.Check("url", "x", tight)->allowed);  // x is in the blocked-client cache
+  side.way->Fail(true);
+  ASSERT_TRUE(engine.Check("url", "x", policy_)->local);  // x's hit waits to be written back
+  ASSERT_TRUE(side.ledger->AnyPending());
+  const int before = counting.applies + counting.apply_manys;
+  std::optional<Decision> cached = engine.CheckIfBlocked("url", "x", tight);
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_FALSE(cached->allowed);
+  const Engine::CheckRequest request[] = {{"url", "x", tight}};
+  EXPECT_TRUE(engine.CheckAllIfBlocked(request).has_value());
+  EXPECT_EQ(counting.applies + counting.apply_manys, before) << "nothing asked of the store";
 }
 
 // Without a fallback (a CLI call), local is closed.

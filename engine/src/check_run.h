@@ -93,6 +93,8 @@ class CheckRun {
     if (mode_ != Mode::kBlocked) Fail(error, false);
   }
   const std::string& group() const { return group_; }
+  // Answered from the blocked-client cache (AnswerBlocked): it reads nothing.
+  bool blocked() const { return mode_ == Mode::kBlocked; }
 
   // Its denial is not to be remembered in the blocked-client cache: its reads include hits of
   // checks before it that may yet be taken back (a repeated event+feature in one request).

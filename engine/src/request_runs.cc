@@ -18,7 +18,8 @@ Result<std::vector<uint64_t>> AsAnswer(const Status& sent) {
 }  // namespace
 
 Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run, Instant now) {
-  if (core.options.fallback != nullptr && core.options.fallback->AnyPending()) {
+  // A client answered from the blocked-client cache waits for nothing, write-backs included.
+  if (!run.blocked() && core.options.fallback != nullptr && core.options.fallback->AnyPending()) {
     const std::optional<Error> failed = WriteBackGroups(core, {&run.group(), 1}, now).front();
     if (failed) run.FailBeforeStore(*failed);
   }
@@ -56,6 +57,7 @@ std::unique_ptr<CheckRun> RequestRuns::MakeRun(const Request& request, size_t i)
 
 std::vector<std::optional<Engine::RequestDecision>> RequestRuns::Decide(Local local) {
   decided_.assign(requests_.size(), std::nullopt);
+  reads_store_ = local == Local::kNo;
   std::vector<size_t> waiting;
   for (size_t r = 0; r < requests_.size(); ++r) {
     if (local == Local::kNo || Answerable(requests_[r], local)) waiting.push_back(r);
@@ -117,7 +119,10 @@ void RequestRuns::DecideRound(const std::vector<size_t>& round) {
 std::unordered_map<std::string, Error> RequestRuns::WriteBack(
     const std::vector<size_t>& round) const {
   std::unordered_map<std::string, Error> failed;
-  if (core_.options.fallback == nullptr || !core_.options.fallback->AnyPending()) return failed;
+  // Requests answered without the store (Local) wait for nothing, write-backs included.
+  if (!reads_store_ || core_.options.fallback == nullptr || !core_.options.fallback->AnyPending()) {
+    return failed;
+  }
   std::vector<std::string> groups;
   for (size_t r : round) {
     groups.insert(groups.end(), requests_[r].groups.begin(), requests_[r].groups.end());

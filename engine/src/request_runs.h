@@ -84,6 +84,7 @@ class RequestRuns {
 
   const EngineCore& core_;
   const Instant now_;
+  bool reads_store_ = true;  // Decide(Local::kNo): the requests may read the store
   std::vector<Request> requests_;
   std::vector<std::optional<Engine::RequestDecision>> decided_;
 };
