@@ -83,6 +83,51 @@ TEST(ParseLimits, AcceptsThePythonLimitsSpellings) {
   EXPECT_FALSE(ParseLimits("per minute").ok());
 }
 
+// Every kind of window written as a spec, as Limit::ToString writes it, and read back: what a
+// request carrying its own limits can say ({"limits": ["10000/calendar month Europe/Berlin"]}).
+TEST(ParseLimit, ReadsBackFixedAndCalendarWindowsAsToStringWritesThem) {
+  const TimeZone berlin = *TimeZone::Named("Europe/Berlin");
+  const std::vector<Limit> limits = {
+      Limit{*Window::Fixed(Seconds{3600}), 3},
+      Limit{*Window::Calendar(CalendarUnit::kMonth), 10000},
+      Limit{*Window::Calendar(CalendarUnit::kDay, Seconds{2 * 3600}), 20},
+      Limit{*Window::Calendar(CalendarUnit::kWeek, Seconds{-5 * 3600 - 1800}), 7},
+      Limit{Window::Calendar(CalendarUnit::kMonth, berlin), 10000},
+      Limit{
+          Window::Calendar(CalendarUnit::kYear, *TimeZone::Named("America/Argentina/Buenos_Aires")),
+          9},
+  };
+  std::string all;
+  for (const Limit& limit : limits) {
+    Result<Limit> back = ParseLimit(limit.ToString());
+    ASSERT_TRUE(back.ok()) << limit.ToString() << ": " << back.error().message();
+    EXPECT_EQ(*back, limit) << limit.ToString();
+    all += limit.ToString() + ", 5/m ";
+  }
+  EXPECT_EQ(*ParseLimit("10000 per calendar month Europe/Berlin"), limits[4]);
+  Result<std::vector<Limit>> unknown = ParseLimits("5/calendar month Mars/Olympus, 5/m");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message().find("unknown time zone"), std::string::npos)
+      << unknown.error().message();
+  Result<std::vector<Limit>> list = ParseLimits(all);
+  ASSERT_TRUE(list.ok()) << all << ": " << list.error().message();
+  ASSERT_EQ(list->size(), 2 * limits.size());
+  for (size_t i = 0; i < limits.size(); ++i) {
+    EXPECT_EQ((*list)[2 * i], limits[i]) << all;
+    EXPECT_EQ((*list)[2 * i + 1], *ParseLimit("5/m"));
+  }
+  for (const auto& [spec, says] : std::vector<std::pair<std::string, std::string>>{
+           {"5/calendar fortnight", "hour, day, week, month or year"},
+           {"5/calendar month Mars/Olympus", "unknown time zone \"Mars/Olympus\""},
+           {"5/calendar day+2", "neither +HH:MM"},
+           {"5/calendar day+19:00", "limit \"5/calendar day+19:00\""},
+           {"5/fixed soon", "limit \"5/fixed soon\""}}) {
+    Result<Limit> bad = ParseLimit(spec);
+    ASSERT_FALSE(bad.ok()) << spec;
+    EXPECT_NE(bad.error().message().find(says), std::string::npos) << bad.error().message();
+  }
+}
+
 TEST(Modes, HaveStableNames) {
   EXPECT_EQ(CountingModeName(CountingMode::kAdmitted), "admitted");
   EXPECT_EQ(CountingModeName(CountingMode::kAttempts), "attempts");

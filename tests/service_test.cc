@@ -648,6 +648,28 @@ TEST_F(ServiceTest, ChecksCarryLimitsWhereTheEventAllowsAndAPeekCountsNothing) {
   EXPECT_EQ(CountOf(client, "api", "x", "1m"), 0u);
 }
 
+// A tenant's monthly plan, carried by its requests: the calendar month on the tenant's clock
+// (Europe/Berlin), as a spec string; it ends at that clock's midnight, not UTC's.
+TEST_F(ServiceTest, ARequestCarriesAMonthlyPlanInItsTimeZone) {
+  auto serve = Serve(
+      "events:\n  api:\n    limits: [100/m]\n    request_limits: {max_hits: 100000, "
+      "max_window: 32d}\n",
+      [](ServiceOptions& o) { o.engine.retention = Seconds{33 * 86400}; });
+  HttpClient client(serve->port());
+  const json plan = {{"event", "api"},
+                     {"feature", "tenant-berlin"},
+                     {"limits", {"2/calendar month Europe/Berlin"}}};
+  for (int i = 1; i <= 3; ++i) {
+    HttpReply r = client.Post("/v1/check", plan.dump());
+    ASSERT_EQ(r.status, i <= 2 ? 200 : 429) << r.body;
+    EXPECT_EQ(json::parse(r.body)["limits"][0]["spec"], "2/calendar month Europe/Berlin");
+  }
+  ExpectRefused(
+      client, {{"POST", "/v1/check",
+                R"({"event":"api","feature":"x","limits":["2/calendar month Mars/Olympus"]})", 400,
+                "unknown time zone \"Mars/Olympus\""}});
+}
+
 // Penalties through two services on a random trace, the clock they share moving by random
 // fractions of a second: every decision is the one a model of the limit and the blocks gives at
 // the decision's second, and so is every count. They share a store that expires keys on that

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace hourglass {
 
@@ -54,6 +56,56 @@ std::string Normalized(std::string_view text) {
   return out;
 }
 
+// "+HH:MM" or "-HH:MM" as seconds; nullopt for anything else.
+std::optional<Seconds> ParseOffset(std::string_view text) {
+  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || text[3] != ':') return std::nullopt;
+  for (size_t i : {1, 2, 4, 5}) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+  }
+  const int64_t minutes =
+      ((text[1] - '0') * 10 + (text[2] - '0')) * 60 + (text[4] - '0') * 10 + (text[5] - '0');
+  return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
+}
+
+// What follows "calendar " in a spec, as Window::ToString writes it: "month" (UTC),
+// "day+02:00", "month Europe/Berlin".
+Result<Window> ParseCalendar(std::string_view spec, std::string_view text) {
+  static constexpr std::pair<std::string_view, CalendarUnit> kUnits[] = {
+      {"hour", CalendarUnit::kHour},
+      {"day", CalendarUnit::kDay},
+      {"week", CalendarUnit::kWeek},
+      {"month", CalendarUnit::kMonth},
+      {"year", CalendarUnit::kYear}};
+  size_t end = 0;
+  while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
+  const auto unit = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                 [&](const auto& u) { return u.first == text.substr(0, end); });
+  if (unit == std::end(kUnits)) {
+    return InvalidArgument(fmt::format(
+        "limit \"{}\": a calendar window is hour, day, week, month or year, then a UTC offset "
+        "or a time zone, e.g. 10000/calendar month Europe/Berlin, 20/calendar day+02:00",
+        spec));
+  }
+  const std::string_view zone = text.substr(end);
+  if (zone.empty()) return Window::Calendar(unit->second, TimeZone{});
+  if (zone.front() == ' ') {
+    Result<TimeZone> named = TimeZone::Named(zone.substr(1));
+    if (!named.ok()) {
+      return InvalidArgument(fmt::format("limit \"{}\": {}", spec, named.error().message()));
+    }
+    return Window::Calendar(unit->second, *named);
+  }
+  const std::optional<Seconds> offset = ParseOffset(zone);
+  if (!offset) {
+    return InvalidArgument(fmt::format(
+        "limit \"{}\": \"{}\" is neither +HH:MM nor \" ZONE\" (e.g. \" Europe/Berlin\")", spec,
+        zone));
+  }
+  Result<Window> w = Window::Calendar(unit->second, *offset);
+  if (!w.ok()) return InvalidArgument(fmt::format("limit \"{}\": {}", spec, w.error().message()));
+  return w;
+}
+
 // One normalized spec.
 Result<Limit> ParseOne(std::string_view spec) {
   const std::string_view kExample = "write N/DUR, e.g. 5/m, 20/10m, 100/d";
@@ -74,13 +126,42 @@ Result<Limit> ParseOne(std::string_view spec) {
     }
     max_hits = max_hits * 10 + static_cast<uint64_t>(c - '0');
   }
-  Result<Seconds> length = ParseDuration(spec.substr(slash + 1));
+  std::string_view rest = spec.substr(slash + 1);
+  if (rest.starts_with("calendar ")) {
+    Result<Window> window = ParseCalendar(spec, rest.substr(9));
+    if (!window.ok()) return window.error();
+    return Limit{*window, max_hits};
+  }
+  const bool fixed = rest.starts_with("fixed ");
+  if (fixed) rest.remove_prefix(6);
+  Result<Seconds> length = ParseDuration(rest);
   if (!length.ok()) {
     return InvalidArgument(fmt::format("limit \"{}\": {}", spec, length.error().message()));
   }
-  Result<Window> window = Window::Sliding(*length);
+  Result<Window> window = fixed ? Window::Fixed(*length) : Window::Sliding(*length);
   if (!window.ok()) return window.error();
   return Limit{*window, max_hits};
+}
+
+// The end of the word of `specs` starting at `pos`.
+size_t WordEnd(std::string_view specs, size_t pos) {
+  const size_t end = specs.find_first_of(", \t", pos);
+  return end == std::string_view::npos ? specs.size() : end;
+}
+
+// The end of the spec starting at `pos`: one word, and for "N/fixed" and "N/calendar" the words
+// of their window ("N/fixed 1h", "N/calendar month", "N/calendar month Europe/Berlin").
+size_t SpecEnd(std::string_view specs, size_t pos) {
+  size_t end = WordEnd(specs, pos);
+  const std::string_view word = specs.substr(pos, end - pos);
+  if (!word.ends_with("/fixed") && !word.ends_with("/calendar")) return end;
+  if (end >= specs.size() || specs[end] != ' ') return end;
+  end = WordEnd(specs, end + 1);  // the length, or the unit (with its offset)
+  if (!word.ends_with("/calendar") || end >= specs.size() || specs[end] != ' ') return end;
+  // A zone, unless the next spec (which starts with its count) follows.
+  const bool zone =
+      end + 1 < specs.size() && !std::isdigit(static_cast<unsigned char>(specs[end + 1]));
+  return zone ? WordEnd(specs, end + 1) : end;
 }
 
 // An error about `normalized`, which `text` was rewritten to: it names what the user typed too.
@@ -109,8 +190,7 @@ Result<std::vector<Limit>> ParseLimits(std::string_view text) {
       ++pos;
       continue;
     }
-    size_t end = specs.find_first_of(", \t", pos);
-    if (end == std::string_view::npos) end = specs.size();
+    const size_t end = SpecEnd(specs, pos);
     Result<Limit> limit = ParseOne(specs.substr(pos, end - pos));
     if (!limit.ok()) return AsTyped(text, normalized, limit.error());
     limits.push_back(*limit);

@@ -23,13 +23,16 @@ namespace hourglass {
 struct Limit {
   Window window;
   uint64_t max_hits = 0;  // 0 denies every hit (a ban)
-  // "5/m", "2/s", "20/10m", "100/fixed 1d": parses back with ParseLimit when sliding
+  // "5/m", "2/s", "20/10m", "100/fixed 1d", "10000/calendar month Europe/Berlin": parses back
+  // with ParseLimit
   std::string ToString() const;
   bool operator==(const Limit&) const = default;
 };
 
 // "N/DUR" with DUR as in ParseDuration (e.g. "5/m", "20/10m", "100/d", "7/90", "5/minute"): a
-// sliding window. Errors name the bad part and show a valid example.
+// sliding window; "N/fixed DUR": an epoch-aligned one; "N/calendar UNIT" with UNIT hour, day,
+// week, month or year, in UTC, at an offset ("20/calendar day+02:00") or on a zone's clock
+// ("10000/calendar month Europe/Berlin"). Errors name the bad part and show a valid example.
 Result<Limit> ParseLimit(std::string_view spec);
 // Comma- or space-separated specs: "2/s, 5/m, 10/h, 100/d"; Python `limits`' spellings too:
 // "5/minute", "5 per minute", "10 per 2 hours", "100/day".
