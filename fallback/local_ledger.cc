@@ -25,13 +25,23 @@ LocalLedger::LocalLedger(LocalLedgerOptions options)
 
 StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<const Span> spans,
                                            std::span<const uint64_t> maxes, const Ask& ask) {
-  const uint64_t hits = ask.hits;
-  const int64_t t = ask.t;
   std::lock_guard lock(mu_);
   Feature& feature = features_[group];
-  Prune(feature, t);
+  Prune(feature, ask.t);
   Verdict verdict;
-  verdict.pieces.resize(spans.size());
+  verdict.allowed = Count(feature, spans, maxes, ask.hits, verdict.pieces);
+  if (ask.record && (verdict.allowed || ask.attempts)) Hold(feature, spans, ask, verdict);
+  ++stats_.decided;
+  stats_.admitted += verdict.allowed ? 1 : 0;
+  stats_.full += verdict.full ? 1 : 0;
+  Update(group, feature);
+  return verdict;
+}
+
+bool LocalLedger::Count(const Feature& feature, std::span<const Span> spans,
+                        std::span<const uint64_t> maxes, uint64_t hits,
+                        std::vector<std::vector<CountedSpan>>& pieces) {
+  pieces.resize(spans.size());
   bool fits = true;
   for (size_t i = 0; i < spans.size(); ++i) {
     uint64_t count = 0;
@@ -39,36 +49,34 @@ StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<c
     for (auto it = feature.seconds.lower_bound(spans[i].first); it != end; ++it) {
       const uint64_t here = Positive(it->second.counted());
       if (here == 0) continue;
-      verdict.pieces[i].push_back(CountedSpan{Span{it->first, it->first}, here});
+      pieces[i].push_back(CountedSpan{Span{it->first, it->first}, here});
       count += here;
     }
     fits = fits && count + hits <= maxes[i];
   }
-  verdict.allowed = fits;
-  if (ask.record && (fits || ask.attempts)) {
-    if (!feature.seconds.contains(t) && stats_.held_seconds >= options_.max_seconds) {
-      verdict.allowed = false;
-      verdict.full = true;
-    } else {
-      stats_.held_seconds += feature.seconds.contains(t) ? 0 : 1;
-      Entry& entry = feature.seconds[t];
-      if (ask.sent) {  // perhaps in the store already: counted here, not written back
-        entry.written += hits;
-        stats_.uncertain += hits;
-      } else {
-        AddPending(feature, entry, static_cast<int64_t>(hits));
-      }
-      verdict.recorded = true;
-      for (size_t i = 0; i < spans.size(); ++i) {
-        if (spans[i].Contains(t)) AddAt(verdict.pieces[i], t, hits);
-      }
-    }
+  return fits;
+}
+
+void LocalLedger::Hold(Feature& feature, std::span<const Span> spans, const Ask& ask,
+                       Verdict& verdict) {
+  const bool new_second = !feature.seconds.contains(ask.t);
+  if (new_second && stats_.held_seconds >= options_.max_seconds) {
+    verdict.allowed = false;
+    verdict.full = true;
+    return;
   }
-  ++stats_.decided;
-  stats_.admitted += verdict.allowed ? 1 : 0;
-  stats_.full += verdict.full ? 1 : 0;
-  Update(group, feature);
-  return verdict;
+  stats_.held_seconds += new_second ? 1 : 0;
+  Entry& entry = feature.seconds[ask.t];
+  if (ask.sent) {  // perhaps in the store already: counted here, not written back
+    entry.written += ask.hits;
+    stats_.uncertain += ask.hits;
+  } else {
+    AddPending(feature, entry, static_cast<int64_t>(ask.hits));
+  }
+  verdict.recorded = true;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].Contains(ask.t)) AddAt(verdict.pieces[i], ask.t, ask.hits);
+  }
 }
 
 void LocalLedger::TakeBack(const std::string& group, int64_t t, uint64_t hits) {

@@ -92,6 +92,12 @@ class LocalLedger : public StoreFallback {
   // Adds `delta` to `entry`'s pending hits, keeping `feature`'s count of such entries.
   static void AddPending(Feature& feature, Entry& entry, int64_t delta);
 
+  // Whether `hits` more fit every span of `feature` under `maxes`; per span, the pieces counted.
+  static bool Count(const Feature& feature, std::span<const Span> spans,
+                    std::span<const uint64_t> maxes, uint64_t hits,
+                    std::vector<std::vector<CountedSpan>>& pieces);
+  // Holds `ask`'s hits (pending, or written when sent), or says the ledger is full.
+  void Hold(Feature& feature, std::span<const Span> spans, const Ask& ask, Verdict& verdict);
   // Drops `feature`'s entries older than `keep` before `t` (not those being written back);
   // pending hits among them expire.
   void Prune(Feature& feature, int64_t t);
