@@ -468,6 +468,7 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
       "  hourglass serve --policy policies/example.yaml --store lmdb:///var/lib/hourglass/counts\n"
       "  hourglass serve --envoy-config ratelimit/config/ --grpc-listen 0.0.0.0:8081\n"
       "  hourglass serve --policy p.yaml --feature-header X-Forwarded-For --trusted-proxies 1\n"
+      "  hourglass serve --policy p.yaml --services 3   # on_store_failure: local, a third each\n"
       "  curl -si localhost:8080/v1/check -d "
       "'{\"event\":\"signup\",\"feature\":\"ann@example.com\"}'");
   return {sub, [&g, args] { return RunServe(g, *args); }};
