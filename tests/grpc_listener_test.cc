@@ -36,8 +36,8 @@ bool ClosedWithin(SilentConnections& connections, size_t n, milliseconds wait) {
 }
 
 // gRPC builds no server without a service: a generic one that answers every call UNIMPLEMENTED.
-std::unique_ptr<grpc::Server> ServerWithAService() {
-  static grpc::CallbackGenericService unimplemented;
+// A generic service serves one server only, so each server has its own, which must outlive it.
+std::unique_ptr<grpc::Server> ServerWithAService(grpc::CallbackGenericService& unimplemented) {
   grpc::ServerBuilder builder;
   builder.RegisterCallbackGenericService(&unimplemented);
   return builder.BuildAndStart();
@@ -46,7 +46,7 @@ std::unique_ptr<grpc::Server> ServerWithAService() {
 class GrpcListenerTest : public ::testing::Test {
  protected:
   void Start(size_t max_connections, milliseconds min_idle) {
-    server_ = ServerWithAService();
+    server_ = ServerWithAService(service_);
     ASSERT_NE(server_, nullptr);
     Result<std::unique_ptr<GrpcListener>> listener =
         GrpcListener::Create({.host = "127.0.0.1",
@@ -102,6 +102,7 @@ class GrpcListenerTest : public ::testing::Test {
     return events_[event];
   }
 
+  grpc::CallbackGenericService service_;  // before server_: it outlives the server
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<GrpcListener> listener_;
   std::mutex events_mu_;
@@ -174,7 +175,8 @@ TEST_F(GrpcListenerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
 }
 
 TEST(GrpcListener, ABadAddressIsAClearError) {
-  std::unique_ptr<grpc::Server> server = ServerWithAService();
+  grpc::CallbackGenericService service;
+  std::unique_ptr<grpc::Server> server = ServerWithAService(service);
   Result<std::unique_ptr<GrpcListener>> listener =
       GrpcListener::Create({.host = "localhost", .port = 0}, *server);
   ASSERT_FALSE(listener.ok());
