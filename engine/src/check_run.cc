@@ -140,19 +140,24 @@ Decision CheckRun::DecidedLocally(const Error& error, const Cost& cost) const {
   decision.at = t_;
   decision.cost = cost;
   for (size_t i = 0; i < policy_.limits.size(); ++i) {
-    const Limit scaled{policy_.limits[i].window, share.Of(policy_.limits[i].max_hits)};
-    uint64_t count = 0;
-    for (const CountedSpan& piece : local_->pieces[i]) count = SaturatingAdd(count, piece.hits);
-    const uint64_t with_hit = local_->recorded ? count : SaturatingAdd(count, hits_);
-    LimitOutcome o{policy_.limits[i], count, 0, with_hit > scaled.max_hits, Seconds{0}, false, 0};
-    o.remaining = count < scaled.max_hits ? scaled.max_hits - count : 0;
-    if (!decision.allowed) o.retry_after = RetryAfter(scaled, t_, hits_, local_->pieces[i]);
-    decision.retry_after = Later(decision.retry_after, o.retry_after);
-    decision.limits.push_back(std::move(o));
+    decision.limits.push_back(LocalOutcome(i, share, decision.allowed));
+    decision.retry_after = Later(decision.retry_after, decision.limits.back().retry_after);
   }
-  if (!decision.allowed && local_->full)
+  if (!decision.allowed && local_->full) {  // no count says when: ask again in a second
     decision.retry_after = Later(decision.retry_after, Seconds{1});
+  }
   return decision;
+}
+
+LimitOutcome CheckRun::LocalOutcome(size_t i, const Share& share, bool allowed) const {
+  const Limit scaled{policy_.limits[i].window, share.Of(policy_.limits[i].max_hits)};
+  uint64_t count = 0;
+  for (const CountedSpan& piece : local_->pieces[i]) count = SaturatingAdd(count, piece.hits);
+  const uint64_t with_hit = local_->recorded ? count : SaturatingAdd(count, hits_);
+  LimitOutcome o{policy_.limits[i], count, 0, with_hit > scaled.max_hits, Seconds{0}, false, 0};
+  o.remaining = count < scaled.max_hits ? scaled.max_hits - count : 0;
+  if (!allowed) o.retry_after = RetryAfter(scaled, t_, hits_, local_->pieces[i]);
+  return o;
 }
 
 Decision CheckRun::Degraded(const Error& error, const Cost& cost) const {

@@ -153,6 +153,8 @@ class CheckRun {
   Decision Degraded(const Error& error, const Cost& cost) const;
   // The fallback's decision (local_) as a Decision.
   Decision DecidedLocally(const Error& error, const Cost& cost) const;
+  // Limit i's outcome in it: the hits decided locally against the limit scaled by `share`.
+  LimitOutcome LocalOutcome(size_t i, const Share& share, bool allowed) const;
   // The share of each limit the fallback decides against, and the limits so scaled.
   Share LocalShare() const;
   // Whether the hit is in the store now (or will be, once the pending batch is applied).
