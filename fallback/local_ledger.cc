@@ -21,7 +21,7 @@ void AddAt(std::vector<CountedSpan>& pieces, int64_t t, uint64_t hits) {
 }  // namespace
 
 LocalLedger::LocalLedger(LocalLedgerOptions options)
-    : options_(options), services_(std::max<uint64_t>(options.services, 1)) {}
+    : options_(options), services_(options.services) {}
 
 StoreFallback::Verdict LocalLedger::Decide(const std::string& group, std::span<const Span> spans,
                                            std::span<const uint64_t> maxes, const Ask& ask) {

@@ -106,6 +106,7 @@ struct Service::Impl {
 Status Service::Impl::Start() {
   options.engine.losses = &losses;  // what the servers lost, as the watch and the store saw
   options.fallback.keep = options.engine.retention;
+  if (options.count_services) options.fallback.services = 0;  // not known until counted
   options.engine.fallback = &ledger.emplace(options.fallback);
   Result<Engine> made = Engine::Create(store, clock, options.engine);
   if (!made.ok()) return made.error();

@@ -264,6 +264,25 @@ TEST_P(LocalFallbackTest, AClientDeniedFromTheCacheWaitsForNoWriteBack) {
   EXPECT_EQ(counting.applies + counting.apply_manys, before) << "nothing asked of the store";
 }
 
+// Before the services sharing the store are counted, a local check is denied and says why.
+TEST_P(LocalFallbackTest, UncountedServicesDenyLocallyAndSayWhy) {
+  LocalLedger uncounted({.services = 0});
+  testing::FailingStore way(store_);
+  EngineOptions options;
+  options.fallback = &uncounted;
+  const Engine engine = *Engine::Create(way, clock_, options);
+  way.Fail(true);
+  Result<Decision> d = engine.Check("url", "a", policy_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->local);
+  EXPECT_FALSE(d->allowed);
+  EXPECT_NE(d->store_error->message().find("how many services share the store is not known yet"),
+            std::string::npos)
+      << d->store_error->message();
+  uncounted.SetServices(2);
+  EXPECT_TRUE(engine.Check("url", "a", policy_)->allowed) << "2 of 4 per 10 s, once counted";
+}
+
 // Without a fallback (a CLI call), local is closed.
 TEST_P(LocalFallbackTest, WithoutAFallbackLocalDenies) {
   testing::FailingStore way(store_);

@@ -46,6 +46,17 @@ TEST(LocalLedger, AdmitsUpToTheMaxPerWindowAndHoldsWhatItAdmitted) {
   EXPECT_EQ(ledger.stats().admitted, 4u);
 }
 
+// Services not counted yet: no share keeps them within the limit together, so none is given.
+TEST(LocalLedger, UncountedServicesGetNoShareUntilCounted) {
+  LocalLedger ledger({.services = 0});
+  EXPECT_EQ(ledger.default_share(), (Share{0, 1}));
+  EXPECT_EQ(ledger.default_share().Of(100), 0u);
+  EXPECT_EQ(ledger.default_share().ToString(), "none");
+  EXPECT_EQ(ledger.stats().services, 0u);
+  ledger.SetServices(3);
+  EXPECT_EQ(ledger.default_share(), (Share{1, 3}));
+}
+
 TEST(LocalLedger, AttemptsCountEvenWhenDenied) {
   LocalLedger ledger({});
   EXPECT_TRUE(Minute(ledger, kT, 1, "e:f", true).allowed);

@@ -371,7 +371,8 @@ Command AddServeCommand(CLI::App& app, const Globals& g) {
                   "on_store_failure: local (and no local_share) admits 1/N of each limit here, so "
                   "that all of them together admit at most the limit; the hits are written back "
                   "once it answers. auto: counted in the store every 5 s (each service records "
-                  "itself under the event hourglass:services), the last count kept while it fails")
+                  "itself under the event hourglass:services), the last count kept while it fails; "
+                  "before the first count, local checks are denied")
       ->check(CLI::IsMember({"auto"}) | CLI::Range(uint64_t{1}, uint64_t{10000}))
       ->capture_default_str();
   sub->add_option("--fallback-max-seconds", args->fallback_max_seconds,

@@ -131,12 +131,14 @@ Decision CheckRun::DecidedLocally(const Error& error, const Cost& cost) const {
   decision.recorded = local_->recorded || (hit_landed_ && decision_.recorded);
   decision.degraded = true;
   decision.local = true;
-  decision.store_error =
-      Error(error.code(),
-            fmt::format("{}; decided in this process against {} of each limit (on_store_failure "
-                        "local){}",
-                        error.message(), share.ToString(),
-                        local_->full ? ": denied, its ledger of local hits is full" : ""));
+  const std::string against =
+      share.num == 0 ? "none of each limit: how many services share the store is not known yet "
+                       "(they count each other once it answers, or --services N)"
+                     : share.ToString() + " of each limit";
+  decision.store_error = Error(
+      error.code(), fmt::format("{}; decided in this process against {} (on_store_failure local){}",
+                                error.message(), against,
+                                local_->full ? ": denied, its ledger of local hits is full" : ""));
   decision.at = t_;
   decision.cost = cost;
   for (size_t i = 0; i < policy_.limits.size(); ++i) {

@@ -29,7 +29,10 @@ uint64_t Share::Of(uint64_t max_hits) const {
   return max_hits / den * num + max_hits % den * num / den;
 }
 
-std::string Share::ToString() const { return num == den ? "1" : fmt::format("{}/{}", num, den); }
+std::string Share::ToString() const {
+  if (num == 0) return "none";
+  return num == den ? "1" : fmt::format("{}/{}", num, den);
+}
 
 Result<Share> ParseShare(std::string_view text) {
   Share share;

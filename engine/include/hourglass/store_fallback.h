@@ -27,13 +27,13 @@
 
 namespace hourglass {
 
-// A fraction of a limit: num/den with 0 < num <= den.
+// A fraction of a limit: num/den with 0 <= num <= den (0: none of it).
 struct Share {
   uint64_t num = 1;
   uint64_t den = 1;
   // floor(max_hits * num / den): the hits a window admits under this share.
   uint64_t Of(uint64_t max_hits) const;
-  std::string ToString() const;  // "1/3"; "1" for the whole limit
+  std::string ToString() const;  // "1/3"; "1" for the whole limit, "none" for none
   bool operator==(const Share&) const = default;
 };
 // "1/3", "0.25", "1": a share of a limit, more than 0 and at most 1. kInvalidArgument naming the

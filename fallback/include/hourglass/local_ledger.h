@@ -35,6 +35,8 @@ namespace hourglass {
 struct LocalLedgerOptions {
   // How many processes share the store: a policy without local_share admits 1/services of each
   // limit here while its store fails, so that all of them together admit at most the limit.
+  // 0: not known until SetServices (a count in the store): until then such a policy admits
+  // nothing locally, since no share keeps the processes together within the limit.
   uint64_t services = 1;
   Seconds keep{86400};             // how long a second's hits are held: the engine's retention
   size_t max_seconds = 1'000'000;  // entries held at most (about 140 bytes each)
@@ -55,12 +57,16 @@ class LocalLedger : public StoreFallback {
     // Hits whose store outcome is unknown (Ask::sent, Landed::kUnknown): should the server
     // apply them, or not, its windows count them once more, or once less.
     uint64_t uncertain = 0;
-    uint64_t services = 1;  // the processes sharing the store, as last set
+    uint64_t services = 1;  // the processes sharing the store, as last set (0: not known yet)
   };
 
   explicit LocalLedger(LocalLedgerOptions options);
 
-  Share default_share() const override { return Share{1, services_.load()}; }
+  // 1/services, or none while the services are not known.
+  Share default_share() const override {
+    const uint64_t services = services_.load();
+    return services == 0 ? Share{0, 1} : Share{1, services};
+  }
   // How many processes share the store now (at least 1): a count of them (ServicePresence).
   void SetServices(uint64_t services) { services_.store(std::max<uint64_t>(services, 1)); }
   uint64_t services() const { return services_.load(); }
