@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -10,14 +9,6 @@ namespace hourglass {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::array<std::pair<CalendarUnit, std::string_view>, 5> kUnits = {{
-    {CalendarUnit::kHour, "hour"},
-    {CalendarUnit::kDay, "day"},
-    {CalendarUnit::kWeek, "week"},
-    {CalendarUnit::kMonth, "month"},
-    {CalendarUnit::kYear, "year"},
-}};
 
 bool IsUtf8(std::string_view text) {
   try {
@@ -79,10 +70,7 @@ json WindowJson(const Window& w) {
     case WindowKind::kCalendar:
       break;
   }
-  std::string_view unit = "day";
-  for (const auto& [u, name] : kUnits) {
-    if (u == w.unit()) unit = name;
-  }
+  const std::string_view unit = CalendarUnitName(w.unit());
   if (w.time_zone().named()) return {{"calendar", unit}, {"time_zone", w.time_zone().name()}};
   return {{"calendar", unit}, {"utc_offset", w.utc_offset().count()}};
 }
@@ -99,20 +87,17 @@ Result<Window> WindowOf(const json& j) {
   if (!j.contains("calendar") || !j["calendar"].is_string()) {
     return InvalidArgument("a window is {\"sliding\": s}, {\"fixed\": s} or {\"calendar\": unit}");
   }
-  const std::string unit = j["calendar"].get<std::string>();
-  for (const auto& [u, name] : kUnits) {
-    if (name != unit) continue;
-    if (j.contains("time_zone") && j["time_zone"].is_string()) {
-      Result<TimeZone> zone = TimeZone::Named(j["time_zone"].get<std::string>());
-      if (!zone.ok()) return zone.error();
-      return Window::Calendar(u, *zone);
-    }
-    if (j.contains("utc_offset") && j["utc_offset"].is_number_integer()) {
-      return Window::Calendar(u, Seconds{j["utc_offset"].get<int64_t>()});
-    }
-    return InvalidArgument("a calendar window needs utc_offset or time_zone");
+  const std::optional<CalendarUnit> unit = ParseCalendarUnit(j["calendar"].get<std::string>());
+  if (!unit) return InvalidArgument("calendar: use hour, day, week, month or year");
+  if (j.contains("time_zone") && j["time_zone"].is_string()) {
+    Result<TimeZone> zone = TimeZone::Named(j["time_zone"].get<std::string>());
+    if (!zone.ok()) return zone.error();
+    return Window::Calendar(*unit, *zone);
   }
-  return InvalidArgument("calendar: use hour, day, week, month or year");
+  if (j.contains("utc_offset") && j["utc_offset"].is_number_integer()) {
+    return Window::Calendar(*unit, Seconds{j["utc_offset"].get<int64_t>()});
+  }
+  return InvalidArgument("a calendar window needs utc_offset or time_zone");
 }
 
 template <typename T>

@@ -9,7 +9,6 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -24,32 +23,18 @@ using yaml::CheckFields;
 using yaml::CheckUnique;
 
 Result<Seconds> ParseOffset(std::string_view text) {
-  // "+02:00", "-05:30", "Z", "+0"
-  if (text == "Z" || text == "0" || text == "+00:00") return Seconds{0};
-  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || text[3] != ':' ||
-      !std::isdigit(static_cast<unsigned char>(text[1])) ||
-      !std::isdigit(static_cast<unsigned char>(text[2])) ||
-      !std::isdigit(static_cast<unsigned char>(text[4])) ||
-      !std::isdigit(static_cast<unsigned char>(text[5]))) {
-    return InvalidArgument(fmt::format("utc_offset \"{}\": write +HH:MM or -HH:MM", text));
-  }
-  const int64_t minutes =
-      ((text[1] - '0') * 10 + (text[2] - '0')) * 60 + (text[4] - '0') * 10 + (text[5] - '0');
-  return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
+  // "+02:00", "-05:30", and "Z" or "0" for UTC
+  if (text == "Z" || text == "0") return Seconds{0};
+  if (std::optional<Seconds> offset = ParseUtcOffset(text)) return *offset;
+  return InvalidArgument(fmt::format("utc_offset \"{}\": write +HH:MM or -HH:MM", text));
 }
 
 // {window: hour|day|week|month|year, utc_offset: "+HH:MM" | time_zone: Europe/Berlin} of a
 // calendar limit.
 Result<Window> ParseCalendarNode(const std::string& name, const YAML::Node& node) {
-  static const std::map<std::string, CalendarUnit, std::less<>> kUnits = {
-      {"hour", CalendarUnit::kHour},
-      {"day", CalendarUnit::kDay},
-      {"week", CalendarUnit::kWeek},
-      {"month", CalendarUnit::kMonth},
-      {"year", CalendarUnit::kYear}};
   const std::string window = node["window"].as<std::string>();
-  const auto unit = kUnits.find(window);
-  if (unit == kUnits.end()) {
+  const std::optional<CalendarUnit> unit = ParseCalendarUnit(window);
+  if (!unit) {
     return At(name, node["window"],
               fmt::format("calendar window \"{}\": use hour, day, week, month or year",
                           DisplayText(window)));
@@ -62,7 +47,7 @@ Result<Window> ParseCalendarNode(const std::string& name, const YAML::Node& node
   if (node["time_zone"]) {
     Result<TimeZone> zone = TimeZone::Named(node["time_zone"].as<std::string>());
     if (!zone.ok()) return At(name, node["time_zone"], zone.error().message());
-    return Window::Calendar(unit->second, *zone);
+    return Window::Calendar(*unit, *zone);
   }
   Seconds offset{0};
   if (node["utc_offset"]) {
@@ -70,7 +55,7 @@ Result<Window> ParseCalendarNode(const std::string& name, const YAML::Node& node
     if (!parsed.ok()) return At(name, node["utc_offset"], parsed.error().message());
     offset = *parsed;
   }
-  Result<Window> w = Window::Calendar(unit->second, offset);
+  Result<Window> w = Window::Calendar(*unit, offset);
   if (!w.ok()) return At(name, node, w.error().message());
   return w;
 }

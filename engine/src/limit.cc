@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cctype>
 #include <optional>
 
@@ -56,52 +55,34 @@ std::string Normalized(std::string_view text) {
   return out;
 }
 
-// "+HH:MM" or "-HH:MM" as seconds; nullopt for anything else.
-std::optional<Seconds> ParseOffset(std::string_view text) {
-  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || text[3] != ':') return std::nullopt;
-  for (size_t i : {1, 2, 4, 5}) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
-  }
-  const int64_t minutes =
-      ((text[1] - '0') * 10 + (text[2] - '0')) * 60 + (text[4] - '0') * 10 + (text[5] - '0');
-  return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
-}
-
 // What follows "calendar " in a spec, as Window::ToString writes it: "month" (UTC),
 // "day+02:00", "month Europe/Berlin".
 Result<Window> ParseCalendar(std::string_view spec, std::string_view text) {
-  static constexpr std::pair<std::string_view, CalendarUnit> kUnits[] = {
-      {"hour", CalendarUnit::kHour},
-      {"day", CalendarUnit::kDay},
-      {"week", CalendarUnit::kWeek},
-      {"month", CalendarUnit::kMonth},
-      {"year", CalendarUnit::kYear}};
   size_t end = 0;
   while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
-  const auto unit = std::find_if(std::begin(kUnits), std::end(kUnits),
-                                 [&](const auto& u) { return u.first == text.substr(0, end); });
-  if (unit == std::end(kUnits)) {
+  const std::optional<CalendarUnit> unit = ParseCalendarUnit(text.substr(0, end));
+  if (!unit) {
     return InvalidArgument(fmt::format(
         "limit \"{}\": a calendar window is hour, day, week, month or year, then a UTC offset "
         "or a time zone, e.g. 10000/calendar month Europe/Berlin, 20/calendar day+02:00",
         spec));
   }
   const std::string_view zone = text.substr(end);
-  if (zone.empty()) return Window::Calendar(unit->second, TimeZone{});
+  if (zone.empty()) return Window::Calendar(*unit, TimeZone{});
   if (zone.front() == ' ') {
     Result<TimeZone> named = TimeZone::Named(zone.substr(1));
     if (!named.ok()) {
       return InvalidArgument(fmt::format("limit \"{}\": {}", spec, named.error().message()));
     }
-    return Window::Calendar(unit->second, *named);
+    return Window::Calendar(*unit, *named);
   }
-  const std::optional<Seconds> offset = ParseOffset(zone);
+  const std::optional<Seconds> offset = ParseUtcOffset(zone);
   if (!offset) {
     return InvalidArgument(fmt::format(
         "limit \"{}\": \"{}\" is neither +HH:MM nor \" ZONE\" (e.g. \" Europe/Berlin\")", spec,
         zone));
   }
-  Result<Window> w = Window::Calendar(unit->second, *offset);
+  Result<Window> w = Window::Calendar(*unit, *offset);
   if (!w.ok()) return InvalidArgument(fmt::format("limit \"{}\": {}", spec, w.error().message()));
   return w;
 }

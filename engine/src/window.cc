@@ -51,22 +51,6 @@ int64_t UnitSeconds(char unit) {
   }
 }
 
-std::string_view UnitName(CalendarUnit unit) {
-  switch (unit) {
-    case CalendarUnit::kHour:
-      return "hour";
-    case CalendarUnit::kDay:
-      return "day";
-    case CalendarUnit::kMonth:
-      return "month";
-    case CalendarUnit::kWeek:
-      return "week";
-    case CalendarUnit::kYear:
-      return "year";
-  }
-  return "?";
-}
-
 // The unit's nominal length on the wall clock: what it lasts where the clock is never set.
 int64_t NominalLength(CalendarUnit unit) {
   switch (unit) {
@@ -251,6 +235,39 @@ std::optional<Instant> Window::NextStart(Instant t) const {
   return FromUnix(zone_.FirstAtOrAfter(local_next));
 }
 
+namespace {
+
+constexpr std::pair<CalendarUnit, std::string_view> kUnitNames[] = {
+    {CalendarUnit::kHour, "hour"},   {CalendarUnit::kDay, "day"},   {CalendarUnit::kWeek, "week"},
+    {CalendarUnit::kMonth, "month"}, {CalendarUnit::kYear, "year"},
+};
+
+}  // namespace
+
+std::string_view CalendarUnitName(CalendarUnit unit) {
+  for (const auto& [u, name] : kUnitNames) {
+    if (u == unit) return name;
+  }
+  return "?";
+}
+
+std::optional<CalendarUnit> ParseCalendarUnit(std::string_view name) {
+  for (const auto& [u, n] : kUnitNames) {
+    if (n == name) return u;
+  }
+  return std::nullopt;
+}
+
+std::optional<Seconds> ParseUtcOffset(std::string_view text) {
+  if (text.size() != 6 || (text[0] != '+' && text[0] != '-') || text[3] != ':') return std::nullopt;
+  for (size_t i : {1, 2, 4, 5}) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+  }
+  const int64_t minutes =
+      ((text[1] - '0') * 10 + (text[2] - '0')) * 60 + (text[4] - '0') * 10 + (text[5] - '0');
+  return Seconds{(text[0] == '-' ? -60 : 60) * minutes};
+}
+
 std::string Window::ToString() const {
   switch (kind_) {
     case WindowKind::kSliding:
@@ -260,8 +277,8 @@ std::string Window::ToString() const {
     case WindowKind::kCalendar:
       break;
   }
-  if (zone_.named()) return fmt::format("calendar {} {}", UnitName(unit_), zone_.name());
-  return fmt::format("calendar {}{}", UnitName(unit_), zone_.name());
+  if (zone_.named()) return fmt::format("calendar {} {}", CalendarUnitName(unit_), zone_.name());
+  return fmt::format("calendar {}{}", CalendarUnitName(unit_), zone_.name());
 }
 
 }  // namespace hourglass

@@ -86,6 +86,14 @@ class Window {
   TimeZone zone_;
 };
 
+// "hour", "day", "week", "month", "year": a calendar unit's name, and back (nullopt for any other
+// text). The one spelling of policy files, limit specs and audit lines.
+std::string_view CalendarUnitName(CalendarUnit unit);
+std::optional<CalendarUnit> ParseCalendarUnit(std::string_view name);
+// "+HH:MM" or "-HH:MM" as seconds; nullopt for any other text (the range is Window::Calendar's to
+// check).
+std::optional<Seconds> ParseUtcOffset(std::string_view text);
+
 // "1d", "10m", "90s", "1h30m" is not accepted: a count and one unit (s, m, h, d, w, or a word:
 // second, minute, hour, day, week, plural too, sec, min, hr), or plain seconds ("3600"); the
 // count may be left out ("minute" is 1m). Errors name the bad part.
