@@ -196,7 +196,7 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
   }
   std::optional<Window> window = EnvoyUnitWindow(r.unit, fixed);
   if (const YAML::Node zone = node["time_zone"]) {  // hourglass's: a month in a tenant's zone
-    if (r.unit != EnvoyUnit::kMonth && r.unit != EnvoyUnit::kYear) {
+    if (!window || window->kind() != WindowKind::kCalendar) {  // MONTH and YEAR are
       return At(name, zone,
                 "time_zone belongs to a MONTH or YEAR (the calendar month or year on that zone's "
                 "clock); the other units are sliding windows");
@@ -205,8 +205,7 @@ Result<EnvoyRateLimit> ParseRateLimit(const std::string& name, const YAML::Node&
     if (!text.ok()) return text.error();
     Result<TimeZone> named = TimeZone::Named(*text);
     if (!named.ok()) return At(name, zone, named.error().message());
-    window = Window::Calendar(
-        r.unit == EnvoyUnit::kMonth ? CalendarUnit::kMonth : CalendarUnit::kYear, *named);
+    window = Window::Calendar(window->unit(), *named);  // the same unit, on the zone's clock
   }
   if (!r.unlimited) r.limit = Limit{*window, r.requests_per_unit};
   return r;
