@@ -27,14 +27,9 @@ std::vector<std::optional<Error>> WriteBackGroups(const EngineCore& core,
     std::vector<StoreFallback::SecondHits> claimed = fallback->Claim(groups[g]);
     if (claimed.empty()) continue;
     Batch batch{groups[g], {}, {}};
-    for (const StoreFallback::SecondHits& s : claimed) {
-      if (s.hits == 0) continue;
+    for (const StoreFallback::SecondHits& s : claimed) {  // never 0 hits: Claim skips those
       std::vector<Increment> increments = core.keys.HitIncrements(groups[g], s.second, s.hits);
       std::move(increments.begin(), increments.end(), std::back_inserter(batch.increments));
-    }
-    if (batch.increments.empty()) {  // taken back as many as were claimed
-      fallback->Release(groups[g], claimed, StoreFallback::Landed::kYes);
-      continue;
     }
     // Written into settled buckets: every process drops its cached buckets of the feature.
     core.AnnounceIfSettled(batch, claimed.front().second, now);

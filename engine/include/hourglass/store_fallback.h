@@ -86,8 +86,9 @@ class StoreFallback {
   virtual bool AnyPending() const = 0;
   // Up to `max` groups with hits to write back.
   virtual std::vector<std::string> PendingGroups(size_t max) const = 0;
-  // Claims `group`'s pending hits for a write-back (in order of their seconds; empty: none). They
-  // still count in local decisions. Claimed hits are claimed by no one else until Released.
+  // Claims `group`'s pending hits for a write-back (in order of their seconds, none of 0 hits;
+  // empty: none). They still count in local decisions. Claimed hits are claimed by no one else
+  // until Released.
   virtual std::vector<SecondHits> Claim(const std::string& group) = 0;
   // How a write-back went: landed; failed, and the hits are pending again; or timed out, and
   // they are taken to have landed (the server received them, as a frozen one applies them once
