@@ -1,5 +1,7 @@
 #include "hourglass/check_batcher.h"
 
+#include <algorithm>
+
 namespace hourglass {
 
 std::vector<Engine::CheckRequest> RequestsOf(const std::vector<OwnedCheck>& checks) {
@@ -10,35 +12,46 @@ std::vector<Engine::CheckRequest> RequestsOf(const std::vector<OwnedCheck>& chec
 }
 
 CheckBatcher::CheckBatcher(const Engine& engine, size_t max_checks,
-                           std::function<void(size_t)> on_batch)
+                           std::function<void(size_t)> on_batch, size_t max_in_flight)
     : engine_(engine),
       max_checks_(max_checks),
       on_batch_(std::move(on_batch)),
-      thread_([this] { SendHandedOver(); }) {}
+      max_in_flight_(std::max<size_t>(1, max_in_flight)) {
+  for (size_t i = 0; i < max_in_flight_; ++i) threads_.emplace_back([this] { SendHandedOver(); });
+}
 
 CheckBatcher::~CheckBatcher() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_one();
-  thread_.join();
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
 }
 
 void CheckBatcher::Submit(CheckJob job) {
+  std::vector<CheckJob> one;
+  one.push_back(std::move(job));
+  SubmitAll(std::move(one));
+}
+
+void CheckBatcher::SubmitAll(std::vector<CheckJob> jobs_submitted, bool send_here) {
+  if (jobs_submitted.empty()) return;
   std::unique_lock lock(mu_);
-  waiting_.push_back(std::move(job));
-  if (sending_) return;  // the sending thread takes it after its round trip
-  sending_ = true;
-  std::vector<CheckJob> jobs = TakeJobs();
-  lock.unlock();
-  Send(jobs);
-  lock.lock();
-  if (waiting_.empty()) {
-    sending_ = false;
-    return;
+  for (CheckJob& job : jobs_submitted) waiting_.push_back(std::move(job));
+  if (senders_ == max_in_flight_) return;  // a sending thread takes them after its round trip
+  ++senders_;
+  if (send_here) {
+    std::vector<CheckJob> jobs = TakeJobs();
+    lock.unlock();
+    Send(jobs);
+    lock.lock();
+    if (waiting_.empty()) {
+      --senders_;
+      return;
+    }
   }
-  handed_over_ = true;  // sending_ stays set: the batcher's thread goes on
+  ++handed_over_;  // senders_ stays counted: a batcher's thread goes on in this one's place
   lock.unlock();
   wake_.notify_one();
 }
@@ -46,16 +59,16 @@ void CheckBatcher::Submit(CheckJob job) {
 void CheckBatcher::SendHandedOver() {
   std::unique_lock lock(mu_);
   while (true) {
-    wake_.wait(lock, [this] { return handed_over_ || stopping_; });
-    if (!handed_over_) return;  // stopping, and nothing handed over
-    handed_over_ = false;
+    wake_.wait(lock, [this] { return handed_over_ > 0 || stopping_; });
+    if (handed_over_ == 0) return;  // stopping, and nothing handed over
+    --handed_over_;
     while (!waiting_.empty()) {
       std::vector<CheckJob> jobs = TakeJobs();
       lock.unlock();
       Send(jobs);
       lock.lock();
     }
-    sending_ = false;
+    --senders_;
   }
 }
 

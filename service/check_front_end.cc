@@ -8,15 +8,27 @@
 #include <thread>
 
 namespace hourglass {
+namespace {
+
+thread_local CheckFrontEnd::Gather* gathering = nullptr;  // this thread's innermost Gather
+
+}  // namespace
+
+// Batches at the store at once: while one is on its way, the next is sent on another of the
+// store's pooled connections.
+constexpr size_t kBatchesInFlight = 2;
 
 struct CheckFrontEnd::Impl {
   Impl(const Engine& e, ServiceMetrics* metrics, DecisionSink s)
       : engine(e),
         sink(std::move(s)),
         answering(std::max(1u, std::thread::hardware_concurrency())) {
-    batcher.emplace(e, 256, [metrics](size_t checks) {
-      if (metrics != nullptr) metrics->CountBatch(checks);
-    });
+    batcher.emplace(
+        e, 256,
+        [metrics](size_t checks) {
+          if (metrics != nullptr) metrics->CountBatch(checks);
+        },
+        kBatchesInFlight);
   }
   // The batcher first: it waits for its jobs, whose answers may still go to the pool, which then
   // runs every answer it was given.
@@ -53,11 +65,14 @@ void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done, Engine::Lo
   }
   impl_->in_flight.fetch_add(1, std::memory_order_relaxed);
   CheckJob job{std::move(checks), nullptr};
-  job.done = [impl = impl_.get(), done = std::move(done)](std::vector<OwnedCheck> decided_checks,
-                                                          Result<Engine::RequestDecision> decided) {
+  // Requests handed over whole are answered on the sending thread: their protocol's answers are
+  // cheap and go to their connection's own thread anyway.
+  const bool handed = gathering != nullptr && &gathering->front_ == this && gathering->hand_over_;
+  job.done = [impl = impl_.get(), done = std::move(done), handed](
+                 std::vector<OwnedCheck> decided_checks, Result<Engine::RequestDecision> decided) {
     // Alone, the request is answered here at once; otherwise off the sending thread, which
     // serves every request's batches.
-    const bool alone = impl->in_flight.load(std::memory_order_relaxed) == 1;
+    const bool alone = handed || impl->in_flight.load(std::memory_order_relaxed) == 1;
     auto answer =
         [impl, done,
          shared =
@@ -69,7 +84,21 @@ void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done, Engine::Lo
     if (alone) return answer();
     boost::asio::post(impl->answering, std::move(answer));
   };
+  if (gathering != nullptr && &gathering->front_ == this) {
+    gathering->jobs_.push_back(std::move(job));
+    return;
+  }
   impl_->batcher->Submit(std::move(job));
+}
+
+CheckFrontEnd::Gather::Gather(CheckFrontEnd& front, bool hand_over)
+    : front_(front), hand_over_(hand_over), outer_(gathering) {
+  gathering = this;
+}
+
+CheckFrontEnd::Gather::~Gather() {
+  gathering = outer_;
+  front_.impl_->batcher->SubmitAll(std::move(jobs_), /*send_here=*/!hand_over_);
 }
 
 }  // namespace hourglass

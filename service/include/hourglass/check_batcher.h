@@ -3,15 +3,17 @@
 // and one read.
 //
 //   CheckBatcher batcher(engine);
-//   batcher.Submit(std::move(job));  // job.done(checks, decisions): once, on a submitter's thread
+//   batcher.Submit(std::move(job));  // job.done(checks, decisions): once, on a sending thread
 //
-// No timer: a submitter that finds no batch at the store sends every job waiting (its own among
-// them) at once, on its own thread, so a lone request costs no hand-off. Jobs arriving meanwhile
-// wait; if any are waiting when that batch is back, the batcher's own thread sends them, batch
-// after batch, until none waits, and the submitter's thread returns to its own work (an I/O
-// thread must not stay away from its connections). Under load, batches grow with the number of
-// requests arriving during one round trip. Each job's decision is exactly what a lone
-// Engine::CheckAll would decide for its checks, in the order the jobs were submitted.
+// No timer: a submitter that finds fewer than max_in_flight batches at the store sends every job
+// waiting (its own among them) at once, on its own thread, so a lone request costs no hand-off.
+// Jobs arriving meanwhile wait; if any are waiting when that batch is back, one of the batcher's
+// own threads sends them, batch after batch, until none waits, and the submitter's thread returns
+// to its own work (an I/O thread must not stay away from its connections). A submitter may also
+// hand its jobs over at once (SubmitAll's `send_here` false). Under load, batches grow with the
+// number of requests arriving during one round trip. Each job's decision is exactly what a lone
+// Engine::CheckAll would decide for its checks; with one batch in flight, in the order the jobs
+// were submitted, and with more, as if the batches came from as many processes at once.
 //
 // Thread-safety: Submit may be called from many threads at once; `done` callbacks run on the
 // sending thread, one after another, and must not block (hand heavy work to another thread).
@@ -67,33 +69,40 @@ struct CheckJob {
 class CheckBatcher {
  public:
   // `max_checks` bounds one CheckAllMany (a larger job is sent alone); `on_batch`, if set, is told
-  // each batch's number of checks before it is sent. `engine` must outlive this.
+  // each batch's number of checks before it is sent; `max_in_flight` (at least 1) bounds the
+  // batches at the store at once. `engine` must outlive this.
   explicit CheckBatcher(const Engine& engine, size_t max_checks = 256,
-                        std::function<void(size_t)> on_batch = {});
+                        std::function<void(size_t)> on_batch = {}, size_t max_in_flight = 1);
   // Waits for the jobs submitted so far to be done.
   ~CheckBatcher();
   CheckBatcher(const CheckBatcher&) = delete;
   CheckBatcher& operator=(const CheckBatcher&) = delete;
 
   void Submit(CheckJob job);
+  // Submits `jobs` together: in submission order, they go out in one batch (as far as max_checks
+  // allows) rather than the first alone while the others wait for the submitting thread. With
+  // `send_here` false, the batcher's threads send them and this thread returns at once.
+  void SubmitAll(std::vector<CheckJob> jobs, bool send_here = true);
 
  private:
   // Takes the jobs to send next (at least one; up to max_checks_ checks). Holds mu_.
   std::vector<CheckJob> TakeJobs();
   void Send(std::vector<CheckJob>& jobs);
-  // The batcher's thread: sends while jobs wait, after a submitter handed them over.
+  // A batcher's thread: sends while jobs wait, after a submitter handed its place over.
   void SendHandedOver();
 
   const Engine& engine_;
   const size_t max_checks_;
   const std::function<void(size_t)> on_batch_;
+  const size_t max_in_flight_;
   mutable std::mutex mu_;
   std::deque<CheckJob> waiting_;  // guarded by mu_
-  bool sending_ = false;          // a thread is sending and will send what waits; guarded by mu_
-  bool handed_over_ = false;      // the batcher's thread is to send; guarded by mu_
+  // Threads sending, each of which sends what waits before it stops; guarded by mu_.
+  size_t senders_ = 0;
+  size_t handed_over_ = 0;        // places of senders the batcher's threads are to take; mu_
   bool stopping_ = false;         // guarded by mu_
   std::condition_variable wake_;  // handed_over_ or stopping_ was set
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace hourglass

@@ -51,6 +51,28 @@ class CheckFrontEnd {
   void Submit(std::vector<OwnedCheck> checks, Done done,
               Engine::LocalScope local = Engine::LocalScope::kEveryCheck);
 
+  // While it lives, the requests this thread submits to `front` (and not decided at once) are
+  // held, then handed to the batcher together when it ends: for a protocol that reads many
+  // requests at once (HTTP/2 carries many calls in one read), so that they share one batch
+  // instead of the first going alone while the others wait for the thread. With `hand_over`, the
+  // front end's own threads send them and this thread returns at once (an I/O thread whose one
+  // connection carries every request: it goes on reading while they are at the store). One per
+  // thread at a time; not to be moved across threads.
+  class Gather {
+   public:
+    explicit Gather(CheckFrontEnd& front, bool hand_over = false);
+    ~Gather();
+    Gather(const Gather&) = delete;
+    Gather& operator=(const Gather&) = delete;
+
+   private:
+    CheckFrontEnd& front_;
+    const bool hand_over_;
+    Gather* outer_;  // the thread's gathering before this one (another front end's), if any
+    std::vector<CheckJob> jobs_;
+    friend class CheckFrontEnd;
+  };
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
