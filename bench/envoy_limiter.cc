@@ -51,13 +51,12 @@ class EnvoyGrpcLimiter final : public Limiter {
         service_(engine_,
                  std::make_shared<const EnvoyConfig>(*EnvoyConfig::Parse(ConfigFor(limits_), "")),
                  EnvoyOptions{}, nullptr) {
-    Result<std::unique_ptr<GrpcEndpoint>> endpoint =
+    Result<std::unique_ptr<GrpcServer>> endpoint =
         service_.Listen({.host = "127.0.0.1", .port = 0});
     if (!endpoint.ok()) throw std::runtime_error(endpoint.error().ToString());
     endpoint_ = std::move(*endpoint);
-    stub_ = rls::RateLimitService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(endpoint_->listener->port()),
-                            grpc::InsecureChannelCredentials()));
+    stub_ = rls::RateLimitService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(endpoint_->port()), grpc::InsecureChannelCredentials()));
   }
 
   std::string name() const override { return name_; }
@@ -99,7 +98,7 @@ class EnvoyGrpcLimiter final : public Limiter {
   std::vector<Limit> limits_;
   Engine engine_;
   EnvoyService service_;
-  std::unique_ptr<GrpcEndpoint> endpoint_;
+  std::unique_ptr<GrpcServer> endpoint_;
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
 

@@ -6,8 +6,8 @@
 #   find_package(hourglass REQUIRED COMPONENTS rls)          # Envoy's rate limit configurations
 #   find_package(hourglass REQUIRED COMPONENTS rls_service)  # Envoy's rate limit service (gRPC)
 # The engine and stores need fmt, OpenSSL, libmemcached, hiredis and LMDB; only the components need yaml-cpp,
-# nlohmann-json, for the service Boost (headers) and prometheus-cpp, for rls_service protobuf
-# and gRPC; nothing installed needs CLI11.
+# nlohmann-json, for the service Boost (headers) and prometheus-cpp, for rls_service protobuf,
+# gRPC and nghttp2; nothing installed needs CLI11.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -47,10 +47,10 @@ if(HOURGLASS_BUILD_CLI)
   hourglass_install_set(Json hourglass_json)
   hourglass_install_set(Service hourglass_service hourglass_top)
   hourglass_install_set(Rls hourglass_rls)
-  hourglass_install_set(RlsService hourglass_rls_proto hourglass_rls_service)
+  hourglass_install_set(RlsService hourglass_h2 hourglass_rls_proto hourglass_rls_service)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/policy/include/ ${PROJECT_SOURCE_DIR}/json/include/
     ${PROJECT_SOURCE_DIR}/service/include/ ${PROJECT_SOURCE_DIR}/top/include/
-    ${PROJECT_SOURCE_DIR}/rls/include/
+    ${PROJECT_SOURCE_DIR}/h2/include/ ${PROJECT_SOURCE_DIR}/rls/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
   # The protocol's generated message headers (envoy/service/ratelimit/v3/rls.pb.h, ...).
   install(DIRECTORY ${PROJECT_BINARY_DIR}/rls/hourglass_rls_proto_gen/

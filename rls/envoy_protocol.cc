@@ -27,17 +27,17 @@ class Envoy final : public ServiceProtocol {
     auto shared = std::make_shared<const EnvoyConfig>(std::move(config));
     service_ = std::make_unique<EnvoyService>(context.engine, shared, options_.envoy,
                                               &context.metrics, &context.front_end, context.top);
-    GrpcListenerOptions grpc = options_.grpc;
+    GrpcServerOptions grpc = options_.grpc;
     grpc.on_connection_event = [metrics = &context.metrics](ConnectionEvent e) {
       metrics->CountConnection("grpc", e);
     };
-    Result<std::unique_ptr<GrpcEndpoint>> endpoint = service_->Listen(grpc);
+    Result<std::unique_ptr<GrpcServer>> endpoint = service_->Listen(grpc);
     if (!endpoint.ok()) return endpoint.error();
     endpoint_ = std::move(*endpoint);
     context.log(LogLevel::kInfo,
                 fmt::format("gRPC rate limit service listening on {}:{} (at most {} connections); "
                             "domains {}",
-                            grpc.host, endpoint_->listener->port(), grpc.max_connections,
+                            grpc.host, endpoint_->port(), grpc.max_connections,
                             fmt::join(shared->domains(), ", ")));
     return {};
   }
@@ -66,7 +66,7 @@ class Envoy final : public ServiceProtocol {
   const Seconds retention_;
   std::unique_ptr<EnvoyService> service_;
   std::mutex stop_mu_;
-  std::unique_ptr<GrpcEndpoint> endpoint_;  // guarded by stop_mu_ once started
+  std::unique_ptr<GrpcServer> endpoint_;  // guarded by stop_mu_ once started
 };
 
 }  // namespace

@@ -5,13 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "hourglass/request_body.h"
 
 namespace hourglass {
 namespace {
 
-// A Request larger than this is refused by gRPC (RESOURCE_EXHAUSTED) before it is read.
+// A request larger than this is refused (RESOURCE_EXHAUSTED) before it is read.
 constexpr int kMaxRequestBytes = 1 << 20;
 
 HttpResponse JsonResponse(HttpStatus status, std::string body) {
@@ -38,37 +38,11 @@ HttpResponse JsonAnswer(const Result<RateLimitResponse>& answer) {
 
 }  // namespace
 
-// The gRPC face: each call waits for its batch without holding a thread.
-class EnvoyService::Grpc final
-    : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
- public:
-  explicit Grpc(EnvoyService& service) : service_(service) {}
-
-  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
-                                            const RateLimitRequest* request,
-                                            RateLimitResponse* response) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    service_.ShouldRateLimit(*request, [reactor, response](Result<RateLimitResponse> answer) {
-      if (!answer.ok()) {
-        reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, answer.error().message()));
-        return;
-      }
-      *response = std::move(*answer);
-      reactor->Finish(grpc::Status::OK);
-    });
-    return reactor;
-  }
-
- private:
-  EnvoyService& service_;
-};
-
 EnvoyService::EnvoyService(const Engine& engine, std::shared_ptr<const EnvoyConfig> config,
                            EnvoyOptions options, ServiceMetrics* metrics, CheckFrontEnd* front_end,
                            RecentTop* top)
     : options_(options),
       metrics_(metrics),
-      grpc_(std::make_unique<Grpc>(*this)),
       config_(std::move(config)),
       own_front_end_(front_end != nullptr ? nullptr
                                           : std::make_unique<CheckFrontEnd>(engine, metrics)),
@@ -137,29 +111,28 @@ void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond)
   });
 }
 
-GrpcEndpoint::~GrpcEndpoint() {
-  listener.reset();
-  if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds{5});
-}
-
-Result<std::unique_ptr<GrpcEndpoint>> EnvoyService::Listen(GrpcListenerOptions options) {
-  grpc::ServerBuilder builder;
-  builder.RegisterService(grpc_.get());
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5 * 60 * 1000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 1000);
-  auto endpoint = std::make_unique<GrpcEndpoint>();
-  endpoint->server = builder.BuildAndStart();  // no port of its own: the listener hands them over
-  if (endpoint->server == nullptr) {
-    return Error(ErrorCode::kUnavailable, "cannot start the gRPC server");
-  }
-  Result<std::unique_ptr<GrpcListener>> listener =
-      GrpcListener::Create(std::move(options), *endpoint->server);
-  if (!listener.ok()) return listener.error();
-  endpoint->listener = std::move(*listener);
-  return endpoint;
+Result<std::unique_ptr<GrpcServer>> EnvoyService::Listen(GrpcServerOptions options) {
+  options.max_message_bytes = kMaxRequestBytes;
+  // The calls of one read share a batch, sent by the front end's threads: the connection's thread
+  // goes on reading.
+  options.around_calls = [this](const std::function<void()>& calls) {
+    CheckFrontEnd::Gather gather(front_end_, /*hand_over=*/true);
+    calls();
+  };
+  GrpcServer::Methods methods;
+  methods["/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"] =
+      [this](std::string_view message, GrpcReply reply) {
+        RateLimitRequest request;
+        if (!request.ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+          return reply.Fail(GrpcStatus::kInvalidArgument, "the message is not a RateLimitRequest");
+        }
+        ShouldRateLimit(request, [reply](Result<RateLimitResponse> answer) {
+          if (!answer.ok())
+            return reply.Fail(GrpcStatus::kInvalidArgument, answer.error().message());
+          reply.Ok(answer->SerializeAsString());
+        });
+      };
+  return GrpcServer::Create(std::move(options), std::move(methods));
 }
 
 }  // namespace hourglass

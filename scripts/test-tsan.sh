@@ -23,6 +23,6 @@ suites+="|HotPathTest|BlockedCache|BucketCache|StoreContract|ConditionalStoreCon
 suites+="|MemcachedStore[A-Za-z]*|MemcachedPackedLayoutTest|RedisStore[A-Za-z]*|RedisClusterTest"
 suites+="|LmdbStoreTest|NetConnection|TransitionStoreTest|CheckBatcherTest|CheckFrontEndTest"
 suites+="|HttpServerTest"
-suites+="|StoreWatchTest|ClockFollower|DecisionApiTest|EnvoyServiceTest|GrpcListener[A-Za-z]*"
+suites+="|StoreWatchTest|ClockFollower|DecisionApiTest|EnvoyServiceTest|GrpcServer[A-Za-z]*"
 suites+="|StoreLosses|DataLossTest|ReplicatedFaultTest|Periodic|DenialSampler"
 ctest --output-on-failure -j"$(nproc)" --timeout 900 -R "(^|/)($suites)\\."

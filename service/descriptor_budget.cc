@@ -41,7 +41,7 @@ DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs) {
   plan.http = std::max<size_t>(1, room * needs.http / wanted);
   if (needs.grpc > 0) {
     const size_t grpc_room = room > plan.http ? room - plan.http : 0;
-    plan.grpc = std::max<size_t>(1, grpc_room / 2 * 8 / 9);  // 2 (cap + cap / 8) fits
+    plan.grpc = std::max<size_t>(1, grpc_room * 8 / 9);  // cap + cap / 8 fits
     while (plan.grpc > 1 && GrpcDescriptors(plan.grpc) > grpc_room) --plan.grpc;
     plan.http =
         std::max<size_t>(1, std::min(plan.http, room - std::min(room, GrpcDescriptors(plan.grpc))));

@@ -244,10 +244,12 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   }
   options.log_denials = a.log_denials;
   if (!a.envoy_config.empty()) {
-    options.protocols.push_back(EnvoyProtocol(
-        {.config = a.envoy_config,
-         .envoy = EnvoyOptionsOf(a),
-         .grpc = {.host = grpc.host, .port = grpc.port, .max_connections = grpc_cap}}));
+    options.protocols.push_back(EnvoyProtocol({.config = a.envoy_config,
+                                               .envoy = EnvoyOptionsOf(a),
+                                               .grpc = {.host = grpc.host,
+                                                        .port = grpc.port,
+                                                        .threads = a.threads,
+                                                        .max_connections = grpc_cap}}));
   }
   // Signals go to the signal thread only: block them before any other thread starts.
   sigset_t signals;

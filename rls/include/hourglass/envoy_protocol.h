@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hourglass/envoy_request.h"
-#include "hourglass/grpc_listener.h"
+#include "hourglass/grpc_server.h"
 #include "hourglass/service_protocol.h"
 
 namespace hourglass {
@@ -22,7 +22,7 @@ namespace hourglass {
 struct EnvoyProtocolOptions {
   std::vector<std::string> config;  // envoyproxy/ratelimit YAML files or folders
   EnvoyOptions envoy;               // counting, failure mode, response headers
-  GrpcListenerOptions grpc;         // where to listen and how many connections at once
+  GrpcServerOptions grpc;           // where to listen, threads, how many connections at once
 };
 
 // Loads the configuration and listens when the service starts it. Errors: the configuration's

@@ -3,7 +3,7 @@
 // protobuf JSON mapping; 200 OK, 429 OVER_LIMIT, 400 for a bad request).
 //
 //   EnvoyService rls(engine, config, options, &metrics);
-//   Result<std::unique_ptr<GrpcEndpoint>> grpc = rls.Listen({.host = "127.0.0.1", .port = 8081});
+//   Result<std::unique_ptr<GrpcServer>> grpc = rls.Listen({.host = "127.0.0.1", .port = 8081});
 //   http handler: if (request.target() == "/json") rls.HandleJson(std::move(request), respond);
 //
 // Checks go through a CheckFrontEnd (its own, or the one the service's HTTP API shares):
@@ -13,8 +13,6 @@
 // Thread-safety: every method may be called from many threads at once.
 #pragma once
 
-#include <grpcpp/grpcpp.h>
-
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,20 +21,12 @@
 #include "hourglass/check_front_end.h"
 #include "hourglass/envoy_config.h"
 #include "hourglass/envoy_request.h"
-#include "hourglass/grpc_listener.h"
+#include "hourglass/grpc_server.h"
 #include "hourglass/http_server.h"
 #include "hourglass/recent_top.h"
 #include "hourglass/service_metrics.h"
 
 namespace hourglass {
-
-// A gRPC server and its capped listener. Destroying it stops accepting, then gives calls in flight
-// up to 5 s to finish.
-struct GrpcEndpoint {
-  std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<GrpcListener> listener;
-  ~GrpcEndpoint();
-};
 
 class EnvoyService {
  public:
@@ -56,23 +46,22 @@ class EnvoyService {
                        std::function<void(Result<RateLimitResponse>)> done);
   // POST /json.
   void HandleJson(const HttpRequest& request, HttpResponder respond);
-  // A gRPC server for ShouldRateLimit on the listener's address (port 0: a free one, see
-  // listener->port()), capped at its max_connections. A connection idle (no call) for 5 minutes is
-  // closed (GOAWAY), and one whose peer stops answering keep-alive pings within 20 s of one sent
-  // after a minute's silence. kUnavailable when it cannot listen. Destroy it before this service.
-  Result<std::unique_ptr<GrpcEndpoint>> Listen(GrpcListenerOptions options);
+  // A gRPC server for ShouldRateLimit
+  // (/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit) on the options' address (port 0:
+  // a free one, see port()), capped at their max_connections; its idle and keep-alive limits are
+  // GrpcServerOptions'. A message that is not a RateLimitRequest is INVALID_ARGUMENT. kUnavailable
+  // when it cannot listen. Destroy it before this service.
+  Result<std::unique_ptr<GrpcServer>> Listen(GrpcServerOptions options);
   // Requests after this call use `config`.
   void SetConfig(std::shared_ptr<const EnvoyConfig> config);
 
  private:
   // Ranks the request's decided descriptors in top_.
   void Rank(const std::vector<OwnedCheck>& checks, const Engine::RequestDecision& decided) const;
-  class Grpc;
   std::shared_ptr<const EnvoyConfig> Config() const;
 
   const EnvoyOptions options_;
   ServiceMetrics* const metrics_;
-  std::unique_ptr<Grpc> grpc_;
   mutable std::mutex mu_;
   std::shared_ptr<const EnvoyConfig> config_;  // guarded by mu_
   // Last: destroyed first, it waits for the requests in flight, whose answers use the above.

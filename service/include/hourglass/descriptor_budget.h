@@ -21,12 +21,12 @@ namespace hourglass {
 // and one kept in reserve to refuse a connection when all others are taken.
 inline constexpr size_t kDescriptorOverhead = 64;
 
-// gRPC connections closed to make room whose descriptors gRPC may not have let go of yet: the
-// most GrpcListener lets be on their way out at once beside a cap of `cap`.
+// gRPC connections closed to make room that may not be gone yet: the most the gRPC server lets be
+// on their way out at once beside a cap of `cap`.
 inline size_t GrpcMaxLeaving(size_t cap) { return cap / 8 > 4 ? cap / 8 : 4; }
-// The descriptors a gRPC connection cap may take: two per connection (gRPC's, and the duplicate
-// the listener watches it by), for the cap and for those still on their way out.
-inline size_t GrpcDescriptors(size_t cap) { return cap == 0 ? 0 : 2 * (cap + GrpcMaxLeaving(cap)); }
+// The descriptors a gRPC connection cap may take: one per connection, for the cap and for those
+// still on their way out.
+inline size_t GrpcDescriptors(size_t cap) { return cap == 0 ? 0 : cap + GrpcMaxLeaving(cap); }
 
 struct DescriptorNeeds {
   size_t store = 0;  // connections the store may open (per server pool size x servers)
