@@ -1,5 +1,6 @@
 // CheckBatcher with real threads and a real memcached: every job is answered once, in full;
-// concurrent jobs share batches; a feature shared by all never admits more than its limit.
+// concurrent jobs share batches, and jobs submitted together go together; a feature shared by all
+// never admits more than its limit, with one batch at the store at a time or two.
 #include "hourglass/check_batcher.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "hourglass/memcached_store.h"
@@ -75,6 +77,71 @@ TEST_F(CheckBatcherTest, ConcurrentJobsShareBatchesAndEachIsAnsweredOnceInFull) 
   EXPECT_EQ(batched.load(), static_cast<size_t>(2 * kThreads * kJobs));
   EXPECT_LT(batches.load(), static_cast<size_t>(kThreads * kJobs))
       << "some jobs arrived while a batch was at the store and went together";
+}
+
+// Two batches at the store at once, jobs submitted three at a time, some sent by their submitter
+// and some handed over: the shared feature still admits exactly its limit, each job once.
+TEST_F(CheckBatcherTest, TwoBatchesInFlightStillAdmitExactlyTheLimit) {
+  const Policy shared_limit{*ParseLimits("40/h")};
+  const Policy roomy{*ParseLimits("1000/h")};
+  constexpr int kThreads = 6, kRounds = 30;
+  std::atomic<int> answered{0}, admitted_shared{0}, wrong{0};
+  {
+    CheckBatcher batcher(*engine_, 64, {}, /*max_in_flight=*/2);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < kRounds; ++r) {
+          std::vector<CheckJob> jobs(3);
+          for (int j = 0; j < 3; ++j) {
+            jobs[j].checks.push_back({"e", "shared2", shared_limit, 1});
+            jobs[j].checks.push_back(
+                {"e", "own2-" + std::to_string((t * kRounds + r) * 3 + j), roomy, 1});
+            jobs[j].done = [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> decided) {
+              ++answered;
+              if (!decided.ok() || decided->decisions.size() != 2 ||
+                  !decided->decisions[1].allowed) {
+                ++wrong;
+              } else if (decided->allowed) {
+                ++admitted_shared;
+              }
+            };
+          }
+          batcher.SubmitAll(std::move(jobs), /*send_here=*/r % 2 == 0);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  EXPECT_EQ(answered.load(), kThreads * kRounds * 3);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(admitted_shared.load(), 40);
+}
+
+TEST_F(CheckBatcherTest, JobsHandedOverTogetherGoInOneBatchOffTheSubmittingThread) {
+  std::vector<size_t> sizes;
+  std::mutex mu;
+  std::set<std::thread::id> answered_on;
+  {
+    CheckBatcher batcher(*engine_, 64, [&](size_t checks) {
+      std::lock_guard lock(mu);
+      sizes.push_back(checks);
+    });
+    const Policy policy{*ParseLimits("5/m")};
+    std::vector<CheckJob> jobs(10);
+    for (int i = 0; i < 10; ++i) {
+      jobs[i].checks.push_back({"e", "together" + std::to_string(i), policy, 1});
+      jobs[i].done = [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> decided) {
+        std::lock_guard lock(mu);
+        answered_on.insert(std::this_thread::get_id());
+        EXPECT_TRUE(decided.ok() && decided->allowed);
+      };
+    }
+    batcher.SubmitAll(std::move(jobs), /*send_here=*/false);
+  }  // waits for them
+  EXPECT_EQ(sizes, (std::vector<size_t>{10}));
+  ASSERT_EQ(answered_on.size(), 1u);
+  EXPECT_NE(*answered_on.begin(), std::this_thread::get_id());
 }
 
 TEST_F(CheckBatcherTest, ALoneJobIsSentAtOnceOnTheSubmittingThread) {

@@ -36,6 +36,7 @@ class CheckFrontEndTest : public ::testing::Test {
   std::unique_ptr<MemcachedStore> store_;
   std::unique_ptr<testing::CountingStore> counting_;
   std::unique_ptr<Engine> engine_;
+  const std::thread::id gathering_thread_ = std::this_thread::get_id();
 };
 
 TEST_F(CheckFrontEndTest, NoChecksAndBlockedClientsAreAnsweredAtOnceWithoutTheStore) {
@@ -114,6 +115,38 @@ TEST_F(CheckFrontEndTest, RequestsFromManyThreadsShareBatchesAndEachIsAnsweredOn
   EXPECT_EQ(wrong, 0);
   EXPECT_LT(counting_->apply_manys + counting_->applies - before, kThreads * kRequests)
       << "concurrent requests of distinct features shared round trips";
+}
+
+// What one read of a multiplexed connection brings: requests gathered on the I/O thread wait for
+// the gathering's end, then go to the store together, sent (with hand_over) and answered off
+// that thread; a request without checks is still answered at once.
+TEST_F(CheckFrontEndTest, RequestsGatheredOnAThreadShareOneRoundTripOffThatThread) {
+  const Policy policy{*ParseLimits("5/m")};
+  std::atomic<int> answered{0}, on_this_thread{0}, wrong{0};
+  const int before = counting_->apply_manys + counting_->applies;
+  {
+    CheckFrontEnd front(*engine_, nullptr);
+    {
+      CheckFrontEnd::Gather gather(front, /*hand_over=*/true);
+      for (int i = 0; i < 20; ++i) {
+        front.Submit({{"e", "gathered" + std::to_string(i), policy, 1}},
+                     [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> d) {
+                       if (!d.ok() || !d->allowed) ++wrong;
+                       if (std::this_thread::get_id() == gathering_thread_) ++on_this_thread;
+                       ++answered;
+                     });
+      }
+      front.Submit({}, [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> d) {
+        if (!d.ok() || !d->allowed) ++wrong;
+        ++answered;
+      });
+      EXPECT_EQ(answered, 1) << "only the request without checks is answered while gathering";
+    }
+  }  // waits for them
+  EXPECT_EQ(answered, 21);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(on_this_thread, 0) << "handed over: sent and answered by the front end's threads";
+  EXPECT_EQ(counting_->apply_manys + counting_->applies - before, 1) << "one round trip for all";
 }
 
 }  // namespace
