@@ -144,11 +144,11 @@ names = {"mix": "one descriptor remote_address 5/minute, the log's addresses",
          "admit": "every request admitted (1000000/second)",
          "four": "2/s, 5/m, 10/h, 100/d (the reference: four descriptors)",
          "one": "one client, 64 in flight, 3 s, 5/minute"}
-print("| round | mix | server | requests/s | p50 µs | p99 µs | CPU µs/request | over limit | admitted | errors |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| round | mix | server | requests/s | p50 µs | p99 µs | CPU µs/request | driver CPU µs/request | over limit | admitted | errors |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for r in rows:
     print(f"| {r['round']} | {r['mix']} | {r['server']} | {r['rps']:,.0f} | {r['p50_us']} | "
-          f"{r['p99_us']} | {r['cpu_us']:.1f} | {r['over_limit']} | "
+          f"{r['p99_us']} | {r['cpu_us']:.1f} | {r['driver_cpu_us']:.1f} | {r['over_limit']} | "
           f"{r['requests'] - r['over_limit']} | {r['errors']} |")
 print()
 print("hourglass against the reference in the same round (requests/s ratio; p99 hourglass/reference):")
@@ -172,9 +172,10 @@ fi
     echo "\`bash bench/rls.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"
     echo "the reference (../shared/peers/envoy-ratelimit: memcache backend, MEMCACHE_MAX_IDLE_CONNS=64,"
     echo "LOCAL_CACHE_SIZE_IN_BYTES=1048576) and \`hourglass serve\` (${threads} threads, one service per"
-    echo "Envoy configuration) on one memcached; bench/rls_load drives each in turn, 64 in flight,"
-    echo "${seconds} s per run (3 s for one client), ${rounds} rounds, the order swapped each round."
-    echo "CPU: the server process's user + system time per request."
+    echo "Envoy configuration) on one memcached; bench/rls_load drives each in turn (gRPC on nghttp2,"
+    echo "one connection, 64 in flight), ${seconds} s per run (3 s for one client), ${rounds} rounds, the"
+    echo "order swapped each round. CPU: the server process's user + system time per request; driver"
+    echo "CPU: rls_load's own, the same work for both servers."
     echo
     cat "$tmp/versus.md"
     echo
@@ -182,7 +183,7 @@ fi
   echo "# ShouldRateLimit next to /v1/check and the floor"
   echo
   echo "\`bash bench/rls.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"
-  echo "the drivers (wrk for HTTP, bench/rls_load for gRPC: one channel, N requests in flight),"
+  echo "the drivers (wrk for HTTP, bench/rls_load for gRPC: one connection, N requests in flight),"
   echo "memcached and the servers share the cores (loopback). ${seconds} s per run; ${rounds} rounds;"
   echo "${threads} server threads each. Values: the client addresses of the real log at random."
   echo "policy: 2/s, 5/m, 10/h, 100/d (/v1/check: one check of four limits; grpc: four descriptors"

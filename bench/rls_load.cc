@@ -2,7 +2,7 @@
 // definitions like an Envoy would be. It keeps --concurrency requests in flight on one HTTP/2
 // connection for --seconds, each asking for one client address of the real log at random under
 // every --key, and prints one JSON line: requests, seconds, rps, p50_us, p99_us, max_us,
-// over_limit, errors, cpu_us (the driver's own CPU per request). --value asks for one value (one
+// over_limit, errors, driver_cpu_us (its own CPU per request). --value asks for one value (one
 // client) every time instead; --prefix makes every value new to the servers (a fresh set of
 // clients per run).
 // --client h2 (the default) speaks gRPC's wire protocol itself on nghttp2, on one thread, so that
@@ -399,7 +399,7 @@ int main(int argc, char** argv) {
             << ",\"p99_us\":" << Percentile(totals.latencies_us, 99)
             << ",\"max_us\":" << (n == 0 ? 0 : totals.latencies_us.back())
             << ",\"over_limit\":" << totals.over_limit << ",\"errors\":" << totals.errors
-            << ",\"cpu_us\":"
+            << ",\"driver_cpu_us\":"
             << (n == 0 ? 0.0 : static_cast<double>(cpu_us) / static_cast<double>(n)) << "}\n";
   return totals.errors == 0 ? 0 : 1;
 }
