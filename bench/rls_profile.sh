@@ -3,7 +3,7 @@
 # graphs, 999 Hz) while bench/rls_load drives it, 64 in flight, with the real log's addresses, in
 # two mixes: every request admitted (one descriptor of 1000000/second: every one reaches
 # memcached) and 2/s, 5/m, 10/h, 100/d as four descriptors. Writes bench/results/rls_profile.md:
-# the share of the service's CPU per thread kind (gRPC's threads, the service's own), per library,
+# the share of the service's CPU per thread kind (grpc-io, batcher, the others), per library,
 # and the top symbols, with the service's CPU per request, to choose each change from.
 #   bash bench/rls_profile.sh   (needs perf: apt-get install linux-perf; SECONDS_PER_MIX=8)
 set -euo pipefail
@@ -60,7 +60,7 @@ cpu = (int(after) - int(before)) / int(hz) * 1e6 / max(r["requests"], 1)
 print(f"## {mix}\n\n{r['rps']:,.0f} requests/s, p50 {r['p50_us']} µs, p99 {r['p99_us']} µs, "
       f"{r['over_limit']} over the limit; the service's CPU {cpu:.1f} µs per request.\n")
 PY
-  echo "Share of the service's samples per thread (gRPC names its own: nexting_thread, default-executo):"
+  echo "Share of the service's samples per thread (grpc-io: the gRPC server's; batcher: the batches' senders):"
   echo
   echo '```'
   report "$tmp/$mix.data" 8 --sort comm
