@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# hourglass serve's HTTP API against a Node service on rate-limiter-flexible (bench/peers/
+# rlf_service.js: RateLimiterMemcache, a union of the same four limits, one worker per core), on
+# one memcached, both driven by wrk with the same requests: POST /v1/check for event url_shorten,
+# the client addresses of the real log at random, 64 connections. Policy 2/s, 5/m, 10/h, 100/d
+# (the Node peer: each a fixed window from the key's first hit). Rounds alternate which goes
+# first; each round asks for clients of its own (addresses prefixed r<round>.), so no round
+# starts from the counts of the one before. Writes bench/results/http_peers.md.
+#   bash bench/http_peers.sh   (HOURGLASS_BENCH_SECONDS=8; ROUNDS=2; THREADS=nproc; needs npm
+#   and node: `scripts/install-deps.sh bench`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD:-build}"
+log="$(cd .. && pwd)/shared/data/apache_access_2015.log"
+seconds="${HOURGLASS_BENCH_SECONDS:-8}"
+rounds="${ROUNDS:-2}"
+threads="${THREADS:-$(nproc)}"
+out=bench/results/http_peers.md
+source bench/lib.sh
+(cd bench/peers && npm install --no-audit --no-fund >/dev/null 2>&1) || {
+  echo "http_peers.sh: npm install failed in bench/peers (no npm, or its registry unreachable)" >&2
+  exit 2
+}
+bench_scratch http-peers
+bench_memcached 1024
+declare -A port grpc pid
+printf 'events:\n  url_shorten:\n    limits: [2/s, 5/m, 10/h, 100/d]\n' >"$tmp/policy.yaml"
+start_serve hourglass --policy "$tmp/policy.yaml"
+port[node]=$(free_port)
+node bench/peers/rlf_service.js --port "${port[node]}" --servers "127.0.0.1:$mc" \
+  --policy 2/1,5/60,10/3600,100/86400 --workers "$threads" 2>"$tmp/node.log" &
+pid[node]=$!
+pids+=("${pid[node]}")
+sleep 2
+# The process's and its children's (Node's workers) CPU so far, in clock ticks.
+tree_ticks() {
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do total=$((total + $(ticks "$p"))); done
+  echo "$total"
+}
+# run ROUND SERVER: one wrk run; a JSON line with the server's CPU per request.
+run() {
+  local before after result prefixed
+  prefixed="$tmp/log-r$1"
+  [ -f "$prefixed" ] || sed "s/^/r$1./" "$log" >"$prefixed"
+  before=$(tree_ticks "${pid[$2]}")
+  result=$(wrk -t2 -c64 -d"${seconds}s" --latency -s bench/wrk/check.lua \
+    "http://127.0.0.1:${port[$2]}" -- "$prefixed" | tail -1)
+  after=$(tree_ticks "${pid[$2]}")
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["round"]=int(sys.argv[2]); r["server"]=sys.argv[3]
+r["cpu_us"]=(int(sys.argv[5])-int(sys.argv[4]))/int(sys.argv[6])*1e6/max(r["requests"],1); print(json.dumps(r))' \
+    "$result" "$1" "$2" "$before" "$after" "$hz"
+}
+for round in $(seq "$rounds"); do
+  if [ $((round % 2)) = 1 ]; then order="node hourglass"; else order="hourglass node"; fi
+  for server in $order; do run "$round" "$server"; done
+done >"$tmp/runs.jsonl"
+rlf_version=$(node -p "require('./bench/peers/node_modules/rate-limiter-flexible/package.json').version")
+{
+  echo "# hourglass serve's HTTP API against rate-limiter-flexible"
+  echo
+  echo "\`bash bench/http_peers.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD):"
+  echo "\`hourglass serve\` (${threads} threads) and a Node service on rate-limiter-flexible ${rlf_version}"
+  echo "(bench/peers/rlf_service.js: RateLimiterMemcache, ${threads} workers) on one memcached; wrk (2"
+  echo "threads, 64 connections, ${seconds} s) posts /v1/check for the log's client addresses at random;"
+  echo "policy 2/s, 5/m, 10/h, 100/d; ${rounds} rounds, the order swapped each round. CPU: the server's"
+  echo "user + system time per request (Node: its workers' too). Denied: the 429s."
+  echo
+  python3 - "$tmp/runs.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("| round | server | requests/s | p50 µs | p99 µs | CPU µs/request | denied | socket errors |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for r in rows:
+    print(f"| {r['round']} | {r['server']} | {r['rps']:,.0f} | {r['p50_us']} | {r['p99_us']} | "
+          f"{r['cpu_us']:.1f} | {r['non_2xx']} | {r['socket_errors']} |")
+print()
+print("hourglass against rate-limiter-flexible in the same round (requests/s; p99 hourglass/peer):")
+for n in sorted({r["round"] for r in rows}):
+    by = {r["server"]: r for r in rows if r["round"] == n}
+    h, p = by["hourglass"], by["node"]
+    print(f"- round {n}: **{h['rps'] / p['rps']:.2f}x**, p99 {h['p99_us'] / max(p['p99_us'], 1):.2f}")
+PY
+} | tee "$out"
