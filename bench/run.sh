@@ -128,6 +128,9 @@ fi
 if want rls; then
   bash bench/rls.sh
 fi
+if want http_peers; then
+  bash bench/http_peers.sh
+fi
 if want growth; then
   echo "== cost per check as limits grow (bench/growth.sh)"
   bash bench/growth.sh
