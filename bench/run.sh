@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every benchmark table and picture under bench/results/ from scratch:
-#   bash bench/run.sh            (or one step: keys, accuracy, micro, load, replay, serve, rls, growth)
+#   bash bench/run.sh   (or one step: keys, accuracy, micro, load, replay, serve, rls, http_peers, growth)
 # Installs what is missing (Debian packages), builds, and runs: keys per query, the accuracy
 # replay (with plots), the micro-benchmarks, and the load driver against a memcached it starts on
 # loopback (raw baseline, the Python limits peer, scaling). Takes about 10 minutes on 2 cores.
@@ -12,7 +12,7 @@ out=bench/results
 mkdir -p "$out"
 log="../shared/data/apache_access_2015.log"
 seconds="${HOURGLASS_BENCH_SECONDS:-10}"
-step="${1:-all}"  # all, or one of: keys accuracy micro load replay memory serve rls growth stores
+step="${1:-all}"  # all, or one of: keys accuracy micro load replay memory serve rls http_peers growth stores
 want() { [[ "$step" == all || "$step" == "$1" ]]; }
 
 {
