@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <nghttp2/nghttp2.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <array>
@@ -121,7 +121,12 @@ struct GrpcServer::Impl {
   // the first.
   std::vector<std::unique_ptr<net::io_context>> contexts = [this] {
     std::vector<std::unique_ptr<net::io_context>> made;
-    for (int i = 0; i < options.threads; ++i) made.push_back(std::make_unique<net::io_context>(1));
+    for (int i = 0; i < options.threads; ++i) {
+      made.push_back(std::make_unique<net::io_context>(1));
+      // Its reactor (epoll, eventfd and timerfd descriptors) made now, not with its first
+      // connection, which may come when the descriptors have run out.
+      tcp::socket warm{*made.back()};
+    }
     return made;
   }();
   size_t next_context = 0;  // for the next connection; on the acceptor's thread

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "descriptors_taken.h"
 #include "silent_connections.h"
 
 namespace hourglass {
@@ -306,6 +307,34 @@ TEST_F(GrpcServerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
   EXPECT_EQ(server_->connections(), 2u);
   EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 1);
   EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 0);
+}
+
+// The process out of descriptors: a waiting connection is accepted on the one kept in reserve and
+// closed at once (not left in the listen queue until its client gives up), and told; once
+// descriptors are free again, clients are served.
+TEST_F(GrpcServerTest, OutOfDescriptorsANewConnectionIsClosedNotLeftWaiting) {
+  Start({});
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);  // before the descriptors run out
+  ASSERT_GE(fd, 0);
+  {
+    testing::DescriptorsTaken taken(fd);
+    ASSERT_TRUE(taken.exhausted());
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(server_->port());
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    bool closed = false;
+    char buffer[256];
+    for (int i = 0; i < 100 && !closed; ++i) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 50) == 1) closed = read(fd, buffer, sizeof buffer) <= 0;
+    }
+    EXPECT_TRUE(closed) << "the connection waited in the listen queue";
+  }
+  close(fd);
+  EXPECT_GE(Told(ConnectionEvent::kRefusedDescriptors), 1);
+  EXPECT_EQ(Call(kEcho, "after").message, "retfa");
 }
 
 TEST(GrpcServer, ABadAddressIsAClearError) {
