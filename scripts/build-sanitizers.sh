@@ -11,7 +11,6 @@ scripts/install-deps.sh fuzz
 sanitizers="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CC=clang CXX=clang++ hourglass_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DHOURGLASS_WERROR=ON -DHOURGLASS_FUZZ=ON \
-  -DHOURGLASS_JEMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $sanitizers" \
   -DCMAKE_EXE_LINKER_FLAGS="$sanitizers"
 targets=()
