@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/cmake.sh
 scripts/install-deps.sh fuzz
 CC=clang CXX=clang++ hourglass_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DHOURGLASS_WERROR=ON -DHOURGLASS_JEMALLOC=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DHOURGLASS_WERROR=ON \
   -DHOURGLASS_TEST_CODE_FLAGS="-O0;-g1" \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
 cmake --build build-tsan -j"$(nproc)" --target engine_tests store_tests service_tests rls_tests
