@@ -251,22 +251,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     return 0;
   }
+  // A request's bytes as they arrive. A message over max_message_bytes is refused, and so is one
+  // that would take the connection's buffered requests over twice that (plus a read): a client
+  // cannot make the service hold its 1,000 calls' worth of large messages at once.
   static int OnData(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t length,
                     void* user) {
     auto* self = static_cast<Connection*>(user);
     Stream* s = self->Find(id);
     if (s == nullptr || s->handled) return 0;
-    const size_t most = self->server_.options.max_message_bytes + 5;
-    if (s->body.size() + length > most) {
+    const size_t max_message = self->server_.options.max_message_bytes;
+    const size_t connection_cap = 2 * max_message + 64 * 1024;
+    std::string why;
+    if (s->body.size() + length > max_message + 5) {
+      why = fmt::format("the request is larger than {} bytes", max_message);
+    } else if (self->buffered_ + length > connection_cap) {
+      why = fmt::format("the connection's calls in flight hold more than {} bytes of requests",
+                        connection_cap);
+    }
+    if (!why.empty()) {
       s->handled = true;
       s->arriving = true;
-      std::string().swap(s->body);
-      self->Fail(id, GrpcStatus::kResourceExhausted,
-                 fmt::format("the request is larger than {} bytes",
-                             self->server_.options.max_message_bytes));
+      self->Drop(*s);
+      self->Fail(id, GrpcStatus::kResourceExhausted, why);
       return 0;
     }
     s->body.append(reinterpret_cast<const char*>(data), length);
+    self->buffered_ += length;
     return 0;
   }
   static int OnFrame(nghttp2_session*, const nghttp2_frame* frame, void* user) {
@@ -299,6 +309,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   static int OnClose(nghttp2_session*, int32_t id, uint32_t, void* user) {
     auto* self = static_cast<Connection*>(user);
+    if (Stream* s = self->Find(id)) self->Drop(*s);
     self->streams_.erase(id);
     self->last_call_ = SteadyClock::now();
     return 0;
@@ -333,7 +344,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (made != 0) return Close();
     const nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, server_.options.max_concurrent_streams},
-        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 256 * 1024},
     };
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
     ErrorCode_ ignored;
@@ -341,6 +352,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Flush();
     Read();
     Arm();
+  }
+
+  // Frees a request's bytes.
+  void Drop(Stream& s) {
+    buffered_ -= s.body.size();
+    std::string().swap(s.body);
   }
 
   Stream* Find(int32_t id) {
@@ -448,7 +465,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         } catch (const std::exception&) {
           reply.Fail(GrpcStatus::kInternal, "internal error");
         }
-        std::string().swap(s->body);
+        Drop(*s);
       }
     };
     running_calls_ = true;
@@ -548,6 +565,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool closed_ = false;
   std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
+  size_t buffered_ = 0;  // bytes of requests held in streams_
   // Calls the read being taken in completed, checked: handed to their handlers after it.
   std::vector<std::pair<int32_t, const GrpcUnaryHandler*>> ready_;
   bool running_calls_ = false;  // handlers are running, or answers are taken: Flush after them

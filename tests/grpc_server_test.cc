@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -74,6 +75,77 @@ Answer Call(const std::shared_ptr<grpc::Channel>& channel, const std::string& me
     }
   }
   return answer;
+}
+
+// A hostile HTTP/2 client on nghttp2: opens `streams` calls and sends `bytes` of each message's
+// first part, never the rest, then reads what the server answers for 2 s: the grpc-status each
+// stream got (absent: none).
+std::map<int32_t, int> PartialCalls(uint16_t port, int streams, size_t bytes) {
+  struct Client {
+    std::map<int32_t, int> statuses;
+    std::string chunk;
+  } client;
+  client.chunk = std::string(5, '\0') + std::string(bytes - 5, 'p');
+  client.chunk[1] = 0x7f;  // announces a message far longer than what is sent
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return {};
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_header_callback(
+      callbacks,
+      [](nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t name_length,
+         const uint8_t* value, size_t value_length, uint8_t, void* user) {
+        if (std::string_view(reinterpret_cast<const char*>(name), name_length) == "grpc-status") {
+          static_cast<Client*>(user)->statuses[frame->hd.stream_id] =
+              std::stoi(std::string(reinterpret_cast<const char*>(value), value_length));
+        }
+        return 0;
+      });
+  nghttp2_session* session = nullptr;
+  nghttp2_session_client_new(&session, callbacks, &client);
+  nghttp2_session_callbacks_del(callbacks);
+  nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, nullptr, 0);
+  const auto header = [](std::string_view n, std::string_view v) {
+    return nghttp2_nv{const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(n.data())),
+                      const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(v.data())), n.size(),
+                      v.size(), NGHTTP2_NV_FLAG_NONE};
+  };
+  const nghttp2_nv headers[] = {header(":method", "POST"), header(":scheme", "http"),
+                                header(":path", kHeld), header(":authority", "test"),
+                                header("content-type", "application/grpc")};
+  for (int i = 0; i < streams; ++i) {
+    nghttp2_data_provider data{};
+    data.source.ptr = nullptr;
+    data.read_callback = [](nghttp2_session*, int32_t, uint8_t* buffer, size_t length, uint32_t*,
+                            nghttp2_data_source* source, void* user) -> ssize_t {
+      if (source->ptr != nullptr) return NGHTTP2_ERR_DEFERRED;  // the rest never comes
+      const std::string& chunk = static_cast<Client*>(user)->chunk;
+      const size_t n = std::min(length, chunk.size());
+      std::copy_n(chunk.data(), n, buffer);
+      source->ptr = buffer;  // sent
+      return static_cast<ssize_t>(n);
+    };
+    nghttp2_submit_request(session, nullptr, headers, std::size(headers), &data, nullptr);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{2};
+  uint8_t in[16 * 1024];
+  while (std::chrono::steady_clock::now() < deadline) {
+    const uint8_t* out = nullptr;
+    for (ssize_t n; (n = nghttp2_session_mem_send(session, &out)) > 0;) {
+      if (write(fd, out, static_cast<size_t>(n)) != n) break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) != 1) continue;
+    const ssize_t n = read(fd, in, sizeof in);
+    if (n <= 0 || nghttp2_session_mem_recv(session, in, static_cast<size_t>(n)) < 0) break;
+  }
+  nghttp2_session_del(session);
+  close(fd);
+  return client.statuses;
 }
 
 class GrpcServerTest : public ::testing::Test {
@@ -174,6 +246,21 @@ TEST_F(GrpcServerTest, AMessageOverTheLimitIsResourceExhaustedAndTheConnectionGo
   EXPECT_EQ(big.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(big.message.find("1000 bytes"), std::string::npos) << big.message;
   EXPECT_EQ(hourglass::Call(channel, kEcho, "ok").message, "ko");
+}
+
+// Calls whose messages never finish arriving: each holds its bytes until the connection's cap, then
+// the calls beyond it are refused at once, and a real client is served meanwhile.
+TEST_F(GrpcServerTest, PartialMessagesCannotMakeAConnectionHoldMoreThanItsCap) {
+  Start({.max_message_bytes = 10'000});  // the cap: 2 x 10,000 + 64 KiB
+  const std::map<int32_t, int> statuses = PartialCalls(server_->port(), 200, 900);
+  size_t refused = 0;
+  for (const auto& [stream, status] : statuses) {
+    EXPECT_EQ(status, static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED)) << stream;
+    ++refused;
+  }
+  // 200 x 900 bytes against 85,536: the first 95 held, the rest refused.
+  EXPECT_EQ(refused, 200u - (2 * 10'000 + 64 * 1024) / 900);
+  EXPECT_EQ(Call(kEcho, "ok").message, "ko");
 }
 
 TEST_F(GrpcServerTest, ACompressedMessageIsRefusedAsUnimplemented) {
