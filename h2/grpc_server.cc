@@ -636,10 +636,10 @@ void GrpcServer::Impl::AcceptOrRefuse() {
     if (!ec) acceptor.accept(socket, ec);
     acceptor.non_blocking(false, ec);
     if (!socket.is_open()) return;
-    socket.close(ec);
     refused = true;
+    Tell(ConnectionEvent::kRefusedDescriptors);  // before the client can see the close
+    socket.close(ec);
   });
-  if (refused) Tell(ConnectionEvent::kRefusedDescriptors);
   if (refused && kept) return Accept();
   RetryLater();
 }
