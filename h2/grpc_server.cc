@@ -83,6 +83,14 @@ struct GrpcServer::Impl {
     if (options.on_connection_event) options.on_connection_event(event);
   }
   size_t Staying() const { return open - leaving; }
+  // Takes `bytes` of the budget of unfinished requests; false (nothing taken) when over it.
+  bool Reserve(size_t bytes) {
+    size_t held = buffered.load();
+    do {
+      if (held + bytes > options.max_buffered_bytes) return false;
+    } while (!buffered.compare_exchange_weak(held, held + bytes));
+    return true;
+  }
   void Register(h2::Connection* c, std::weak_ptr<h2::Connection> w) {
     std::lock_guard lock(mu);
     live.emplace(c, std::move(w));
@@ -108,8 +116,9 @@ struct GrpcServer::Impl {
   std::shared_ptr<ReplyGate> gate = std::make_shared<ReplyGate>();
   std::atomic<size_t> open{0};
   std::atomic<size_t> most{0};
-  std::atomic<size_t> leaving{0};  // closed to make room and not gone yet
-  SpareDescriptor spare;           // on the acceptor's thread
+  std::atomic<size_t> leaving{0};   // closed to make room and not gone yet
+  std::atomic<size_t> buffered{0};  // bytes of unfinished requests, all connections
+  SpareDescriptor spare;            // on the acceptor's thread
   std::mutex mu;
   std::condition_variable gone;
   std::unordered_map<h2::Connection*, std::weak_ptr<h2::Connection>> live;  // guarded by mu
@@ -252,8 +261,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return 0;
   }
   // A request's bytes as they arrive. A message over max_message_bytes is refused, and so is one
-  // that would take the connection's buffered requests over twice that (plus a read): a client
-  // cannot make the service hold its 1,000 calls' worth of large messages at once.
+  // that would take the connection's buffered requests over twice that (plus a read), or all
+  // connections' over max_buffered_bytes: clients cannot make the service hold their calls'
+  // worth of large messages at once.
   static int OnData(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t length,
                     void* user) {
     auto* self = static_cast<Connection*>(user);
@@ -267,6 +277,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     } else if (self->buffered_ + length > connection_cap) {
       why = fmt::format("the connection's calls in flight hold more than {} bytes of requests",
                         connection_cap);
+    } else if (!self->server_.Reserve(length)) {
+      why = fmt::format("the server's calls in flight hold more than {} bytes of requests",
+                        self->server_.options.max_buffered_bytes);
     }
     if (!why.empty()) {
       s->handled = true;
@@ -357,6 +370,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Frees a request's bytes.
   void Drop(Stream& s) {
     buffered_ -= s.body.size();
+    server_.buffered -= s.body.size();
     std::string().swap(s.body);
   }
 

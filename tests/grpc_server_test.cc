@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,13 +78,29 @@ Answer Call(const std::shared_ptr<grpc::Channel>& channel, const std::string& me
   return answer;
 }
 
-// A hostile HTTP/2 client on nghttp2: opens `streams` calls and sends `bytes` of each message's
-// first part, never the rest, then reads what the server answers for 2 s: the grpc-status each
-// stream got (absent: none).
-std::map<int32_t, int> PartialCalls(uint16_t port, int streams, size_t bytes) {
-  struct Client {
-    std::map<int32_t, int> statuses;
+// What a hostile client's partial calls got: the grpc-status of each stream answered, and the
+// bytes each stream sent.
+struct Partial {
+  std::map<int32_t, int> statuses;
+  std::map<int32_t, size_t> sent;
+  // The bytes of the streams the server did not answer: those it holds.
+  size_t Held() const {
+    size_t held = 0;
+    for (const auto& [stream, bytes] : sent) held += statuses.contains(stream) ? 0 : bytes;
+    return held;
+  }
+};
+
+// A hostile HTTP/2 client on nghttp2: opens `streams` calls and sends up to `bytes` of each
+// message's first part (less where the window ends), never the rest. Once every stream has sent
+// or been closed, it pings the server twice, one ping after the other's answer: the server
+// answers a ping after what it wrote before reading it, so by the second answer every refusal of
+// the bytes sent has arrived. (A bound of 60 s stands in for a server that never answers.)
+Partial PartialCalls(uint16_t port, int streams, size_t bytes) {
+  struct Client : Partial {
     std::string chunk;
+    std::set<int32_t> closed;
+    int pings_answered = 0;
   } client;
   client.chunk = std::string(5, '\0') + std::string(bytes - 5, 'p');
   client.chunk[1] = 0x7f;  // announces a message far longer than what is sent
@@ -105,6 +122,18 @@ std::map<int32_t, int> PartialCalls(uint16_t port, int streams, size_t bytes) {
         }
         return 0;
       });
+  nghttp2_session_callbacks_set_on_stream_close_callback(
+      callbacks, [](nghttp2_session*, int32_t stream, uint32_t, void* user) {
+        static_cast<Client*>(user)->closed.insert(stream);
+        return 0;
+      });
+  nghttp2_session_callbacks_set_on_frame_recv_callback(
+      callbacks, [](nghttp2_session*, const nghttp2_frame* frame, void* user) {
+        if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+          ++static_cast<Client*>(user)->pings_answered;
+        }
+        return 0;
+      });
   nghttp2_session* session = nullptr;
   nghttp2_session_client_new(&session, callbacks, &client);
   nghttp2_session_callbacks_del(callbacks);
@@ -120,20 +149,31 @@ std::map<int32_t, int> PartialCalls(uint16_t port, int streams, size_t bytes) {
   for (int i = 0; i < streams; ++i) {
     nghttp2_data_provider data{};
     data.source.ptr = nullptr;
-    data.read_callback = [](nghttp2_session*, int32_t, uint8_t* buffer, size_t length, uint32_t*,
-                            nghttp2_data_source* source, void* user) -> ssize_t {
+    data.read_callback = [](nghttp2_session*, int32_t stream, uint8_t* buffer, size_t length,
+                            uint32_t*, nghttp2_data_source* source, void* user) -> ssize_t {
       if (source->ptr != nullptr) return NGHTTP2_ERR_DEFERRED;  // the rest never comes
-      const std::string& chunk = static_cast<Client*>(user)->chunk;
-      const size_t n = std::min(length, chunk.size());
-      std::copy_n(chunk.data(), n, buffer);
+      auto* self = static_cast<Client*>(user);
+      const size_t n = std::min(length, self->chunk.size());
+      std::copy_n(self->chunk.data(), n, buffer);
+      self->sent[stream] = n;
       source->ptr = buffer;  // sent
       return static_cast<ssize_t>(n);
     };
     nghttp2_submit_request(session, nullptr, headers, std::size(headers), &data, nullptr);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{2};
+  const auto settled = [&] {
+    size_t done = client.closed.size();
+    for (const auto& [stream, sent] : client.sent) done += client.closed.contains(stream) ? 0 : 1;
+    return done == static_cast<size_t>(streams);
+  };
+  int pings_sent = 0;
+  const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds{60};
   uint8_t in[16 * 1024];
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (client.pings_answered < 2 && std::chrono::steady_clock::now() < bound) {
+    if (settled() && pings_sent == client.pings_answered) {
+      nghttp2_submit_ping(session, NGHTTP2_FLAG_NONE, nullptr);
+      ++pings_sent;
+    }
     const uint8_t* out = nullptr;
     for (ssize_t n; (n = nghttp2_session_mem_send(session, &out)) > 0;) {
       if (write(fd, out, static_cast<size_t>(n)) != n) break;
@@ -145,7 +185,7 @@ std::map<int32_t, int> PartialCalls(uint16_t port, int streams, size_t bytes) {
   }
   nghttp2_session_del(session);
   close(fd);
-  return client.statuses;
+  return client;
 }
 
 class GrpcServerTest : public ::testing::Test {
@@ -248,18 +288,39 @@ TEST_F(GrpcServerTest, AMessageOverTheLimitIsResourceExhaustedAndTheConnectionGo
   EXPECT_EQ(hourglass::Call(channel, kEcho, "ok").message, "ko");
 }
 
-// Calls whose messages never finish arriving: each holds its bytes until the connection's cap, then
+// Calls whose messages never finish arriving: the connection holds their bytes up to its cap, then
 // the calls beyond it are refused at once, and a real client is served meanwhile.
 TEST_F(GrpcServerTest, PartialMessagesCannotMakeAConnectionHoldMoreThanItsCap) {
-  Start({.max_message_bytes = 10'000});  // the cap: 2 x 10,000 + 64 KiB
-  const std::map<int32_t, int> statuses = PartialCalls(server_->port(), 200, 900);
-  size_t refused = 0;
-  for (const auto& [stream, status] : statuses) {
+  Start({.max_message_bytes = 10'000});
+  const size_t cap = 2 * 10'000 + 64 * 1024;
+  const Partial got = PartialCalls(server_->port(), 200, 900);
+  for (const auto& [stream, status] : got.statuses) {
     EXPECT_EQ(status, static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED)) << stream;
-    ++refused;
   }
-  // 200 x 900 bytes against 85,536: the first 95 held, the rest refused.
-  EXPECT_EQ(refused, 200u - (2 * 10'000 + 64 * 1024) / 900);
+  EXPECT_LE(got.Held(), cap);
+  EXPECT_GT(got.Held(), cap - 900) << "refused only what did not fit";
+  EXPECT_EQ(Call(kEcho, "ok").message, "ko");
+}
+
+// Ten such clients at once: each connection within its own cap, all of them together within the
+// server's.
+TEST_F(GrpcServerTest, PartialMessagesOfManyConnectionsCannotMakeTheServerHoldMoreThanItsCap) {
+  Start({.max_message_bytes = 10'000, .max_buffered_bytes = 640'000});
+  std::vector<std::future<Partial>> clients;
+  for (int i = 0; i < 10; ++i) {
+    clients.push_back(
+        std::async(std::launch::async, [this] { return PartialCalls(server_->port(), 200, 900); }));
+  }
+  size_t held = 0;
+  for (auto& client : clients) {
+    const Partial got = client.get();
+    for (const auto& [stream, status] : got.statuses) {
+      EXPECT_EQ(status, static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED)) << stream;
+    }
+    held += got.Held();
+  }
+  EXPECT_LE(held, 640'000u);
+  EXPECT_GT(held, 640'000u - 900) << "refused only what did not fit";
   EXPECT_EQ(Call(kEcho, "ok").message, "ko");
 }
 

@@ -77,6 +77,9 @@ struct GrpcServerOptions {
   // A connection that has sent nothing this long may be closed to make room for a new one.
   std::chrono::milliseconds min_idle{1000};
   size_t max_message_bytes = 1 << 20;
+  // What all connections' unfinished requests may hold at once; a call beyond is
+  // RESOURCE_EXHAUSTED. (A connection alone holds at most 2 x max_message_bytes + 64 KiB.)
+  size_t max_buffered_bytes = 64 << 20;
   uint32_t max_concurrent_streams = 1000;                  // calls in flight per connection
   std::chrono::milliseconds idle_timeout{5 * 60 * 1000};   // no call: GOAWAY
   std::chrono::milliseconds keepalive_time{60 * 1000};     // silent this long: a ping
