@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hourglass/descriptor_budget.h"
+#include "hourglass/listen_socket.h"
 #include "hourglass/spare_descriptor.h"
 
 namespace hourglass {
@@ -186,15 +187,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Start() {
     server_.Register(this, weak_from_this());
-    net::post(socket_.get_executor(), [self = shared_from_this()] { self->Begin(); });
+    net::post(executor_, [self = shared_from_this()] { self->Begin(); });
   }
   // Sends GOAWAY: calls begun are answered, then the connection closes. Any thread.
   void GoAway() {
-    net::post(socket_.get_executor(), [self = shared_from_this()] { self->SendGoAway(); });
+    net::post(executor_, [self = shared_from_this()] { self->SendGoAway(); });
   }
   // Closes now. Any thread.
   void CloseSoon() {
-    net::post(socket_.get_executor(), [self = shared_from_this()] { self->Close(); });
+    net::post(executor_, [self = shared_from_this()] { self->Close(); });
   }
   // Closes to make room for a new connection; counted as leaving until gone. Any thread; once.
   bool Leave() {
@@ -204,7 +205,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return true;
   }
   bool leaving() const { return leaving_; }
-  net::io_context::executor_type executor() const { return executor_; }
   SteadyClock::time_point last_received() const { return FromTicks(last_received_); }
 
   // From another thread: answers call `id` on the connection's thread. Answers arriving together
@@ -700,23 +700,12 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options
     return InvalidArgument(fmt::format("threads must be 1 to 256, not {}", options.threads));
   }
   if (options.max_connections < 1) return InvalidArgument("max_connections must be >= 1");
-  ErrorCode_ ec;
-  const net::ip::address address = net::ip::make_address(options.host, ec);
-  if (ec) {
-    return InvalidArgument(fmt::format(
-        "gRPC listen address \"{}\" is not an IP address (e.g. 127.0.0.1 or ::1)", options.host));
-  }
   auto impl = std::make_shared<Impl>(std::move(options), std::move(methods));
-  const tcp::endpoint endpoint(address, impl->options.port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Error(ErrorCode::kUnavailable,
-                 fmt::format("cannot listen for gRPC on {}:{}: {}", impl->options.host,
-                             impl->options.port, ec.message()));
+  if (Status s = ListenOn(impl->acceptor, impl->options.host, impl->options.port, "gRPC");
+      !s.ok()) {
+    return s.error();
   }
+  ErrorCode_ ec;
   impl->port = impl->acceptor.local_endpoint(ec).port();
   net::post(*impl->contexts[0], [raw = impl.get()] { raw->Accept(); });
   for (auto& context : impl->contexts) {

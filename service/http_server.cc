@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hourglass/listen_socket.h"
 #include "hourglass/spare_descriptor.h"
 
 namespace hourglass {
@@ -486,23 +487,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
     return InvalidArgument(fmt::format("threads must be 1 to 256, not {}", options.threads));
   }
   if (options.max_connections < 1) return InvalidArgument("max_connections must be >= 1");
-  beast::error_code ec;
-  const net::ip::address address = net::ip::make_address(options.host, ec);
-  if (ec) {
-    return InvalidArgument(fmt::format(
-        "listen address \"{}\" is not an IP address (e.g. 127.0.0.1 or ::1)", options.host));
-  }
   auto impl = std::make_shared<Impl>(std::move(options), std::move(handler));
-  const tcp::endpoint endpoint(address, impl->options.port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Error(ErrorCode::kUnavailable,
-                 fmt::format("cannot listen on {}:{}: {}", impl->options.host, impl->options.port,
-                             ec.message()));
+  if (Status s = ListenOn(impl->acceptor, impl->options.host, impl->options.port, ""); !s.ok()) {
+    return s.error();
   }
+  beast::error_code ec;
   impl->port = impl->acceptor.local_endpoint(ec).port();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
