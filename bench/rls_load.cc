@@ -51,6 +51,18 @@ std::vector<std::string> ClientAddresses(const std::string& path) {
   return addresses;
 }
 
+// `request` asks for `value` under every key, one descriptor each, in `domain`.
+void Fill(rls::RateLimitRequest& request, const std::string& domain,
+          const std::vector<std::string>& keys, const std::string& value) {
+  request.Clear();
+  request.set_domain(domain);
+  for (const std::string& key : keys) {
+    auto* entry = request.add_descriptors()->add_entries();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+}
+
 struct Totals {
   std::mutex mu;
   std::condition_variable idle;
@@ -76,14 +88,7 @@ class Slot {
         totals_(totals) {}
 
   void Ask() {
-    request_.Clear();
-    request_.set_domain(*domain_);
-    const std::string& address = (*addresses_)[random_() % addresses_->size()];
-    for (const std::string& key : *keys_) {
-      auto* entry = request_.add_descriptors()->add_entries();
-      entry->set_key(key);
-      entry->set_value(address);
-    }
+    Fill(request_, *domain_, *keys_, (*addresses_)[random_() % addresses_->size()]);
     context_ = std::make_unique<grpc::ClientContext>();
     start_ = Clock::now();
     stub_->async()->ShouldRateLimit(context_.get(), &request_, &response_,
@@ -192,13 +197,7 @@ class H2Driver {
 
   void Ask() {
     rls::RateLimitRequest request;
-    request.set_domain(*domain_);
-    const std::string& address = (*addresses_)[random_() % addresses_->size()];
-    for (const std::string& key : *keys_) {
-      auto* entry = request.add_descriptors()->add_entries();
-      entry->set_key(key);
-      entry->set_value(address);
-    }
+    Fill(request, *domain_, *keys_, (*addresses_)[random_() % addresses_->size()]);
     auto stream = std::make_unique<Stream>();
     const std::string message = request.SerializeAsString();
     const auto size = static_cast<uint32_t>(message.size());
