@@ -183,6 +183,91 @@ TEST(PackedLayoutTest, CompactionKeepsEveryValueInFewerBytes) {
   }
 }
 
+// Raw records of every kind, in any order of seconds (late take-backs, lone levels, zeros,
+// magnitudes), folded by the layout and by the rule it documents on a dense array of counters:
+// every slot, the compaction bound and the compacted pack agree.
+TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<uint64_t> seconds(3600), minutes(60);
+    uint64_t hour = 0;
+    std::string pack = PackHeader(FromUnix(kT), Seconds{7200});
+    const int records = static_cast<int>(rng() % 300);
+    // Half the trials crowd a few seconds (collisions, floors); the others spread over the hour.
+    const uint64_t spread = trial % 2 == 0 ? 7 : 3600;
+    for (int r = 0; r < records; ++r) {
+      const uint16_t offset = static_cast<uint16_t>(rng() % spread * (3600 / spread));
+      const uint8_t kind = static_cast<uint8_t>(rng() % 11);  // kAddAll..kZeroHour
+      const bool extended = kind < 8 && rng() % 4 == 0;
+      const uint64_t d = extended ? rng() % 5 : 1;
+      const uint16_t head = static_cast<uint16_t>(offset | (extended ? 15 : kind) << 12);
+      pack.push_back(static_cast<char>(head & 0xff));
+      pack.push_back(static_cast<char>(head >> 8));
+      if (extended) {
+        pack.push_back(static_cast<char>(kind));
+        for (int b = 0; b < 4; ++b) pack.push_back(static_cast<char>(d >> (8 * b) & 0xff));
+      }
+      const auto add = [d](uint64_t& v) { v += d; };
+      const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
+      uint64_t& second = seconds[offset];
+      uint64_t& minute = minutes[offset / 60];
+      switch (kind) {
+        case 0:
+          add(second), add(minute), add(hour);
+          break;
+        case 1:
+          sub(second), sub(minute), sub(hour);
+          break;
+        case 2:
+          add(second);
+          break;
+        case 3:
+          sub(second);
+          break;
+        case 4:
+          add(minute);
+          break;
+        case 5:
+          sub(minute);
+          break;
+        case 6:
+          add(hour);
+          break;
+        case 7:
+          sub(hour);
+          break;
+        case 8:
+          second = 0;
+          break;
+        case 9:
+          minute = 0;
+          break;
+        default:
+          hour = 0;
+      }
+    }
+    Result<PackFold> fold = PackFold::Parse("pack", pack);
+    ASSERT_TRUE(fold.ok()) << fold.error().ToString();
+    Result<PackFold> compacted = PackFold::Parse("pack", fold->Compacted());
+    ASSERT_TRUE(compacted.ok());
+    size_t busy = 0;
+    for (int64_t s = 0; s < 3600; ++s) {
+      busy += seconds[s] != 0;
+      const PackedSlot second = *PackedSlotOf(kGroup, Key(1, kHour * 3600 + s));
+      const PackedSlot minute = *PackedSlotOf(kGroup, Key(60, kHour * 3600 + s));
+      ASSERT_EQ(fold->Value(second), seconds[s]) << "trial " << trial << " second " << s;
+      ASSERT_EQ(fold->Value(minute), minutes[s / 60]) << "trial " << trial << " second " << s;
+      ASSERT_EQ(compacted->Value(second), seconds[s]);
+      ASSERT_EQ(compacted->Value(minute), minutes[s / 60]);
+    }
+    const PackedSlot whole = *PackedSlotOf(kGroup, Key(3600, kT));
+    EXPECT_EQ(fold->Value(whole), hour);
+    EXPECT_EQ(compacted->Value(whole), hour);
+    EXPECT_EQ(fold->records(), static_cast<size_t>(records));
+    EXPECT_EQ(fold->CompactedBytesAtLeast(), 4 + 2 * busy);
+  }
+}
+
 TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
   const std::string header = PackHeader(FromUnix(kT), Seconds{60});
   const auto record = [](uint16_t head) {

@@ -257,8 +257,8 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
   if (value.size() < kPackHeaderBytes) return bad("shorter than its header");
   PackFold fold;
   fold.expiry_ = GetU32(value);
-  fold.seconds_.assign(kPackSeconds, 0);
-  fold.minutes_.assign(kMinutesPerPack, 0);
+  // At most a second per record: one allocation (most records add to a second of their own).
+  fold.seconds_.reserve(std::min<size_t>((value.size() - kPackHeaderBytes) / 2, kPackSeconds));
   size_t at = kPackHeaderBytes;
   while (at < value.size()) {
     if (value.size() - at < 2) return bad("a record cut short");
@@ -284,9 +284,28 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
   return fold;
 }
 
+uint64_t* PackFold::SecondAt(uint16_t offset, bool create) {
+  // Records come mostly in time order: a second after the last, or the last, is the common case.
+  if (seconds_.empty() || seconds_.back().offset < offset) {
+    if (!create) return nullptr;
+    seconds_.push_back(Second{offset, 0});
+    return &seconds_.back().value;
+  }
+  if (seconds_.back().offset == offset) return &seconds_.back().value;
+  const auto at = std::lower_bound(seconds_.begin(), seconds_.end(), offset,
+                                   [](const Second& s, uint16_t o) { return s.offset < o; });
+  if (at->offset == offset) return &at->value;
+  return create ? &seconds_.insert(at, Second{offset, 0})->value : nullptr;
+}
+
 void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
-  uint64_t& second = seconds_[offset];
   uint64_t& minute = minutes_[offset / 60];
+  const bool touches_second = kind == kAddAll || kind == kSubAll || kind == kAddSecond ||
+                              kind == kSubSecond || kind == kZeroSecond;
+  uint64_t none = 0;  // a second no record added to: 0, and it stays so
+  uint64_t* found =
+      touches_second ? SecondAt(offset, kind == kAddAll || kind == kAddSecond) : nullptr;
+  uint64_t& second = found != nullptr ? *found : none;
   const bool was_busy = second != 0;
   const auto add = [d](uint64_t& v) { v = SaturatingAdd(v, d); };
   const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
@@ -334,8 +353,11 @@ size_t PackFold::CompactedBytesAtLeast() const {
 
 uint64_t PackFold::Value(const PackedSlot& slot) const {
   switch (slot.level) {
-    case PackedLevel::kSecond:
-      return seconds_[slot.offset];
+    case PackedLevel::kSecond: {
+      const auto at = std::lower_bound(seconds_.begin(), seconds_.end(), slot.offset,
+                                       [](const Second& s, uint16_t o) { return s.offset < o; });
+      return at != seconds_.end() && at->offset == slot.offset ? at->value : 0;
+    }
     case PackedLevel::kMinute:
       return minutes_[slot.offset / 60];
     default:
@@ -347,15 +369,16 @@ std::string PackFold::Compacted() const {
   std::string out;
   PutU32(out, expiry_);
   uint64_t total = 0;
-  for (uint16_t s = 0; s < kPackSeconds; ++s) {
-    if (seconds_[s] > 0) PutRecords(out, kAddAll, s, seconds_[s]);
-    total = SaturatingAdd(total, seconds_[s]);
+  std::array<uint64_t, kMinutesPerPack> sums{};
+  for (const Second& s : seconds_) {
+    if (s.value > 0) PutRecords(out, kAddAll, s.offset, s.value);
+    total = SaturatingAdd(total, s.value);
+    sums[s.offset / 60] = SaturatingAdd(sums[s.offset / 60], s.value);
   }
   // Fold order: every minute and the hour first get the sum of their seconds (all additions),
   // then their corrections, so no floor is met on the way to their values.
   for (uint16_t m = 0; m < kMinutesPerPack; ++m) {
-    uint64_t sum = 0;
-    for (uint16_t s = m * 60; s < m * 60 + 60; ++s) sum = SaturatingAdd(sum, seconds_[s]);
+    const uint64_t sum = sums[m];
     const uint16_t offset = static_cast<uint16_t>(m * 60);
     if (minutes_[m] > sum) PutRecords(out, kAddMinute, offset, minutes_[m] - sum);
     if (minutes_[m] < sum) PutRecords(out, kSubMinute, offset, sum - minutes_[m]);

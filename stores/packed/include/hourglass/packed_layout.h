@@ -21,6 +21,7 @@
 // Thread-safety: pure functions and values.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -113,7 +114,8 @@ std::vector<PackAppend> PlanPackedDelete(const std::string& group,
 // The header a pack created now with `ttl` starts with.
 std::string PackHeader(Instant now, Seconds ttl);
 
-// A pack's values folded, ready to answer any of its slots.
+// A pack's values folded, ready to answer any of its slots. Holds its busy seconds only (a few
+// bytes per second hit, not the hour's 3,600): a read folds one per pack it gets.
 class PackFold {
  public:
   // Errors: kInternal when `value` is not a pack (naming `key`).
@@ -129,13 +131,19 @@ class PackFold {
 
  private:
   PackFold() = default;
+  struct Second {
+    uint16_t offset;
+    uint64_t value;
+  };
   void Apply(uint8_t kind, uint16_t offset, uint64_t d);
+  // The second at `offset`, or null when no record added to it yet; with `create`, never null.
+  uint64_t* SecondAt(uint16_t offset, bool create);
   uint32_t expiry_ = 0;
   uint64_t hour_ = 0;
   size_t busy_seconds_ = 0;  // seconds whose value is not 0
   size_t records_ = 0;
-  std::vector<uint64_t> seconds_;  // kPackSeconds
-  std::vector<uint64_t> minutes_;  // 60
+  std::vector<Second> seconds_;         // by offset; the seconds ever added to (some back at 0)
+  std::array<uint64_t, 60> minutes_{};  // by minute of the hour
 };
 
 // The values of `plan`'s logical reads from what its gets answered: `counters[i]` for a counter
