@@ -106,6 +106,7 @@ void EnvoyService::HandleJson(const HttpRequest& request, HttpResponder respond)
     return respond(JsonError(HttpStatus::kBadRequest,
                              "the body is not a RateLimitRequest in JSON: " + status.ToString()));
   }
+  CheckFrontEnd::Gather hand_over(front_end_, /*hand_over=*/true);  // the I/O thread goes on
   ShouldRateLimit(parsed, [respond](Result<RateLimitResponse> answer) {
     respond.Later([answer = std::move(answer)] { return JsonAnswer(answer); });
   });

@@ -183,7 +183,12 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
   const auto start = std::chrono::steady_clock::now();
   Result<RequestTarget> url = ParseTarget(request.target());
   const ApiRoute route = url.ok() ? RouteOf(url->path) : ApiRoute{};
-  if (!IsCheck(route, request.method())) return respond(Handle(request, respond.peer()));
+  if (!IsCheck(route, request.method())) {
+    // Counts, resets and the rest read the store: off the connection's thread.
+    return respond.Blocking([this, request = std::move(request)](HttpResponder answer) {
+      answer(Handle(request, answer.peer()));
+    });
+  }
   auto pending = std::make_shared<PendingChecks>();
   if (std::optional<HttpResponse> refused =
           PrepareChecks(request, respond.peer(), route.auth_event, *pending)) {
@@ -191,6 +196,8 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
     return respond(std::move(*refused));
   }
   std::vector<OwnedCheck> checks = std::move(pending->checks);
+  // The front end's threads send it: the connection's thread goes on with its other connections.
+  CheckFrontEnd::Gather hand_over(front_end_, /*hand_over=*/true);
   front_end_.Submit(std::move(checks), [this, pending, respond = std::move(respond), start, route](
                                            std::vector<OwnedCheck> decided_checks,
                                            Result<Engine::RequestDecision> decided) {

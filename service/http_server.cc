@@ -1,6 +1,7 @@
 #include "hourglass/http_server.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
@@ -32,7 +33,20 @@ class Session;
 }  // namespace
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
-  Impl(HttpServerOptions o, AsyncHttpHandler h) : options(std::move(o)), handler(std::move(h)) {}
+  Impl(HttpServerOptions o, AsyncHttpHandler h)
+      : options(std::move(o)), handler(std::move(h)), contexts(Contexts(options.threads)) {
+    for (auto& context : contexts) keep.emplace_back(context->get_executor());
+  }
+  static std::vector<std::unique_ptr<net::io_context>> Contexts(int n) {
+    std::vector<std::unique_ptr<net::io_context>> contexts;
+    for (int i = 0; i < n; ++i) {
+      contexts.push_back(std::make_unique<net::io_context>(1));
+      // Its reactor (epoll, eventfd and timerfd descriptors) made now, not with its first
+      // connection: out of descriptors, that would throw.
+      tcp::socket warm{*contexts.back()};
+    }
+    return contexts;
+  }
 
   // Accepts connections until the acceptor closes; out of descriptors, goes on in AwaitWaiting.
   void Accept();
@@ -49,6 +63,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // Accept() again after a pause, after an error that retrying at once would repeat.
   void RetryLater();
   void OnAccepted(tcp::socket socket);
+  // The I/O context of the next connection: each in turn.
+  net::io_context& NextContext() { return *contexts[next_context++ % contexts.size()]; }
+  // Runs `task` on a thread for handlers that block.
+  void RunBlocking(std::function<void()> task) { net::post(blocking, std::move(task)); }
   // Tells options.on_connection_event, if set.
   void Tell(ConnectionEvent event) const;
   // At the cap: closes the connection that has waited on its client longest (idle between
@@ -68,10 +86,17 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
   HttpServerOptions options;
   AsyncHttpHandler handler;
-  net::io_context ioc;
-  // The acceptor, its retry timer and Stop's closing of them run on one strand: their handlers
-  // and Stop may otherwise run at once on the pool's threads (asio objects are not thread-safe).
-  net::strand<net::io_context::executor_type> accepting = net::make_strand(ioc);
+  // One per I/O thread: a connection lives on one, so its handlers and answers wake no other
+  // thread. Kept running (`keep`) until Stop(); then each ends once its connections have.
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> keep;
+  std::atomic<size_t> next_context{0};
+  // The handlers that block, and HttpResponder::Blocking's work; kept running until every
+  // connection is gone (Run).
+  net::io_context blocking;
+  // The acceptor, its retry timer and Stop's closing of them run on one strand (of the first
+  // context, the one Run()'s caller serves).
+  net::strand<net::io_context::executor_type> accepting = net::make_strand(*contexts[0]);
   tcp::acceptor acceptor{accepting};
   net::steady_timer accept_retry{accepting};  // after an accept error (RetryLater)
   uint16_t port = 0;                          // as bound
@@ -202,11 +227,11 @@ class PendingAnswer {
 };
 
 // One connection: wait for a request (idle timeout), read it whole (request timeout), answer,
-// and again while the client keeps it alive. Runs on its own strand.
+// and again while the client keeps it alive. Runs on the one thread of its I/O context.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {
+  Session(tcp::socket socket, net::io_context& context, std::shared_ptr<HttpServer::Impl> server)
+      : stream_(std::move(socket)), context_(context), server_(std::move(server)) {
     ++server_->open;
   }
   ~Session() {
@@ -219,6 +244,10 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
     if (!ec) peer_ = remote.address().to_string();
+    // Waiting on its client from now, not from when its thread first runs it: a busy thread must
+    // not make a flood of new connections look busy to MakeRoom.
+    waiting_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    idle_ = true;
     server_->Register(this, weak_from_this());
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
   }
@@ -314,7 +343,7 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest request = Plain(std::move(message));
     // The response is built and written on this connection's strand; until then the server's
     // work is kept alive.
-    auto pending = std::make_shared<PendingAnswer>(server_->ioc, shared_from_this());
+    auto pending = std::make_shared<PendingAnswer>(context_, shared_from_this());
     HttpResponder respond(
         [version, keep_alive, pending](HttpResponder::Builder build) {
           std::shared_ptr<Session> self = pending->Take();
@@ -333,7 +362,8 @@ class Session : public std::enable_shared_from_this<Session> {
               });
           pending->Answered();
         },
-        peer_);
+        peer_,
+        [server = server_](std::function<void()> task) { server->RunBlocking(std::move(task)); });
     try {
       server_->handler(std::move(request), respond);
     } catch (const std::exception&) {
@@ -360,6 +390,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  net::io_context& context_;  // the socket's, run by one thread
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_{16 * 1024};
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -379,7 +410,7 @@ bool OutOfDescriptors(const beast::error_code& ec) {
 }  // namespace
 
 void HttpServer::Impl::Accept() {
-  acceptor.async_accept(net::make_strand(ioc),
+  acceptor.async_accept(NextContext(),
                         [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
                           if (!self->acceptor.is_open()) return;
                           if (OutOfDescriptors(ec)) return self->AwaitWaiting();
@@ -399,7 +430,7 @@ void HttpServer::Impl::AwaitWaiting() {
 
 bool HttpServer::Impl::AcceptOrRefuse() {
   beast::error_code ec;
-  tcp::socket socket(net::make_strand(ioc));
+  tcp::socket socket(NextContext());
   acceptor.non_blocking(true, ec);
   if (!ec) acceptor.accept(socket, ec);
   if (!ec) {
@@ -423,7 +454,8 @@ void HttpServer::Impl::OnAccepted(tcp::socket socket) {
     Tell(room ? ConnectionEvent::kMadeRoom : ConnectionEvent::kRefusedBusy);
     if (!room) return Refuse(std::move(socket));
   }
-  std::make_shared<Session>(std::move(socket), shared_from_this())->Start();
+  auto& context = static_cast<net::io_context&>(socket.get_executor().context());
+  std::make_shared<Session>(std::move(socket), context, shared_from_this())->Start();
 }
 
 void HttpServer::Impl::Tell(ConnectionEvent event) const {
@@ -453,7 +485,7 @@ bool HttpServer::Impl::RefuseWithReserve() {
   bool refused = false;
   const bool spare_back = spare.Lend([this, &refused] {
     beast::error_code ec;
-    tcp::socket socket(ioc);
+    tcp::socket socket(*contexts[0]);
     acceptor.accept(socket, ec);  // non-blocking (AcceptOrRefuse)
     if (ec) return;
     // A 503 of a few hundred bytes fits an empty send buffer: written at once, or dropped.
@@ -471,13 +503,27 @@ void HttpResponder::operator()(HttpResponse response) const {
   send_([shared] { return std::move(*shared); });
 }
 
+void HttpResponder::Blocking(std::function<void(HttpResponder)> work) const {
+  auto run = [respond = *this, work = std::move(work)] {
+    try {
+      work(respond);
+    } catch (const std::exception&) {
+      respond(ErrorResponse(HttpStatus::kInternalServerError, "internal error"));
+    }
+  };
+  if (!blocking_) return run();
+  blocking_(std::move(run));
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options,
                                                        HttpHandler handler) {
   return Create(std::move(options),
                 [handler = std::move(handler)](HttpRequest request, HttpResponder respond) {
-                  HttpResponse response = handler(request);
-                  response.set_keep_alive(true);
-                  respond(std::move(response));
+                  respond.Blocking([&handler, request = std::move(request)](HttpResponder answer) {
+                    HttpResponse response = handler(request);
+                    response.set_keep_alive(true);
+                    answer(std::move(response));
+                  });
                 });
 }
 
@@ -504,12 +550,26 @@ size_t HttpServer::connections() const { return impl_->open; }
 
 void HttpServer::Run() {
   impl_->Accept();
-  std::vector<std::thread> threads;
-  for (int i = 1; i < impl_->options.threads; ++i) {
-    threads.emplace_back([this] { impl_->ioc.run(); });
+  auto blocking_kept = net::make_work_guard(impl_->blocking);
+  std::vector<std::thread> blocking;
+  for (int i = 0; i < impl_->options.threads; ++i) {
+    blocking.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "http-blocking");  // as top -H and perf show it
+      impl_->blocking.run();
+    });
   }
-  impl_->ioc.run();
-  for (std::thread& t : threads) t.join();
+  std::vector<std::thread> io;
+  for (size_t i = 1; i < impl_->contexts.size(); ++i) {
+    io.emplace_back([this, i] {
+      pthread_setname_np(pthread_self(), "http-io");
+      impl_->contexts[i]->run();
+    });
+  }
+  impl_->contexts[0]->run();
+  for (std::thread& t : io) t.join();
+  // Every connection is gone: no handler is waiting to be run.
+  blocking_kept.reset();
+  for (std::thread& t : blocking) t.join();
 }
 
 void HttpServer::Stop() {
@@ -518,6 +578,7 @@ void HttpServer::Stop() {
     beast::error_code ignored;
     impl->acceptor.close(ignored);
     impl->accept_retry.cancel();
+    for (auto& kept : impl->keep) kept.reset();
     std::vector<std::shared_ptr<Session>> sessions;
     {
       std::lock_guard lock(impl->mu);

@@ -26,8 +26,9 @@
 //
 // HandleAsync() answers checks (/v1/check, /v1/auth) through a CheckFrontEnd (its own, or one it
 // shares with the other protocols of the service): checks arriving while others are at the store
-// are sent together with the next batch; every other request is answered at once, as Handle()
-// does.
+// are sent together with the next batch, by the front end's threads; every other request is
+// answered as Handle() does, on a thread that may block (HttpResponder::Blocking). It never
+// blocks the calling thread on the store.
 //
 // Thread-safety: Handle() and HandleAsync() may be called from many threads at once, and
 // SetPolicies() from any.
@@ -99,7 +100,8 @@ class DecisionApi {
 
   // `peer`: the connection's peer address, for /v1/auth behind trusted proxies.
   HttpResponse Handle(const HttpRequest& request, std::string_view peer = "") const;
-  // `respond` is called once, on this thread or on the thread that sends the batch.
+  // `respond` is called once: on this thread (a request decided at once), on a thread that may
+  // block, or on the thread that sent the batch.
   void HandleAsync(HttpRequest request, HttpResponder respond);
   void CountReload(bool ok) const;
   // Requests after this call use `policies`; those in flight finish with the old ones.

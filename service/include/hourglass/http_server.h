@@ -1,9 +1,11 @@
 // A small HTTP/1.1 server on Boost.Beast (kept out of this header: handlers see HttpRequest and
 // HttpResponse, plain values): keep-alive, bounded requests, timeouts, a connection
-// cap and a graceful drain. Each request is answered by one call of the handler, on one of the
-// server's threads. A plain handler returns the response, and may block (on the store), so
-// `threads` bounds how many requests are being answered at once; an asynchronous handler is given
-// the request and a responder to call once, from any thread, when the response is ready.
+// cap and a graceful drain. Each request is answered by one call of the handler. An asynchronous
+// handler is called on the connection's I/O thread (each of `threads` serves its own connections)
+// and must not block it: it is given the request and a responder to call once, from any thread,
+// when the response is ready, and hands work that may block to HttpResponder::Blocking. A plain
+// handler returns the response, and may block (on the store): it runs on one of `threads` threads
+// kept for that, which bound how many such requests are being answered at once.
 //
 //   HttpServer server = *HttpServer::Create(options, [](const HttpRequest& r) { ... });
 //   std::thread t([&] { server.Run(); });  // until Stop() and every connection is closed
@@ -40,20 +42,28 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 class HttpResponder {
  public:
   using Builder = std::function<HttpResponse()>;
-  explicit HttpResponder(std::function<void(Builder)> send, std::string peer = "")
-      : send_(std::move(send)), peer_(std::move(peer)) {}
+  // Runs a task on a thread that may block; empty: on the caller's.
+  using BlockingRunner = std::function<void(std::function<void()>)>;
+  explicit HttpResponder(std::function<void(Builder)> send, std::string peer = "",
+                         BlockingRunner blocking = nullptr)
+      : send_(std::move(send)), peer_(std::move(peer)), blocking_(std::move(blocking)) {}
 
   // Sends `response`.
   void operator()(HttpResponse response) const;
   // Builds the response on the connection's own thread, then sends it: for a caller whose
   // thread has other work (a thread sending batches for many connections).
   void Later(Builder build) const { send_(std::move(build)); }
+  // Runs `work` on one of the server's threads that may block (on the store), given this
+  // responder to answer with: for an asynchronous handler whose request cannot be answered
+  // without waiting. A `work` that throws is answered 500.
+  void Blocking(std::function<void(HttpResponder)> work) const;
   // The address of the connection's peer ("203.0.113.7", "2001:db8::1"); empty when unknown.
   const std::string& peer() const { return peer_; }
 
  private:
   std::function<void(Builder)> send_;
   std::string peer_;
+  BlockingRunner blocking_;
 };
 using AsyncHttpHandler = std::function<void(HttpRequest, HttpResponder)>;
 
@@ -84,7 +94,8 @@ class HttpServer {
 
   // The port listened on.
   uint16_t port() const;
-  // Serves on `threads` threads (this one among them) until Stop() and the drain end.
+  // Serves on `threads` I/O threads (this one among them) and `threads` threads for handlers that
+  // block, until Stop() and the drain end.
   void Run();
   // Stops accepting, closes idle connections, and lets each request in flight be answered
   // (with "Connection: close") before its connection closes; Run() then returns.
