@@ -38,17 +38,21 @@ tree_ticks() {
   for p in "$1" $(pgrep -P "$1" || true); do total=$((total + $(ticks "$p"))); done
   echo "$total"
 }
-# run ROUND SERVER: one wrk run; a JSON line with the server's CPU per request.
+# run ROUND SERVER: one wrk run; a JSON line with the server's and wrk's CPU per request (wrk's
+# from the shell's `times`: its children's user and system time, before and after).
 run() {
   local before after result prefixed
   prefixed="$tmp/log-r$1"
   [ -f "$prefixed" ] || sed "s/^/r$1./" "$log" >"$prefixed"
   before=$(tree_ticks "${pid[$2]}")
-  result=$(wrk -t2 -c64 -d"${seconds}s" --latency -s bench/wrk/check.lua \
-    "http://127.0.0.1:${port[$2]}" -- "$prefixed" | tail -1)
+  result=$( (wrk -t2 -c64 -d"${seconds}s" --latency -s bench/wrk/check.lua \
+    "http://127.0.0.1:${port[$2]}" -- "$prefixed" | tail -1; times))
   after=$(tree_ticks "${pid[$2]}")
-  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["round"]=int(sys.argv[2]); r["server"]=sys.argv[3]
-r["cpu_us"]=(int(sys.argv[5])-int(sys.argv[4]))/int(sys.argv[6])*1e6/max(r["requests"],1); print(json.dumps(r))' \
+  python3 -c 'import json,re,sys; lines=sys.argv[1].splitlines(); r=json.loads(lines[0])
+r["round"]=int(sys.argv[2]); r["server"]=sys.argv[3]; n=max(r["requests"],1)
+r["cpu_us"]=(int(sys.argv[5])-int(sys.argv[4]))/int(sys.argv[6])*1e6/n
+spent=sum(int(m)*60+float(s) for m,s in re.findall(r"(\d+)m([\d.]+)s", lines[-1]))
+r["driver_cpu_us"]=spent*1e6/n; print(json.dumps(r))' \
     "$result" "$1" "$2" "$before" "$after" "$hz"
 }
 for round in $(seq "$rounds"); do
@@ -64,21 +68,27 @@ rlf_version=$(node -p "require('./bench/peers/node_modules/rate-limiter-flexible
   echo "(bench/peers/rlf_service.js: RateLimiterMemcache, ${threads} workers) on one memcached; wrk (2"
   echo "threads, 64 connections, ${seconds} s) posts /v1/check for the log's client addresses at random;"
   echo "policy 2/s, 5/m, 10/h, 100/d; ${rounds} rounds, the order swapped each round. CPU: the server's"
-  echo "user + system time per request (Node: its workers' too). Denied: the 429s."
+  echo "user + system time per request (Node: its workers' too); wrk's own CPU is the same work for"
+  echo "both. Denied: the 429s."
   echo
-  python3 - "$tmp/runs.jsonl" <<'PY'
+  python3 - "$tmp/runs.jsonl" "$(nproc)" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("| round | server | requests/s | p50 µs | p99 µs | CPU µs/request | denied | socket errors |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+cores = int(sys.argv[2])
+print("| round | server | requests/s | p50 µs | p99 µs | CPU µs/request | wrk CPU µs/request | denied | socket errors |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for r in rows:
     print(f"| {r['round']} | {r['server']} | {r['rps']:,.0f} | {r['p50_us']} | {r['p99_us']} | "
-          f"{r['cpu_us']:.1f} | {r['non_2xx']} | {r['socket_errors']} |")
+          f"{r['cpu_us']:.1f} | {r['driver_cpu_us']:.1f} | {r['non_2xx']} | {r['socket_errors']} |")
 print()
-print("hourglass against rate-limiter-flexible in the same round (requests/s; p99 hourglass/peer):")
+print("hourglass against rate-limiter-flexible in the same round (requests/s; p99 hourglass/peer).")
+print("Ceiling: the ratio a server costing no CPU at all would reach, wrk alone filling the")
+print(f"{cores} cores at its CPU per request:")
 for n in sorted({r["round"] for r in rows}):
     by = {r["server"]: r for r in rows if r["round"] == n}
     h, p = by["hourglass"], by["node"]
-    print(f"- round {n}: **{h['rps'] / p['rps']:.2f}x**, p99 {h['p99_us'] / max(p['p99_us'], 1):.2f}")
+    ceiling = cores * 1e6 / h["driver_cpu_us"] / p["rps"]
+    print(f"- round {n}: **{h['rps'] / p['rps']:.2f}x**, p99 {h['p99_us'] / max(p['p99_us'], 1):.2f}; "
+          f"ceiling {ceiling:.1f}x")
 PY
 } | tee "$out"
