@@ -395,6 +395,40 @@ TEST_F(HttpServerTest, AHandlerThatThrowsIsAnswered500AndTheServerGoesOn) {
 // A body whose length two readers could frame differently (RFC 9112 6.1, 6.3) is refused with a
 // 400 and the connection closed: nothing reaches the handler, and no bytes after it are read as a
 // second request.
+TEST_F(HttpServerTest, BlockingWorkHoldsNoOtherConnectionOfItsIOThread) {
+  HttpServerOptions options;
+  options.threads = 1;  // one I/O thread: every connection is on it
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> blocked{0};
+  Start(options, [&](HttpRequest request, HttpResponder respond) {
+    if (request.target() == "/block") {
+      return respond.Blocking([&, released](HttpResponder answer) {
+        ++blocked;
+        released.wait();  // as a read of a frozen store would
+        answer(HttpResponse(HttpStatus::kAccepted));
+      });
+    }
+    if (request.target() == "/throw") {
+      return respond.Blocking([](HttpResponder) { throw std::runtime_error("boom"); });
+    }
+    respond(HttpResponse(HttpStatus::kOk));
+  });
+  RawClient waiting(port());
+  ASSERT_TRUE(waiting.Send("GET /block HTTP/1.1\r\nHost: t\r\n\r\n"));
+  for (int i = 0; i < 250 && blocked == 0; ++i) std::this_thread::sleep_for(milliseconds{20});
+  ASSERT_EQ(blocked, 1);
+  // While the blocking work waits, the same I/O thread answers other connections.
+  RawClient other(port());
+  EXPECT_EQ(other.Exchange(kGet).rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  release.set_value();
+  EXPECT_EQ(waiting.Exchange("").rfind("HTTP/1.1 202 Accepted\r\n", 0), 0u);
+  // Blocking work that throws is answered 500 (after the first: one thread blocks here).
+  RawClient throwing(port());
+  EXPECT_EQ(throwing.Exchange("GET /throw HTTP/1.1\r\nHost: t\r\n\r\n").rfind("HTTP/1.1 500", 0),
+            0u);
+}
+
 TEST_F(HttpServerTest, ARequestWhoseFramingCanBeReadTwoWaysIsRefusedAndClosed) {
   std::atomic<int> calls{0};
   Start(HttpServerOptions{}, [&](HttpRequest, HttpResponder respond) {
