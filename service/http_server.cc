@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hourglass/descriptor_budget.h"
 #include "hourglass/listen_socket.h"
 #include "hourglass/spare_descriptor.h"
 
@@ -75,6 +76,12 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool MakeRoom();
   // Connections open and not on their way out.
   size_t Staying() const { return open - leaving; }
+  // Connections closed to make room are closed by their own threads; while kHttpMaxLeaving are
+  // on their way out, accepting waits for one to be gone (new ones wait in the listen queue), so
+  // a flood cannot outrun the closing and take every descriptor.
+  void AcceptUnlessTooManyLeaving();
+  // A connection closed to make room is gone: accepting goes on if it waited for that.
+  void Gone();
   void Register(Session* s, std::weak_ptr<Session> w) {
     std::lock_guard lock(mu);
     sessions.emplace(s, std::move(w));
@@ -101,7 +108,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   net::steady_timer accept_retry{accepting};  // after an accept error (RetryLater)
   uint16_t port = 0;                          // as bound
   std::atomic<size_t> open{0};
-  std::atomic<size_t> leaving{0};  // connections MakeRoom() closed that are not gone yet
+  std::atomic<size_t> leaving{0};          // connections MakeRoom() closed that are not gone yet
+  std::atomic<bool> accept_paused{false};  // waiting for a leaving connection to be gone
   std::atomic<bool> stopping{false};
   SpareDescriptor spare;  // for refusing a connection when no descriptor is left; on accepting
   std::mutex mu;
@@ -236,7 +244,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   ~Session() {
     server_->Unregister(this);
-    if (leaving_) --server_->leaving;
+    if (leaving_) server_->Gone();
     --server_->open;
   }
 
@@ -416,8 +424,21 @@ void HttpServer::Impl::Accept() {
                           if (OutOfDescriptors(ec)) return self->AwaitWaiting();
                           if (ec) return self->RetryLater();
                           self->OnAccepted(std::move(socket));
-                          self->Accept();
+                          self->AcceptUnlessTooManyLeaving();
                         });
+}
+
+void HttpServer::Impl::AcceptUnlessTooManyLeaving() {
+  if (leaving < kHttpMaxLeaving) return Accept();
+  accept_paused = true;
+  // The last of them may have gone meanwhile: whoever clears the flag accepts, once.
+  if (leaving < kHttpMaxLeaving && accept_paused.exchange(false)) Accept();
+}
+
+void HttpServer::Impl::Gone() {
+  if (--leaving < kHttpMaxLeaving && accept_paused.exchange(false)) {
+    net::post(accepting, [self = shared_from_this()] { self->Accept(); });
+  }
 }
 
 void HttpServer::Impl::AwaitWaiting() {

@@ -16,9 +16,14 @@
 
 namespace hourglass {
 
+// HTTP connections closed to make room that may not be gone yet: the most the HTTP server lets be
+// on their way out at once (it stops accepting until one is gone).
+inline constexpr size_t kHttpMaxLeaving = 16;
+
 // Descriptors a service needs besides its connections: standard streams, the listeners, the
-// policy and configuration files read on reload, gRPC's and Asio's internal event descriptors,
-// and one kept in reserve to refuse a connection when all others are taken.
+// policy and configuration files read on reload, the I/O threads' event descriptors (3 each),
+// the HTTP connections on their way out (kHttpMaxLeaving), and one kept in reserve to refuse a
+// connection when all others are taken.
 inline constexpr size_t kDescriptorOverhead = 64;
 
 // gRPC connections closed to make room that may not be gone yet: the most the gRPC server lets be
