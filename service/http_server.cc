@@ -437,7 +437,11 @@ void HttpServer::Impl::AcceptUnlessTooManyLeaving() {
 
 void HttpServer::Impl::Gone() {
   if (--leaving < kHttpMaxLeaving && accept_paused.exchange(false)) {
-    net::post(accepting, [self = shared_from_this()] { self->Accept(); });
+    // Weakly: after Stop(), the first context may have ended, and a handler queued there that
+    // held the server would keep it (and its contexts) alive for ever.
+    net::post(accepting, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->Accept();
+    });
   }
 }
 
@@ -599,7 +603,6 @@ void HttpServer::Stop() {
     beast::error_code ignored;
     impl->acceptor.close(ignored);
     impl->accept_retry.cancel();
-    for (auto& kept : impl->keep) kept.reset();
     std::vector<std::shared_ptr<Session>> sessions;
     {
       std::lock_guard lock(impl->mu);
@@ -608,6 +611,9 @@ void HttpServer::Stop() {
       }
     }
     for (auto& s : sessions) s->Shutdown();
+    // Only now may the contexts end: a Shutdown() queued in a context that had already ended
+    // would hold its connection, and the server, for ever.
+    for (auto& kept : impl->keep) kept.reset();
   });
 }
 
