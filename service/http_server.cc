@@ -147,7 +147,6 @@ HttpResponse ErrorResponse(HttpStatus status, std::string_view message) {
 }
 
 using BeastRequest = http::request<http::string_body>;
-using BeastResponse = http::response<http::string_body>;
 
 HttpMethod MethodOf(http::verb verb) {
   switch (verb) {
@@ -180,14 +179,30 @@ HttpRequest Plain(BeastRequest&& message) {
   return request;
 }
 
-// The response as Beast writes it, in HTTP/1.`version`, closing unless `keep_alive`.
-BeastResponse Wire(HttpResponse&& response, unsigned version, bool keep_alive) {
-  BeastResponse message{static_cast<http::status>(static_cast<int>(response.status())), version};
-  for (const HttpField& field : response.fields()) message.set(field.name, field.value);
-  message.body() = std::move(response.body());
-  message.keep_alive(keep_alive);
-  message.prepare_payload();
-  return message;
+// The response's bytes in HTTP/1.`version`, closing unless `keep_alive`, as Beast's
+// prepare_payload() frames them: the handler's fields, then Connection where it is not the
+// version's default, then Content-Length (none, and no body, for 1xx, 204 and 304). A field value
+// cannot end the header early: CR and LF in it are sent as spaces.
+std::string Wire(HttpResponse&& response, unsigned version, bool keep_alive) {
+  const int code = static_cast<int>(response.status());
+  const bool bodiless = (code >= 100 && code < 200) || code == 204 || code == 304;
+  std::string out;
+  out.reserve(128 + response.body().size());
+  fmt::format_to(std::back_inserter(out), "HTTP/1.{} {} {}\r\n", version == 10 ? 0 : 1, code,
+                 http::obsolete_reason(static_cast<http::status>(code)));
+  for (const HttpField& field : response.fields()) {
+    out += field.name;
+    out += ": ";
+    for (const char c : field.value) out += (c == '\r' || c == '\n') ? ' ' : c;
+    out += "\r\n";
+  }
+  if (version == 10 && keep_alive) out += "Connection: keep-alive\r\n";
+  if (version != 10 && !keep_alive) out += "Connection: close\r\n";
+  if (!bodiless)
+    fmt::format_to(std::back_inserter(out), "Content-Length: {}\r\n", response.body().size());
+  out += "\r\n";
+  if (!bodiless) out += response.body();
+  return out;
 }
 
 // Why a request's body length cannot be trusted (RFC 9112 6.1, 6.3), or nullopt: a
@@ -381,14 +396,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // `version` and `keep_alive`: the request's (HTTP/1.1, and closing, when there was none).
   void Write(HttpResponse response, unsigned version = 11, bool keep_alive = false) {
-    auto message = std::make_shared<BeastResponse>(Wire(std::move(response), version, keep_alive));
+    auto bytes = std::make_shared<std::string>(Wire(std::move(response), version, keep_alive));
     stream_.expires_after(server_->options.request_timeout);
-    http::async_write(stream_, *message,
-                      [self = shared_from_this(), message](beast::error_code ec, size_t) {
-                        if (ec || !message->keep_alive()) return self->Close();
-                        self->answered_ = true;
-                        self->WaitForRequest();
-                      });
+    net::async_write(stream_, net::buffer(*bytes),
+                     [self = shared_from_this(), bytes, keep_alive](beast::error_code ec, size_t) {
+                       if (ec || !keep_alive) return self->Close();
+                       self->answered_ = true;
+                       self->WaitForRequest();
+                     });
   }
 
   void Close() {
