@@ -429,6 +429,31 @@ TEST_F(HttpServerTest, BlockingWorkHoldsNoOtherConnectionOfItsIOThread) {
             0u);
 }
 
+TEST_F(HttpServerTest, AResponseIsFramedByItsStatusAndAFieldCannotEndTheHeader) {
+  Start(HttpServerOptions{}, [](HttpRequest request, HttpResponder respond) {
+    if (request.target() == "/empty") return respond(HttpResponse(HttpStatus::kNoContent));
+    HttpResponse res(HttpStatus::kOk, "body");
+    res.Set("X-Reason", "a\r\nInjected: 1");  // as a store's error text could carry
+    respond(std::move(res));
+  });
+  RawClient client(port());
+  const std::string got = client.Exchange(kGet);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_NE(got.find("\r\nX-Reason: a  Injected: 1\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.find("\r\nInjected:"), std::string::npos) << got;
+  EXPECT_NE(got.find("\r\nContent-Length: 4\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.find("Connection:"), std::string::npos) << "HTTP/1.1 keeps alive by default";
+  RawClient second(port());  // a connection each: an answer's body is not read by Exchange
+  const std::string empty = second.Exchange("GET /empty HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(empty.rfind("HTTP/1.1 204 No Content\r\n", 0), 0u) << empty;
+  EXPECT_EQ(empty.find("Content-Length"), std::string::npos) << empty;
+  // An HTTP/1.0 client that asks to keep the connection is told it is kept.
+  RawClient third(port());
+  const std::string old = third.Exchange("GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  EXPECT_EQ(old.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << old;
+  EXPECT_NE(old.find("\r\nConnection: keep-alive\r\n"), std::string::npos) << old;
+}
+
 TEST_F(HttpServerTest, ARequestWhoseFramingCanBeReadTwoWaysIsRefusedAndClosed) {
   std::atomic<int> calls{0};
   Start(HttpServerOptions{}, [&](HttpRequest, HttpResponder respond) {
