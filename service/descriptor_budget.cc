@@ -23,7 +23,8 @@ DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs) {
   DescriptorPlan plan;
   plan.http = needs.http;
   plan.grpc = needs.grpc;
-  const size_t fixed = needs.store + kDescriptorOverhead;
+  const size_t own = kDescriptorOverhead + kDescriptorsPerIoThread * needs.io_threads;
+  const size_t fixed = needs.store + own;
   const size_t wanted = needs.http + GrpcDescriptors(needs.grpc);
   const size_t listeners = needs.grpc > 0 ? 1 + GrpcDescriptors(1) : 1;
   if (limit < fixed + listeners) {
@@ -32,7 +33,7 @@ DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs) {
         fmt::format("the open file limit ({}) leaves no room for client connections beside the "
                     "store's {} and {} of the process's own: raise it (ulimit -n, or LimitNOFILE= "
                     "in a systemd unit) to at least {}",
-                    limit, needs.store, kDescriptorOverhead, fixed + wanted));
+                    limit, needs.store, own, fixed + wanted));
     return plan;
   }
   if (fixed + wanted <= limit) return plan;
@@ -51,7 +52,7 @@ DescriptorPlan FitConnections(size_t limit, const DescriptorNeeds& needs) {
         "{} lowered from {} to {}: the open file limit is {}, and the store keeps {} and the "
         "process {} for itself; raise the limit (ulimit -n, or LimitNOFILE= in a systemd unit) "
         "to at least {} to keep {}",
-        flag, from, to, limit, needs.store, kDescriptorOverhead, fixed + wanted, from));
+        flag, from, to, limit, needs.store, own, fixed + wanted, from));
   };
   if (plan.http < needs.http) lowered("--max-connections", needs.http, plan.http);
   if (plan.grpc < needs.grpc) lowered("--grpc-max-connections", needs.grpc, plan.grpc);

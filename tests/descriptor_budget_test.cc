@@ -56,6 +56,18 @@ TEST(FitConnections, WithoutGrpcHttpTakesTheWholeRoom) {
   EXPECT_EQ(plan.warnings.size(), 1u);
 }
 
+// Each I/O thread (HTTP's and gRPC's) holds three descriptors of its own for as long as it runs.
+TEST(FitConnections, EveryIoThreadsEventDescriptorsAreKeptOutOfTheCaps) {
+  const DescriptorPlan plan =
+      FitConnections(256, {.store = 16, .http = 1024, .grpc = 0, .io_threads = 16});
+  ASSERT_TRUE(plan.fits);
+  EXPECT_EQ(plan.http, 256u - 16 - kDescriptorOverhead - 16 * kDescriptorsPerIoThread);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("the process 112 for itself"), std::string::npos)
+      << plan.warnings[0];
+  EXPECT_FALSE(FitConnections(128, {.store = 16, .http = 1024, .grpc = 0, .io_threads = 16}).fits);
+}
+
 TEST(FitConnections, ALimitBelowTheStoresOwnNeedsIsRefused) {
   const DescriptorPlan plan = FitConnections(60, {.store = 8, .http = 1024, .grpc = 0});
   EXPECT_FALSE(plan.fits);

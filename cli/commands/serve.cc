@@ -184,9 +184,11 @@ void FitCaps(const Logger& log, const Globals& g, const ServeArgs& a, bool grpc,
              HttpServerOptions& http, size_t& grpc_cap) {
   const size_t store = StoreConnections(g);
   const size_t limit = RaiseOpenFileLimit();
-  const DescriptorPlan plan = FitConnections(
-      limit,
-      {.store = store, .http = a.max_connections, .grpc = grpc ? a.grpc_max_connections : 0});
+  const DescriptorPlan plan =
+      FitConnections(limit, {.store = store,
+                             .http = a.max_connections,
+                             .grpc = grpc ? a.grpc_max_connections : 0,
+                             .io_threads = static_cast<size_t>(a.threads) * (grpc ? 2 : 1)});
   if (!plan.fits) Fail(kUsage, plan.warnings.front());
   for (const std::string& warning : plan.warnings) log->warn("{}", warning);
   http.max_connections = plan.http;

@@ -20,11 +20,13 @@ namespace hourglass {
 // on their way out at once (it stops accepting until one is gone).
 inline constexpr size_t kHttpMaxLeaving = 16;
 
-// Descriptors a service needs besides its connections: standard streams, the listeners, the
-// policy and configuration files read on reload, the I/O threads' event descriptors (3 each),
-// the HTTP connections on their way out (kHttpMaxLeaving), and one kept in reserve to refuse a
-// connection when all others are taken.
+// Descriptors a service needs besides its connections and its I/O threads': standard streams,
+// the listeners, the policy and configuration files read on reload, the HTTP connections on their
+// way out (kHttpMaxLeaving), and one kept in reserve to refuse a connection when all others are
+// taken.
 inline constexpr size_t kDescriptorOverhead = 64;
+// An I/O thread's own: its epoll, eventfd and timerfd.
+inline constexpr size_t kDescriptorsPerIoThread = 3;
 
 // gRPC connections closed to make room that may not be gone yet: the most the gRPC server lets be
 // on their way out at once beside a cap of `cap`.
@@ -34,9 +36,10 @@ inline size_t GrpcMaxLeaving(size_t cap) { return cap / 8 > 4 ? cap / 8 : 4; }
 inline size_t GrpcDescriptors(size_t cap) { return cap == 0 ? 0 : cap + GrpcMaxLeaving(cap); }
 
 struct DescriptorNeeds {
-  size_t store = 0;  // connections the store may open (per server pool size x servers)
-  size_t http = 0;   // the HTTP connection cap
-  size_t grpc = 0;   // the gRPC connection cap; 0 without the gRPC listener
+  size_t store = 0;       // connections the store may open (per server pool size x servers)
+  size_t http = 0;        // the HTTP connection cap
+  size_t grpc = 0;        // the gRPC connection cap; 0 without the gRPC listener
+  size_t io_threads = 0;  // the HTTP and gRPC servers' I/O threads together
 };
 
 struct DescriptorPlan {
