@@ -181,9 +181,10 @@ HttpRequest Plain(BeastRequest&& message) {
 
 // The response's bytes in HTTP/1.`version`, closing unless `keep_alive`, as Beast's
 // prepare_payload() frames them: the handler's fields, then Connection where it is not the
-// version's default, then Content-Length (none, and no body, for 1xx, 204 and 304). A field value
-// cannot end the header early: CR and LF in it are sent as spaces.
-std::string Wire(HttpResponse&& response, unsigned version, bool keep_alive) {
+// version's default, then Content-Length (none, and no body, for 1xx, 204 and 304), then the
+// body unless the request was a HEAD (RFC 9110 9.3.2: the length is told, the content is not). A
+// field value cannot end the header early: CR and LF in it are sent as spaces.
+std::string Wire(HttpResponse&& response, unsigned version, bool keep_alive, bool head) {
   const int code = static_cast<int>(response.status());
   const bool bodiless = (code >= 100 && code < 200) || code == 204 || code == 304;
   std::string out;
@@ -201,7 +202,7 @@ std::string Wire(HttpResponse&& response, unsigned version, bool keep_alive) {
   if (!bodiless)
     fmt::format_to(std::back_inserter(out), "Content-Length: {}\r\n", response.body().size());
   out += "\r\n";
-  if (!bodiless) out += response.body();
+  if (!bodiless && !head) out += response.body();
   return out;
 }
 
@@ -362,27 +363,28 @@ class Session : public std::enable_shared_from_this<Session> {
           ErrorResponse(HttpStatus::kBadRequest, fmt::format("malformed HTTP request: {}", *why)));
     }
     const unsigned version = message.version();
+    const bool head = message.method() == http::verb::head;
     const bool keep_alive = message.keep_alive();
     HttpRequest request = Plain(std::move(message));
     // The response is built and written on this connection's strand; until then the server's
     // work is kept alive.
     auto pending = std::make_shared<PendingAnswer>(context_, shared_from_this());
     HttpResponder respond(
-        [version, keep_alive, pending](HttpResponder::Builder build) {
+        [version, keep_alive, head, pending](HttpResponder::Builder build) {
           std::shared_ptr<Session> self = pending->Take();
           if (!self) return;  // a second answer is ignored
-          net::dispatch(
-              self->stream_.get_executor(), [self, version, keep_alive, build = std::move(build)] {
-                HttpResponse response;
-                try {
-                  response = build();
-                } catch (const std::exception&) {
-                  response = ErrorResponse(HttpStatus::kInternalServerError, "internal error");
-                }
-                const bool keep = keep_alive && response.keep_alive() && !self->server_->stopping &&
-                                  !self->leaving_;
-                self->Write(std::move(response), version, keep);
-              });
+          net::dispatch(self->stream_.get_executor(), [self, version, keep_alive, head,
+                                                       build = std::move(build)] {
+            HttpResponse response;
+            try {
+              response = build();
+            } catch (const std::exception&) {
+              response = ErrorResponse(HttpStatus::kInternalServerError, "internal error");
+            }
+            const bool keep =
+                keep_alive && response.keep_alive() && !self->server_->stopping && !self->leaving_;
+            self->Write(std::move(response), version, keep, head);
+          });
           pending->Answered();
         },
         peer_,
@@ -394,9 +396,11 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // `version` and `keep_alive`: the request's (HTTP/1.1, and closing, when there was none).
-  void Write(HttpResponse response, unsigned version = 11, bool keep_alive = false) {
-    auto bytes = std::make_shared<std::string>(Wire(std::move(response), version, keep_alive));
+  // `version`, `keep_alive` and `head`: the request's (HTTP/1.1, closing, when there was none).
+  void Write(HttpResponse response, unsigned version = 11, bool keep_alive = false,
+             bool head = false) {
+    auto bytes =
+        std::make_shared<std::string>(Wire(std::move(response), version, keep_alive, head));
     stream_.expires_after(server_->options.request_timeout);
     net::async_write(stream_, net::buffer(*bytes),
                      [self = shared_from_this(), bytes, keep_alive](beast::error_code ec, size_t) {

@@ -429,7 +429,7 @@ TEST_F(HttpServerTest, BlockingWorkHoldsNoOtherConnectionOfItsIOThread) {
             0u);
 }
 
-TEST_F(HttpServerTest, AResponseIsFramedByItsStatusAndAFieldCannotEndTheHeader) {
+TEST_F(HttpServerTest, AResponseIsFramedByItsStatusAndRequestAndAFieldCannotEndTheHeader) {
   Start(HttpServerOptions{}, [](HttpRequest request, HttpResponder respond) {
     if (request.target() == "/empty") return respond(HttpResponse(HttpStatus::kNoContent));
     HttpResponse res(HttpStatus::kOk, "body");
@@ -447,6 +447,14 @@ TEST_F(HttpServerTest, AResponseIsFramedByItsStatusAndAFieldCannotEndTheHeader) 
   const std::string empty = second.Exchange("GET /empty HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(empty.rfind("HTTP/1.1 204 No Content\r\n", 0), 0u) << empty;
   EXPECT_EQ(empty.find("Content-Length"), std::string::npos) << empty;
+  // A HEAD is told the length without the content, and the next request on the connection is
+  // read as a request, not as the rest of the first answer.
+  RawClient head(port());
+  const std::string told = head.Exchange("HEAD /x HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(told.find("\r\nContent-Length: 4\r\n\r\n"), std::string::npos) << told;
+  EXPECT_EQ(told.find("body"), std::string::npos) << told;
+  const std::string next = head.Exchange(kGet);
+  EXPECT_EQ(next.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << next;
   // An HTTP/1.0 client that asks to keep the connection is told it is kept.
   RawClient third(port());
   const std::string old = third.Exchange("GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
