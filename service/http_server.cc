@@ -74,14 +74,21 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // requests, or sending one too slowly: a flood of partial requests cannot hold every slot).
   // False when every connection is being answered.
   bool MakeRoom();
+  // Connections open, and those of them on their way out, read together.
+  size_t Open() const { return counts >> 32; }
+  size_t Leaving() const { return counts & 0xffffffff; }
   // Connections open and not on their way out.
-  size_t Staying() const { return open - leaving; }
+  size_t Staying() const {
+    const uint64_t c = counts;
+    return (c >> 32) - (c & 0xffffffff);
+  }
   // Connections closed to make room are closed by their own threads; while kHttpMaxLeaving are
   // on their way out, accepting waits for one to be gone (new ones wait in the listen queue), so
   // a flood cannot outrun the closing and take every descriptor.
   void AcceptUnlessTooManyLeaving();
-  // A connection closed to make room is gone: accepting goes on if it waited for that.
-  void Gone();
+  // A connection is gone (`was_leaving`: one closed to make room): accepting goes on if it waited
+  // for that.
+  void Gone(bool was_leaving);
   void Register(Session* s, std::weak_ptr<Session> w) {
     std::lock_guard lock(mu);
     sessions.emplace(s, std::move(w));
@@ -107,8 +114,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   tcp::acceptor acceptor{accepting};
   net::steady_timer accept_retry{accepting};  // after an accept error (RetryLater)
   uint16_t port = 0;                          // as bound
-  std::atomic<size_t> open{0};
-  std::atomic<size_t> leaving{0};          // connections MakeRoom() closed that are not gone yet
+  // Connections open (high 32 bits) and those of them MakeRoom() closed that are not gone yet (low
+  // 32 bits): one word, so that a connection leaves both counts at once and no reader sees it
+  // gone from one and not the other.
+  std::atomic<uint64_t> counts{0};
+  std::atomic<size_t> most{0};             // the most connections open at once
   std::atomic<bool> accept_paused{false};  // waiting for a leaving connection to be gone
   std::atomic<bool> stopping{false};
   SpareDescriptor spare;  // for refusing a connection when no descriptor is left; on accepting
@@ -256,12 +266,14 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, net::io_context& context, std::shared_ptr<HttpServer::Impl> server)
       : stream_(std::move(socket)), context_(context), server_(std::move(server)) {
-    ++server_->open;
+    const size_t open = (server_->counts += uint64_t{1} << 32) >> 32;
+    size_t most = server_->most;
+    while (most < open && !server_->most.compare_exchange_weak(most, open)) {
+    }
   }
   ~Session() {
     server_->Unregister(this);
-    if (leaving_) server_->Gone();
-    --server_->open;
+    server_->Gone(leaving_);
   }
 
   void Start() {
@@ -293,7 +305,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // `leaving` until it is gone. Any thread; once.
   void Leave() {
     if (leaving_.exchange(true)) return;
-    ++server_->leaving;
+    ++server_->counts;
     // A request still arriving is dropped too: the client that sends it so slowly gives way.
     CancelWaiting(/*arriving_too=*/true);
   }
@@ -448,14 +460,16 @@ void HttpServer::Impl::Accept() {
 }
 
 void HttpServer::Impl::AcceptUnlessTooManyLeaving() {
-  if (leaving < kHttpMaxLeaving) return Accept();
+  if (Leaving() < kHttpMaxLeaving) return Accept();
   accept_paused = true;
   // The last of them may have gone meanwhile: whoever clears the flag accepts, once.
-  if (leaving < kHttpMaxLeaving && accept_paused.exchange(false)) Accept();
+  if (Leaving() < kHttpMaxLeaving && accept_paused.exchange(false)) Accept();
 }
 
-void HttpServer::Impl::Gone() {
-  if (--leaving < kHttpMaxLeaving && accept_paused.exchange(false)) {
+void HttpServer::Impl::Gone(bool was_leaving) {
+  const uint64_t left = counts -= (uint64_t{1} << 32) + (was_leaving ? 1 : 0);
+  if (!was_leaving) return;
+  if ((left & 0xffffffff) < kHttpMaxLeaving && accept_paused.exchange(false)) {
     // Weakly: after Stop(), the first context may have ended, and a handler queued there that
     // held the server would keep it (and its contexts) alive for ever.
     net::post(accepting, [weak = weak_from_this()] {
@@ -590,7 +604,9 @@ HttpServer::~HttpServer() = default;
 
 uint16_t HttpServer::port() const { return impl_->port; }
 
-size_t HttpServer::connections() const { return impl_->open; }
+size_t HttpServer::connections() const { return impl_->Open(); }
+
+size_t HttpServer::most_connections() const { return impl_->most; }
 
 void HttpServer::Run() {
   impl_->Accept();

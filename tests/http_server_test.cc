@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "descriptors_taken.h"
+#include "hourglass/descriptor_budget.h"
+#include "silent_connections.h"
 
 namespace hourglass {
 namespace {
@@ -300,6 +302,29 @@ TEST_F(HttpServerTest, IdleConnectionsCannotLockOutANewClient) {
     std::this_thread::sleep_for(milliseconds{20});
   }
   EXPECT_LE(server_->connections(), 50u);
+}
+
+// Each connection that makes room closes one on another thread; however far the closing lags
+// behind a burst, at most kHttpMaxLeaving are on their way out beside the cap (accepting waits),
+// so a burst cannot take the process's descriptors, and a real client is still served.
+TEST_F(HttpServerTest, ABurstOfConnectionsStaysWithinTheCapAndThoseLeaving) {
+  HttpServerOptions options;
+  options.max_connections = 16;
+  Start(options);
+  std::vector<std::unique_ptr<testing::SilentConnections>> bursts;
+  for (int i = 0; i < 5; ++i) {
+    bursts.push_back(std::make_unique<testing::SilentConnections>(port(), 200));
+    ASSERT_EQ(bursts.back()->opened(), 200u);
+  }
+  for (int i = 0; i < 500 && Told(ConnectionEvent::kMadeRoom) < 1000 - 16; ++i) {
+    std::this_thread::sleep_for(milliseconds{20});
+  }
+  EXPECT_EQ(Told(ConnectionEvent::kMadeRoom), 1000 - 16);
+  EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 0);
+  EXPECT_LE(server_->most_connections(), 16u + kHttpMaxLeaving)
+      << "connections open at once (closing ones included), over a cap of 16";
+  RawClient client(port());
+  EXPECT_NE(client.Exchange(kGet).find("200 OK"), std::string::npos) << "a real client locked out";
 }
 
 TEST_F(HttpServerTest, ANewConnectionThatSendsNothingIsClosedAfterTheFirstByteTimeout) {

@@ -100,8 +100,10 @@ class HttpServer {
   // Stops accepting, closes idle connections, and lets each request in flight be answered
   // (with "Connection: close") before its connection closes; Run() then returns.
   void Stop();
-  // Connections open now.
+  // Connections open now (those closing included).
   size_t connections() const;
+  // The most connections() has been since the server started.
+  size_t most_connections() const;
 
   struct Impl;
 
