@@ -126,7 +126,7 @@ def main():
     log = open(os.path.join(work, "serve.log"), "w")
     serve = subprocess.Popen([binary, "serve", "--policy", policy, "--listen",
                               f"127.0.0.1:{port}", "--servers", f"127.0.0.1:{memcached_port}",
-                              "--admin-token-file", token, "--timeout-ms", "200"],
+                              "--admin-token-file", token, "--timeout-ms", "5000"],
                              stderr=log)
     service = Service(port, "tok")
     try:
