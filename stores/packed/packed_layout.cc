@@ -292,8 +292,7 @@ uint64_t* PackFold::SecondAt(uint16_t offset, bool create) {
     return &seconds_.back().value;
   }
   if (seconds_.back().offset == offset) return &seconds_.back().value;
-  const auto at = std::lower_bound(seconds_.begin(), seconds_.end(), offset,
-                                   [](const Second& s, uint16_t o) { return s.offset < o; });
+  const auto at = std::lower_bound(seconds_.begin(), seconds_.end(), offset, Second::Before);
   if (at->offset == offset) return &at->value;
   return create ? &seconds_.insert(at, Second{offset, 0})->value : nullptr;
 }
@@ -354,8 +353,8 @@ size_t PackFold::CompactedBytesAtLeast() const {
 uint64_t PackFold::Value(const PackedSlot& slot) const {
   switch (slot.level) {
     case PackedLevel::kSecond: {
-      const auto at = std::lower_bound(seconds_.begin(), seconds_.end(), slot.offset,
-                                       [](const Second& s, uint16_t o) { return s.offset < o; });
+      const auto at =
+          std::lower_bound(seconds_.begin(), seconds_.end(), slot.offset, Second::Before);
       return at != seconds_.end() && at->offset == slot.offset ? at->value : 0;
     }
     case PackedLevel::kMinute:

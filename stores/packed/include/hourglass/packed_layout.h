@@ -134,6 +134,8 @@ class PackFold {
   struct Second {
     uint16_t offset;
     uint64_t value;
+    // The order of seconds_, for a search by offset.
+    static bool Before(const Second& s, uint16_t offset) { return s.offset < offset; }
   };
   void Apply(uint8_t kind, uint16_t offset, uint64_t d);
   // The second at `offset`, or null when no record added to it yet; with `create`, never null.
