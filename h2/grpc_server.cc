@@ -129,16 +129,7 @@ struct GrpcServer::Impl {
   // One context per thread, each with one thread: a connection lives on one, so its handlers and
   // the answers given on that thread need no lock and wake no other thread. The acceptor is on
   // the first.
-  std::vector<std::unique_ptr<net::io_context>> contexts = [this] {
-    std::vector<std::unique_ptr<net::io_context>> made;
-    for (int i = 0; i < options.threads; ++i) {
-      made.push_back(std::make_unique<net::io_context>(1));
-      // Its reactor (epoll, eventfd and timerfd descriptors) made now, not with its first
-      // connection, which may come when the descriptors have run out.
-      tcp::socket warm{*made.back()};
-    }
-    return made;
-  }();
+  std::vector<std::unique_ptr<net::io_context>> contexts = IoContexts(options.threads);
   size_t next_context = 0;  // for the next connection; on the acceptor's thread
   tcp::acceptor acceptor{*contexts[0]};
   net::steady_timer accept_retry{*contexts[0]};
@@ -169,10 +160,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         executor_(context.get_executor()),
         server_(server),
         timer_(context) {
-    const size_t open = ++server_.open;
-    size_t most = server_.most;
-    while (most < open && !server_.most.compare_exchange_weak(most, open)) {
-    }
+    RaiseHighWater(server_.most, ++server_.open);
     last_received_ = Ticks(SteadyClock::now());
     last_call_ = SteadyClock::now();
   }

@@ -35,18 +35,8 @@ class Session;
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   Impl(HttpServerOptions o, AsyncHttpHandler h)
-      : options(std::move(o)), handler(std::move(h)), contexts(Contexts(options.threads)) {
+      : options(std::move(o)), handler(std::move(h)), contexts(IoContexts(options.threads)) {
     for (auto& context : contexts) keep.emplace_back(context->get_executor());
-  }
-  static std::vector<std::unique_ptr<net::io_context>> Contexts(int n) {
-    std::vector<std::unique_ptr<net::io_context>> contexts;
-    for (int i = 0; i < n; ++i) {
-      contexts.push_back(std::make_unique<net::io_context>(1));
-      // Its reactor (epoll, eventfd and timerfd descriptors) made now, not with its first
-      // connection: out of descriptors, that would throw.
-      tcp::socket warm{*contexts.back()};
-    }
-    return contexts;
   }
 
   // Accepts connections until the acceptor closes; out of descriptors, goes on in AwaitWaiting.
@@ -266,10 +256,7 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, net::io_context& context, std::shared_ptr<HttpServer::Impl> server)
       : stream_(std::move(socket)), context_(context), server_(std::move(server)) {
-    const size_t open = (server_->counts += uint64_t{1} << 32) >> 32;
-    size_t most = server_->most;
-    while (most < open && !server_->most.compare_exchange_weak(most, open)) {
-    }
+    RaiseHighWater(server_->most, (server_->counts += uint64_t{1} << 32) >> 32);
   }
   ~Session() {
     server_->Unregister(this);
@@ -311,7 +298,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  // Cancels, on the connection's strand, its wait for a request (and with `arriving_too`, the
+  // Cancels, on the connection's thread, its wait for a request (and with `arriving_too`, the
   // reading of one not yet whole): the connection then closes.
   void CancelWaiting(bool arriving_too) {
     net::post(stream_.get_executor(), [self = shared_from_this(), arriving_too] {
@@ -378,7 +365,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool head = message.method() == http::verb::head;
     const bool keep_alive = message.keep_alive();
     HttpRequest request = Plain(std::move(message));
-    // The response is built and written on this connection's strand; until then the server's
+    // The response is built and written on this connection's thread; until then the server's
     // work is kept alive.
     auto pending = std::make_shared<PendingAnswer>(context_, shared_from_this());
     HttpResponder respond(

@@ -4,6 +4,21 @@
 
 namespace hourglass {
 
+std::vector<std::unique_ptr<boost::asio::io_context>> IoContexts(int threads) {
+  std::vector<std::unique_ptr<boost::asio::io_context>> made;
+  for (int i = 0; i < threads; ++i) {
+    made.push_back(std::make_unique<boost::asio::io_context>(1));
+    boost::asio::ip::tcp::socket warm{*made.back()};  // makes the reactor
+  }
+  return made;
+}
+
+void RaiseHighWater(std::atomic<size_t>& most, size_t now) {
+  size_t seen = most;
+  while (seen < now && !most.compare_exchange_weak(seen, now)) {
+  }
+}
+
 Status ListenOn(boost::asio::ip::tcp::acceptor& acceptor, const std::string& host, uint16_t port,
                 std::string_view protocol) {
   namespace net = boost::asio;
