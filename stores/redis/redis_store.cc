@@ -79,7 +79,7 @@ struct Encoded {
   std::string command;
   const Batch* batch = nullptr;  // the batch it carries, if any
   packed::WireBatch plan;        // the batch's
-  size_t gets = 0;               // plan.counters.reads.size()
+  size_t reads = 0;              // plan.sources.size(): the values its script answers
   // Fire-and-forget: its reply is worth sending it again for, should a redirection come back.
   bool resendable = false;
 
@@ -118,24 +118,29 @@ void AddCounterOp(const Increment& inc, KeyIndex& keys, std::vector<std::string>
   }
 }
 
-// The guards' arguments: each term names the physical key its read comes from and, for a pack,
-// the slot, packed 5 bytes to a term (scripts.h). Reads of the packed layout come from one source
-// (never a counter and a pack both).
-void AddGuards(const Batch& batch, const packed::WireBatch& plan, KeyIndex& keys,
-               std::vector<std::string>& argv) {
-  argv.push_back(std::to_string(batch.guards.size()));
-  const auto put16 = [](std::string& out, size_t v) {
+// Where logical read `read` of `plan` comes from, as the script takes it: the physical key's
+// index and, for a pack, the slot (65535: a counter), 4 bytes (scripts.h). Reads of the packed
+// layout come from one source (never a counter and a pack both).
+void PutRead(const packed::WireBatch& plan, size_t read, KeyIndex& keys, std::string& out) {
+  const auto put16 = [&out](size_t v) {
     out += static_cast<char>((v >> 8) & 0xff);
     out += static_cast<char>(v & 0xff);
   };
+  const packed::ReadSource& source = plan.sources[read];
+  const std::string& key = plan.counters.reads[source.pack ? *source.pack : *source.counter];
+  put16(std::stoul(keys.Of(key)));
+  put16(source.pack ? packed::SlotIndex(source.slot) : 65535);
+}
+
+// The guards' arguments: each term is its read's 4 bytes and its sign.
+void AddGuards(const Batch& batch, const packed::WireBatch& plan, KeyIndex& keys,
+               std::vector<std::string>& argv) {
+  argv.push_back(std::to_string(batch.guards.size()));
   for (const Guard& guard : batch.guards) {
     std::string terms;
     terms.reserve(guard.terms.size() * 5);
     for (const GuardTerm& term : guard.terms) {
-      const packed::ReadSource& source = plan.sources[term.read];
-      const std::string& key = plan.counters.reads[source.pack ? *source.pack : *source.counter];
-      put16(terms, std::stoul(keys.Of(key)));
-      put16(terms, source.pack ? packed::SlotIndex(source.slot) : 65535);
+      PutRead(plan, term.read, keys, terms);
       terms += static_cast<char>(term.sign > 0 ? 0 : 1);
     }
     argv.insert(argv.end(), {std::to_string(guard.max), std::to_string(guard.base), terms});
@@ -152,7 +157,7 @@ void AppendEvalSha(const redis::Script& script, const std::vector<std::string>& 
   redis::AppendCommand(args, out);
 }
 
-Encoded Encode(const Batch& batch, Instant now) {
+Encoded Encode(const Batch& batch) {
   Encoded e{{}, &batch, packed::PlanPacked(batch), 0, false};
   const packed::WireBatch& plan = e.plan;
   KeyIndex keys(batch.group);
@@ -171,16 +176,17 @@ Encoded Encode(const Batch& batch, Instant now) {
   };
   counter_ops(0, split);
   for (const packed::PackAppend& append : plan.appends) {
-    op_args.insert(op_args.end(),
-                   {"p", keys.Of(append.key), std::to_string(append.create_ttl.count()),
-                    packed::PackHeader(now, append.create_ttl), append.records});
+    op_args.insert(op_args.end(), {"p", keys.Of(append.key),
+                                   std::to_string(append.create_ttl.count()), append.records});
     ++ops;
   }
   counter_ops(split, counters.size());
   argv.push_back(std::to_string(ops));
   argv.insert(argv.end(), op_args.begin(), op_args.end());
-  for (const std::string& key : plan.counters.reads) argv.push_back(keys.Of(key));
-  e.gets = plan.counters.reads.size();
+  std::string reads;
+  for (size_t i = 0; i < plan.sources.size(); ++i) PutRead(plan, i, keys, reads);
+  argv.push_back(std::move(reads));
+  e.reads = plan.sources.size();
   AppendEvalSha(redis::ApplyScript(), keys.keys(), argv, e.command);
   return e;
 }
@@ -195,8 +201,9 @@ std::string EncodeDelete(const std::string& group, std::span<const std::string> 
   std::vector<std::string> argv = {"0", std::to_string(deletes.size() + zeroes.size())};
   for (const std::string& key : deletes) argv.insert(argv.end(), {"x", index.Of(key)});
   for (const packed::PackAppend& z : zeroes) {
-    argv.insert(argv.end(), {"p", index.Of(z.key), "0", "", z.records});
+    argv.insert(argv.end(), {"p", index.Of(z.key), "0", z.records});
   }
+  argv.emplace_back();  // no reads
   std::string command;
   AppendEvalSha(redis::ApplyScript(), index.keys(), argv, command);
   return command;
@@ -234,10 +241,8 @@ Status OpenConnection(const RedisOptions& o, net::PooledConnection& c) {
     redis::AppendCommand({"SELECT", db}, request);
     ++replies;
   }
-  for (const redis::Script* script : {&redis::ApplyScript(), &redis::CompactScript()}) {
-    redis::AppendCommand({"SCRIPT", "LOAD", script->source}, request);
-    ++replies;
-  }
+  redis::AppendCommand({"SCRIPT", "LOAD", redis::ApplyScript().source}, request);
+  ++replies;
   if (Status s = c.socket->Send(request); !s.ok()) return s;
   for (size_t i = 0; i < replies; ++i) {
     Result<Reply> reply = state->reader.Read(*c.socket);
@@ -341,7 +346,6 @@ struct RedisStore::Impl {
   const Clock& clock;
   std::string description;
   std::atomic<uint64_t> unconfirmed{0};
-  packed::SentBytesTally sent;
 
   // Standalone: the servers, fixed. Cluster: every node met so far, and the slot map.
   mutable std::mutex nodes_mu;
@@ -509,116 +513,47 @@ struct RedisStore::Impl {
     return reply;
   }
 
-  // The values of `batch`'s reads from its script's reply; packs worth compacting go to
-  // `compactions` (commands).
-  Result<std::vector<uint64_t>> Resolve(std::string_view server, const Batch& batch,
-                                        const Encoded& e, const Reply& reply,
-                                        std::vector<std::string>& compactions) {
+  // The values of `batch`'s reads from its script's reply.
+  static Result<std::vector<uint64_t>> Resolve(std::string_view server, const Batch& batch,
+                                               const Encoded& e, const Reply& reply) {
     if (reply.error()) return ReplyError(server, reply);
-    if (reply.type != Reply::Type::kArray || reply.elements.size() != e.gets + 1 ||
+    if (reply.type != Reply::Type::kArray || reply.elements.size() != e.reads + 1 ||
         reply.elements[0].type != Reply::Type::kInteger) {
       return Named(server, ErrorCode::kInternal,
                    "the batch script answered something else than its reads (another script "
                    "under the same SHA-1?)");
     }
     const packed::WireBatch& plan = e.plan;
-    std::vector<uint64_t> counters(e.gets, 0);
-    std::vector<std::optional<std::string>> packs(e.gets);
-    for (size_t i = 0; i < e.gets; ++i) {
+    std::vector<uint64_t> values(e.reads, 0);
+    for (size_t i = 0; i < e.reads; ++i) {
       const Reply& value = reply.elements[i + 1];
-      if (value.type == Reply::Type::kNil) continue;
-      if (plan.get_is_pack[i]) {
-        packs[i] = value.text;
+      const packed::ReadSource& source = plan.sources[i];
+      const std::string& key = plan.counters.reads[source.pack ? *source.pack : *source.counter];
+      if (value.type == Reply::Type::kInteger && source.pack) {
+        values[i] = static_cast<uint64_t>(std::max<int64_t>(value.integer, 0));
         continue;
       }
-      std::optional<uint64_t> counter = ParseCounter(value.text);
+      if (value.type == Reply::Type::kNil) continue;
+      std::optional<uint64_t> counter =
+          source.pack ? std::nullopt : std::optional<uint64_t>(ParseCounter(value.text));
       if (!counter && !batch.non_counters_read_as_max) {
-        return Named(server, ErrorCode::kInternal,
-                     fmt::format("the value under \"{}\" is not a counter (another client wrote "
-                                 "it); reset the feature to delete it",
-                                 redis::TaggedKey(batch.group, plan.counters.reads[i])));
+        return Named(
+            server, ErrorCode::kInternal,
+            fmt::format("the value under \"{}\" is not {} (another client wrote it); "
+                        "reset the feature to delete it",
+                        redis::TaggedKey(batch.group, key),
+                        source.pack ? "a pack of hourglass's packed layout" : "a counter"));
       }
-      counters[i] = counter.value_or(std::numeric_limits<uint64_t>::max());
+      values[i] = counter.value_or(std::numeric_limits<uint64_t>::max());
     }
-    Result<std::vector<uint64_t>> values = packed::ResolveReads(
-        server, plan, counters, packs,
-        [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
-          std::optional<std::string> compact = packed::CompactionOf(pack, fold);
-          if (!compact) return;
-          const std::string key = redis::TaggedKey(batch.group, plan.counters.reads[get]);
-          std::string command;
-          AppendEvalSha(redis::CompactScript(), {key},
-                        {std::to_string(pack.size()), redis::Sha1Hex(pack), *compact}, command);
-          compactions.push_back(std::move(command));
-        },
-        [&](std::string_view key) { return redis::TaggedKey(batch.group, key); });
-    if (values.ok() && !batch.guards.empty()) {
-      values->push_back(reply.elements[0].integer == 1 ? 1 : 0);
-    }
+    if (!batch.guards.empty()) values.push_back(reply.elements[0].integer == 1 ? 1 : 0);
     return values;
-  }
-
-  // Sends `compactions` on `c`; their replies are left to the connection's next user.
-  void SendCompactions(net::Lease& c, std::vector<std::string>& compactions) {
-    if (compactions.empty()) return;
-    std::string request;
-    for (const std::string& command : compactions) request += command;
-    if (Status s = c->socket->Send(request); !s.ok()) {
-      (void)c.Fail(s.error());
-      return;
-    }
-    RedisConnection& state = StateOf(*c);
-    for (size_t i = 0; i < compactions.size(); ++i) state.unanswered.emplace_back();
-    c->unread += static_cast<int>(compactions.size());
-    compactions.clear();
-  }
-
-  // Reads `pack` of `group` and compacts it if that pays (a write that read nothing made it due).
-  void Compact(const std::string& group, const std::string& pack) {
-    Result<Node*> node = NodeFor(group);
-    if (!node.ok()) return;
-    KeyIndex keys(group);
-    std::vector<std::string> argv = {"0", "0", keys.Of(pack)};
-    std::string command;
-    AppendEvalSha(redis::ApplyScript(), keys.keys(), argv, command);
-    net::Lease c(*(*node)->pool);
-    if (!Ready(*(*node)->pool, c).ok()) return;
-    if (Status s = c->socket->Send(command); !s.ok()) return (void)c.Fail(s.error());
-    if (Status s = ReadUnread(*c); !s.ok()) return (void)c.Fail(s.error());
-    Result<Reply> reply = StateOf(*c).reader.Read(*c->socket);
-    if (!reply.ok()) return (void)c.Fail(reply.error());
-    if (reply->type != Reply::Type::kArray || reply->elements.size() != 2 ||
-        reply->elements[1].type != Reply::Type::kString) {
-      return;
-    }
-    const std::string& bytes = reply->elements[1].text;
-    Result<packed::PackFold> fold = packed::PackFold::Parse(pack, bytes);
-    if (!fold.ok()) return;
-    std::optional<std::string> compact = packed::CompactionOf(bytes, *fold);
-    if (!compact) return;
-    std::vector<std::string> compactions(1);
-    AppendEvalSha(redis::CompactScript(), {redis::TaggedKey(group, pack)},
-                  {std::to_string(bytes.size()), redis::Sha1Hex(bytes), *compact}, compactions[0]);
-    SendCompactions(c, compactions);
-  }
-
-  // Compacts the packs that `requests`' writes that read nothing made due, then sends the
-  // redirected fire-and-forget commands again.
-  void CompactDue(std::span<const net::Request<Encoded>> requests) {
-    std::vector<std::pair<std::string, std::string>> due;
-    for (const net::Request<Encoded>& r : requests) {
-      if (r.encoded.batch != nullptr && r.encoded.batch->reads.empty()) {
-        sent.Add(r.encoded.batch->group, r.encoded.plan.appends, due);
-      }
-    }
-    for (const auto& [group, pack] : due) Compact(group, pack);
-    SendDeferred();
   }
 
   // The Redis protocol as net::Pipeline drives it.
   struct Codec {
     using Encoded = hourglass::Encoded;
-    using Scratch = std::vector<std::string>;  // compactions to send
+    struct Scratch {};  // nothing gathered across a connection's answers
     using Request = net::Request<Encoded>;
     Impl& impl;
 
@@ -633,7 +568,7 @@ struct RedisStore::Impl {
     }
     Status ReadOwed(net::ServerPool&, net::PooledConnection& c) const { return impl.ReadUnread(c); }
     net::Answer Read(net::ServerPool& pool, net::PooledConnection& c, const Request& r,
-                     Scratch& compactions) const {
+                     Scratch&) const {
       redis::ReplyReader& reader = StateOf(c).reader;
       if (r.redirect && r.redirect->ask) {
         if (Result<Reply> asking = reader.Read(*c.socket); !asking.ok()) {  // ASKING's +OK
@@ -656,10 +591,10 @@ struct RedisStore::Impl {
         if (reply->error()) return {net::Answer::Kind::kResult, ReplyError(server, *reply), {}};
         return {};
       }
-      return {net::Answer::Kind::kResult,
-              impl.Resolve(server, *r.encoded.batch, r.encoded, *reply, compactions), std::nullopt};
+      return {net::Answer::Kind::kResult, Resolve(server, *r.encoded.batch, r.encoded, *reply),
+              std::nullopt};
     }
-    void Finish(net::Lease& c, Scratch& compactions) const { impl.SendCompactions(c, compactions); }
+    void Finish(net::Lease&, Scratch&) const {}
     void Owe(net::PooledConnection& c, const Request& r) const {
       RedisConnection& state = StateOf(c);
       if (r.redirect && r.redirect->ask) {  // ASKING's reply
@@ -764,7 +699,6 @@ Result<std::vector<uint64_t>> RedisStore::Apply(const Batch& batch) {
 std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const Batch> batches) {
   std::vector<Result<std::vector<uint64_t>>> results(
       batches.size(), Result<std::vector<uint64_t>>(std::vector<uint64_t>{}));
-  const Instant now = impl_->clock.Now();
   std::vector<net::Request<Encoded>> requests;
   std::vector<size_t> requests_of;
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -776,21 +710,18 @@ std::vector<Result<std::vector<uint64_t>>> RedisStore::ApplyMany(std::span<const
       results[i] = s.error();
       continue;
     }
-    requests.push_back(
-        {batches[i].group, Encode(batches[i], now), !batches[i].increments.empty(), {}});
+    requests.push_back({batches[i].group, Encode(batches[i]), !batches[i].increments.empty(), {}});
     requests_of.push_back(i);
   }
   Impl::Codec codec{*impl_};
   std::vector<Result<std::vector<uint64_t>>> answers = impl_->PipelineOf(codec).Exchange(requests);
   for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(answers[k]);
   impl_->SendDeferred();
-  impl_->CompactDue(requests);
   return results;
 }
 
 std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
   std::vector<Status> results(batches.size());
-  const Instant now = impl_->clock.Now();
   std::vector<net::Request<Encoded>> requests;
   std::vector<size_t> requests_of;
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -800,7 +731,7 @@ std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
       results[i] = InvalidArgument("Store::Send takes batches without guards");
     }
     if (!results[i].ok()) continue;
-    Encoded encoded = Encode(batches[i], now);
+    Encoded encoded = Encode(batches[i]);
     encoded.resendable = impl_->options.cluster;  // a redirection sends it again where it belongs
     requests.push_back({batches[i].group, std::move(encoded), !batches[i].increments.empty(), {}});
     requests_of.push_back(i);
@@ -809,7 +740,6 @@ std::vector<Status> RedisStore::Send(std::span<const Batch> batches) {
   std::vector<Status> sent = impl_->PipelineOf(codec).SendOnly(requests);
   for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(sent[k]);
   impl_->SendDeferred();
-  impl_->CompactDue(requests);
   return results;
 }
 

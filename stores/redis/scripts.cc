@@ -5,64 +5,74 @@
 namespace hourglass::redis {
 namespace {
 
-constexpr std::string_view kApplySource = R"lua(-- hourglass apply v1
+constexpr std::string_view kApplySource = R"lua(-- hourglass apply v2
+-- A pack is a hash: field 'h' holds its hour's value, field 'm<k>' its minute k's (k in 0..59): the
+-- minute's value, then each of its seconds whose value is not 0, in order, as a byte (the second
+-- within the minute) and its value. Values are varints (7 bits a byte, low first). A field at 0
+-- is deleted, and with it a hash left empty. So a check reads a few fields however busy the hour.
 -- Effects of a pack record's kind on its second (S), its minute (M) and its hour (H): 1 add, -1
 -- take (floored at 0), 0 zero; nil leaves it.
 local S = {[0] = 1, [1] = -1, [2] = 1, [3] = -1, [8] = 0}
 local M = {[0] = 1, [1] = -1, [4] = 1, [5] = -1, [9] = 0}
 local H = {[0] = 1, [1] = -1, [6] = 1, [7] = -1, [10] = 0}
-local byte = string.byte
--- The values of the slots `want` (a set of slot indices) in pack `p`. Only the levels wanted are
--- folded, and no library function but `byte` is called per record: this loop is what a check on
--- a busy feature spends on the server.
-local function fold(p, want)
-  local v = {}
-  local seconds, minutes = false, false
-  for id in pairs(want) do
-    v[id] = 0
-    if id < 3600 then seconds = true elseif id < 3660 then minutes = true end
+local byte, char, concat = string.byte, string.char, table.concat
+local function effect(e, x, d)
+  if e == 0 then return 0 elseif e > 0 then return x + d end
+  x = x - d
+  if x < 0 then return 0 end
+  return x
+end
+-- The varint at byte i of c, and the byte after it.
+local function varint(c, i)
+  local v, scale = 0, 1
+  while true do
+    local b = byte(c, i)
+    if b == nil then return v, i end
+    i = i + 1
+    if b < 128 then return v + b * scale, i end
+    v, scale = v + (b - 128) * scale, scale * 128
   end
-  local hour = v[3660]
-  local i, n = 5, #p
-  while i + 1 <= n do
-    local lo, hi = byte(p, i, i + 1)
-    i = i + 2
-    local high = hi % 16
-    local off, kind, d = lo + high * 256, (hi - high) / 16, 1
-    if kind == 15 then
-      if i + 4 > n then break end
-      local k, b0, b1, b2, b3 = byte(p, i, i + 4)
-      kind, d = k, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
-      i = i + 5
-    end
-    if seconds then
-      local e, x = S[kind], v[off]
-      if e ~= nil and x ~= nil then
-        if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
-        v[off] = x
-      end
-    end
-    if minutes then
-      local e = M[kind]
-      if e ~= nil then
-        local m = 3600 + (off - off % 60) / 60
-        local x = v[m]
-        if x ~= nil then
-          if e == 0 then x = 0 elseif e > 0 then x = x + d else x = x - d; if x < 0 then x = 0 end end
-          v[m] = x
-        end
-      end
-    end
-    if hour ~= nil then
-      local e = H[kind]
-      if e ~= nil then
-        if e == 0 then hour = 0 elseif e > 0 then hour = hour + d
-        else hour = hour - d; if hour < 0 then hour = 0 end end
-      end
+end
+local function put(v, out)
+  while v >= 128 do
+    local r = v % 128
+    out[#out + 1] = char(r + 128)
+    v = (v - r) / 128
+  end
+  out[#out + 1] = char(v)
+end
+-- A minute field as {v = its value, s = {[second] = value}}.
+local function decode(c)
+  local m = {v = 0, s = {}}
+  if not c then return m end
+  local i, n = 1, #c
+  m.v, i = varint(c, i)
+  while i <= n do
+    local second = byte(c, i)
+    m.s[second], i = varint(c, i + 1)
+  end
+  return m
+end
+-- A minute's field, nil when it is all 0.
+local function encode(m)
+  local out = {}
+  put(m.v, out)
+  local any = m.v > 0
+  for second = 0, 59 do
+    local v = m.s[second]
+    if v ~= nil and v > 0 then
+      out[#out + 1] = char(second)
+      put(v, out)
+      any = true
     end
   end
-  if hour ~= nil then v[3660] = hour end
-  return v
+  if any then return concat(out) end
+  return nil
+end
+local function field(slot)
+  if slot == 3660 then return 'h' end
+  if slot >= 3600 then return 'm' .. (slot - 3600) end
+  return 'm' .. ((slot - slot % 60) / 60)
 end
 -- A write's refusal: a value that is not ours is named; anything else (out of memory) passes on.
 local function refused(k, err)
@@ -72,77 +82,170 @@ local function refused(k, err)
   end
   return redis.error_reply(err)
 end
-local a = 1
-local applied = 1
-local guards = tonumber(ARGV[a]); a = a + 1
--- Every guard's terms, parsed once: their keys (index into KEYS), slots (-1: a counter), signs.
--- A guard's terms come as one string of 5 bytes each: key index (2 bytes), slot (2 bytes,
--- 65535 for a counter), sign (0: +1, 1: -1), all big-endian.
-local gmax, gbase, gfirst, gcount = {}, {}, {}, {}
-local tk, ts, tsign = {}, {}, {}
-local needed, index, wanted = {}, {}, {}
-for g = 1, guards do
-  gmax[g], gbase[g], gfirst[g] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), #tk + 1
-  local packed = ARGV[a + 2]
-  a = a + 3
-  local b = {byte(packed, 1, #packed)}
-  gcount[g] = #b / 5
-  for j = 1, #b, 5 do
-    local ki, slot = b[j] * 256 + b[j + 1], b[j + 2] * 256 + b[j + 3]
-    if slot == 65535 then slot = -1 end
-    local n = #tk + 1
-    tk[n], ts[n], tsign[n] = ki, slot, b[j + 4] == 0 and 1 or -1
-    if index[ki] == nil then
-      needed[#needed + 1] = ki
-      index[ki] = #needed
-    end
-    if slot >= 0 then
-      local w = wanted[ki]
-      if w == nil then w = {}; wanted[ki] = w end
-      w[slot] = true
+-- The values of reads (key indices rk, slots rs; slot -1: a counter): a counter's as stored
+-- (false when missing), a pack slot's number, or false in `bad` for a key that is not a hash.
+local function read(rk, rs)
+  local out, bad = {}, {}
+  local counters, at = {}, {}
+  local packs, names, position = {}, {}, {}
+  for r = 1, #rk do
+    local ki, slot = rk[r], rs[r]
+    if slot < 0 then
+      counters[#counters + 1], at[#at + 1] = KEYS[ki], r
+    else
+      local f = names[ki]
+      if f == nil then
+        f = {}
+        names[ki], position[ki], packs[#packs + 1] = f, {}, ki
+      end
+      local name = field(slot)
+      if position[ki][name] == nil then
+        f[#f + 1] = name
+        position[ki][name] = #f
+      end
     end
   end
+  if #counters > 0 then
+    local values = redis.call('MGET', unpack(counters))
+    for j = 1, #at do out[at[j]] = values[j] end
+  end
+  local fields, minutes = {}, {}
+  for _, ki in ipairs(packs) do
+    local ok, values = pcall(redis.call, 'HMGET', KEYS[ki], unpack(names[ki]))
+    if ok then fields[ki] = values else bad[ki] = true end
+    minutes[ki] = {}
+  end
+  for r = 1, #rk do
+    local ki, slot = rk[r], rs[r]
+    if slot >= 0 then
+      if bad[ki] then
+        out[r] = false
+      else
+        local raw = fields[ki][position[ki][field(slot)]]
+        if slot == 3660 then
+          out[r] = raw and (varint(raw, 1)) or 0
+        else
+          local minute = slot >= 3600 and slot - 3600 or (slot - slot % 60) / 60
+          local m = minutes[ki][minute]
+          if m == nil then
+            m = decode(raw)
+            minutes[ki][minute] = m
+          end
+          if slot >= 3600 then out[r] = m.v else out[r] = m.s[slot % 60] or 0 end
+        end
+      end
+    end
+  end
+  return out, bad
 end
-local ops_at = a
-local ops = tonumber(ARGV[a]); a = a + 1
--- Skip the ops to find the reads.
-local o = a
-for _ = 1, ops do
-  local op = ARGV[o]
-  if op == 'c' then o = o + 4 elseif op == 's' then o = o + 3 elseif op == 'p' then o = o + 5
-  else o = o + 2 end
+-- Applies a pack's records (2-byte heads: offset | kind << 12, kind 15 followed by a kind byte and
+-- a u32 magnitude; all little-endian) to its hash, creating it with `ttl` when it is missing and
+-- ttl > 0. Answers an error reply when the key holds something else.
+local function apply(k, ttl, rec)
+  local kinds, offsets, ds = {}, {}, {}
+  local names, at = {'h'}, {h = 1}
+  local i, n = 1, #rec
+  while i + 1 <= n do
+    local lo, hi = byte(rec, i, i + 1)
+    i = i + 2
+    local high = hi % 16
+    local off, kind, d = lo + high * 256, (hi - high) / 16, 1
+    if kind == 15 then
+      if i + 4 > n then break end
+      local x, b0, b1, b2, b3 = byte(rec, i, i + 4)
+      kind, d = x, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
+      i = i + 5
+    end
+    kinds[#kinds + 1], offsets[#offsets + 1], ds[#ds + 1] = kind, off, d
+    if S[kind] ~= nil or M[kind] ~= nil then
+      local name = 'm' .. ((off - off % 60) / 60)
+      if at[name] == nil then
+        names[#names + 1] = name
+        at[name] = #names
+      end
+    end
+  end
+  local ok, values = pcall(redis.call, 'HMGET', k, unpack(names))
+  if not ok then return refused(k, values) end
+  local present = false
+  for j = 1, #names do present = present or values[j] ~= false end
+  -- Nothing to take from; and only a write that may create the pack adds.
+  if not present and ttl == 0 then return nil end
+  local hour = values[1] and (varint(values[1], 1)) or 0
+  local minutes = {}
+  for j = 2, #names do minutes[j] = decode(values[j]) end
+  for r = 1, #kinds do
+    local kind, off, d = kinds[r], offsets[r], ds[r]
+    local e = H[kind]
+    if e ~= nil then hour = effect(e, hour, d) end
+    local es, em = S[kind], M[kind]
+    if es ~= nil or em ~= nil then
+      local m = minutes[at['m' .. ((off - off % 60) / 60)]]
+      if em ~= nil then m.v = effect(em, m.v, d) end
+      if es ~= nil then
+        local s = off % 60
+        m.s[s] = effect(es, m.s[s] or 0, d)
+      end
+    end
+  end
+  local set, gone = {}, {}
+  if hour > 0 then
+    local out = {}
+    put(hour, out)
+    set[#set + 1], set[#set + 2] = 'h', concat(out)
+  else
+    gone[#gone + 1] = 'h'
+  end
+  for j = 2, #names do
+    local c = encode(minutes[j])
+    if c then set[#set + 1], set[#set + 2] = names[j], c else gone[#gone + 1] = names[j] end
+  end
+  if #set > 0 then
+    local done, err = pcall(redis.call, 'HSET', k, unpack(set))
+    if not done then return refused(k, err) end
+    -- Its fields read were all missing: the pack may be new (its TTL is set once, as it is made).
+    if not present and redis.call('TTL', k) == -1 then redis.call('EXPIRE', k, ttl) end
+  end
+  if #gone > 0 then redis.call('HDEL', k, unpack(gone)) end
+  return nil
 end
-local reads_at = o
--- Keys by index, read in one MGET (a key holding another type reads nil).
-local function mget(indices)
-  local keys = {}
-  for i, ki in ipairs(indices) do keys[i] = KEYS[ki] end
-  if #keys == 0 then return {} end
-  return redis.call('MGET', unpack(keys))
+local a = 1
+local applied = 1
+-- Terms and reads come as strings of 4 bytes each: key index and slot (65535 for a counter), both
+-- big-endian 16 bits; a guard's terms carry a fifth byte, the sign (0: +1, 1: -1).
+local function pairs_of(packed, width, rk, rs, signs)
+  local b = {byte(packed, 1, #packed)}
+  for j = 1, #b, width do
+    local slot = b[j + 2] * 256 + b[j + 3]
+    rk[#rk + 1], rs[#rs + 1] = b[j] * 256 + b[j + 1], slot == 65535 and -1 or slot
+    if signs then signs[#signs + 1] = b[j + 4] == 0 and 1 or -1 end
+  end
+end
+local guards = tonumber(ARGV[a]); a = a + 1
+local gmax, gbase, gfirst, gcount = {}, {}, {}, {}
+local tk, ts, tsign = {}, {}, {}
+for g = 1, guards do
+  gmax[g], gbase[g], gfirst[g] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), #tk + 1
+  pairs_of(ARGV[a + 2], 5, tk, ts, tsign)
+  gcount[g] = #tk + 1 - gfirst[g]
+  a = a + 3
 end
 if guards > 0 then
-  local values = mget(needed)
-  local folded = {}
-  for ki, slots in pairs(wanted) do
-    local p = values[index[ki]]
-    folded[ki] = p and fold(p, slots) or {}
+  local values, bad = read(tk, ts)
+  for n = 1, #tk do
+    if bad[tk[n]] then return redis.error_reply('NOTCOUNTER ' .. KEYS[tk[n]]) end
   end
   for g = 1, guards do
     local sum = gbase[g]
     for n = gfirst[g], gfirst[g] + gcount[g] - 1 do
-      local ki, slot = tk[n], ts[n]
-      local value
-      if slot < 0 then
-        value = tonumber(values[index[ki]] or '0') or 0
-      else
-        value = folded[ki][slot] or 0
-      end
+      local value = values[n]
+      if ts[n] < 0 then value = tonumber(value or '0') or 0 end
       sum = sum + tsign[n] * value
     end
     if sum > gmax[g] then applied = 0 end
   end
 end
-a = ops_at + 1
+local ops = tonumber(ARGV[a]); a = a + 1
 for _ = 1, ops do
   local op, k = ARGV[a], KEYS[tonumber(ARGV[a + 1])]
   if op == 'c' then
@@ -167,17 +270,10 @@ for _ = 1, ops do
     a = a + 3
   elseif op == 'p' then
     if applied == 1 then
-      local ttl = tonumber(ARGV[a + 2])
-      if ttl > 0 then
-        local ok, err = pcall(redis.call, 'SET', k, ARGV[a + 3], 'EX', ttl, 'NX')
-        if not ok then return refused(k, err) end
-      end
-      if ttl > 0 or redis.call('EXISTS', k) == 1 then
-        local ok, err = pcall(redis.call, 'APPEND', k, ARGV[a + 4])
-        if not ok then return refused(k, err) end
-      end
+      local err = apply(k, tonumber(ARGV[a + 2]), ARGV[a + 3])
+      if err then return err end
     end
-    a = a + 5
+    a = a + 4
   elseif op == 'x' then
     redis.call('DEL', k)
     a = a + 2
@@ -185,20 +281,14 @@ for _ = 1, ops do
     return redis.error_reply('ERR hourglass apply: unknown op ' .. tostring(op))
   end
 end
-local reads = {}
-for i = reads_at, #ARGV do reads[#reads + 1] = tonumber(ARGV[i]) end
-local out = mget(reads)
-table.insert(out, 1, applied)
-return out
-)lua";
-
-constexpr std::string_view kCompactSource = R"lua(-- hourglass compact v1
-local ok, v = pcall(redis.call, 'GET', KEYS[1])
-local n = tonumber(ARGV[1])
-if not ok or not v or #v < n then return 0 end
-if redis.sha1hex(string.sub(v, 1, n)) ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[3] .. string.sub(v, n + 1), 'KEEPTTL')
-return 1
+local rk, rs = {}, {}
+pairs_of(ARGV[a], 4, rk, rs, nil)
+local out, bad = read(rk, rs)
+local reply = {applied}
+for r = 1, #rk do
+  if rs[r] >= 0 and bad[rk[r]] then reply[r + 1] = 'NOTPACK' else reply[r + 1] = out[r] end
+end
+return reply
 )lua";
 
 }  // namespace
@@ -217,11 +307,6 @@ std::string Sha1Hex(std::string_view bytes) {
 
 const Script& ApplyScript() {
   static const Script script{kApplySource, Sha1Hex(kApplySource)};
-  return script;
-}
-
-const Script& CompactScript() {
-  static const Script script{kCompactSource, Sha1Hex(kCompactSource)};
   return script;
 }
 

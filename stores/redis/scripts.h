@@ -4,24 +4,24 @@
 // kApply runs one batch atomically: its guards (the store's conditional batches), then its writes
 // in order, then its reads. Its arguments, after the keys (every key the batch names, tagged):
 //
-//   ARGV  = G, guard*G, N, op*N, read*
-//   guard = max, base, T, (key index, slot, sign)*T    applies when base + sum(sign * value) <= max
-//   op    = "c", key index, delta, ttl                 counter += delta (> 0), ttl at creation
-//         | "s", key index, amount                     counter -= amount, floored at 0, if present
-//         | "p", key index, ttl, header, records       pack: created with header and ttl when ttl >
-//         0
-//                                                      and missing, records appended if present
-//         | "x", key index                             delete
-//   read  = key index                                  answered raw (GET), nil when missing
+//   ARGV  = G, guard*G, N, op*N, reads
+//   guard = max, base, terms       applies when base + sum(sign * value) <= max; terms: 5 bytes
+//                                  each, key index and slot (big-endian 16 bits), sign (0: +1)
+//   op    = "c", key index, delta, ttl     counter += delta (> 0), ttl at creation
+//         | "s", key index, amount         counter -= amount, floored at 0, if present
+//         | "p", key index, ttl, records   pack records (the packed layout's) applied to the pack's
+//                                          hash, made with ttl when missing and ttl > 0
+//         | "x", key index                 delete
+//   reads = 4 bytes per read: key index and slot, big-endian 16 bits
 //
-// A slot is -1 for a counter, else the pack slot's index (PackSlotIndex): the script folds packs
-// for guards; the store folds what it reads. It answers {applied (1 or 0), read values...}; a
-// write to a value that is not a counter makes it answer an error "NOTCOUNTER <key>" (writes
-// before it stand, as on memcached); a key of another type reads as absent. Counters saturate at 2^63 - 1 (Redis's integers are signed).
-//
-// kCompact replaces a pack's first n bytes by their compaction when they are still what was read
-// (their SHA-1), keeping what was appended since and the TTL: KEYS = {pack}, ARGV = {n, sha1hex,
-// compacted}; answers 1 when it rewrote the pack.
+// A slot is 65535 for a counter, else the pack slot's index (packed::SlotIndex). A pack is a hash
+// of its hour ('h') and its minutes ('m0'..'m59', each with its seconds that are not 0), so a read
+// of a slot reads one field, however busy the hour: the packed layout's records are how writes
+// arrive, not how Redis keeps them. It answers {applied (1 or 0), value per read}: a counter's
+// as stored (nil when missing), a pack slot's as an integer, or "NOTPACK" for a pack key that
+// holds something else. A write to a value that is not ours makes it answer an error
+// "NOTCOUNTER <key>" (writes before it stand, as on memcached). Counters saturate at 2^63 - 1
+// (Redis's integers are signed).
 //
 // Thread-safety: constants.
 #pragma once
@@ -37,7 +37,6 @@ struct Script {
 };
 
 const Script& ApplyScript();
-const Script& CompactScript();
 
 // SHA-1 of `bytes` in lowercase hex (what redis.sha1hex gives).
 std::string Sha1Hex(std::string_view bytes);

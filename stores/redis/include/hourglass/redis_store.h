@@ -7,9 +7,11 @@
 // key of one event+feature hashes to one slot (a hash tag), so a check talks to one node; the
 // store follows MOVED and ASK redirections (a resharding) and TRYAGAIN. Several standalone servers
 // share the groups by rendezvous hashing of the group. Seconds, minutes and hours of an hour live
-// in one string of 2-byte records (the packed layout, appended with APPEND) as on memcached;
-// generations, day ledgers and penalties are counters (INCRBY). A server that fails fails fast for
-// retry_timeout, then is tried again; features never move to another server.
+// in one hash, as memcached's packed layout keys them, but kept folded: a field for the hour and
+// one per minute holding its seconds, so a check reads a few fields and the script's work stays
+// flat however busy the hour; generations, day ledgers and penalties are counters (INCRBY). A
+// server that fails fails fast for retry_timeout, then is tried again; features never move to
+// another server.
 //
 // Unlike memcached, Redis evaluates a batch atomically: the store takes conditional batches
 // (Batch::guards), so a check can be decided and recorded on the server in one step.
@@ -63,8 +65,8 @@ Result<RedisOptions> ParseRedisUrl(std::string_view url);
 class RedisStore final : public Store {
  public:
   // Checks the options (no connection is opened until the first batch; a cluster's slot map is
-  // asked for then). `clock` (which must outlive the store) gives the wall time of the packs'
-  // headers and the monotonic time of the fail-fast window and idle checks.
+  // asked for then). `clock` (which must outlive the store) gives the monotonic time of the
+  // fail-fast window and idle checks.
   static Result<std::unique_ptr<RedisStore>> Create(const RedisOptions& options,
                                                     const Clock& clock = SystemClock::Get());
   // Flushes, so fire-and-forget replies are known to have arrived when a process exits.
