@@ -113,7 +113,9 @@ TEST_F(RedisStoreTest, AnHourIsOneHashOfAFieldPerMinuteThatLivesItsTtl) {
 // per busy second (a few bytes each, as the packed layout's records did), and a value that needs
 // more than a byte reads back whole.
 TEST_F(RedisStoreTest, ABusyHourIsAFewBytesASecondAndLargeValuesReadBack) {
-  Open();
+  RedisOptions options;
+  options.io_timeout = std::chrono::seconds(30);  // an hour of hits in one pipeline: no deadline
+  Open(options);
   std::vector<Batch> hits;
   for (int64_t i = 0; i < 3600; ++i) hits.push_back(Hit(kHourStart + i));
   hits.push_back(Hit(kHourStart + 61, 70000));

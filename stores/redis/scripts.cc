@@ -6,7 +6,7 @@ namespace hourglass::redis {
 namespace {
 
 constexpr std::string_view kApplySource = R"lua(-- hourglass apply v2
--- A pack is a hash: field 'h' holds its hour's value, field 'm<k>' its minute k's (k in 0..59): the
+-- A pack is a hash: field 'h' holds its hour's value, field k (one byte, 0..59) its minute k's: the
 -- minute's value, then each of its seconds whose value is not 0, in order, as a byte (the second
 -- within the minute) and its value. Values are varints (7 bits a byte, low first). A field at 0
 -- is deleted, and with it a hash left empty. So a check reads a few fields however busy the hour.
@@ -69,10 +69,11 @@ local function encode(m)
   if any then return concat(out) end
   return nil
 end
+-- A slot's field: 'h' for the hour, else its minute's, one byte (0..59).
 local function field(slot)
   if slot == 3660 then return 'h' end
-  if slot >= 3600 then return 'm' .. (slot - 3600) end
-  return 'm' .. ((slot - slot % 60) / 60)
+  if slot >= 3600 then return char(slot - 3600) end
+  return char((slot - slot % 60) / 60)
 end
 -- A write's refusal: a value that is not ours is named; anything else (out of memory) passes on.
 local function refused(k, err)
@@ -82,68 +83,88 @@ local function refused(k, err)
   end
   return redis.error_reply(err)
 end
+-- The fields of packs read so far, decoded, by key index ({h = the hour's value, [minute's field]
+-- = a decoded minute, exists = true once a field read was there}), or false for a key that holds
+-- something else than a hash. Nothing else runs while the script does, so what it read stays
+-- true but for its own writes, which update these tables in place.
+local packs = {}
+-- Pack `ki` with `names` read; false when its key holds something else.
+local function load(ki, names)
+  local p = packs[ki]
+  if p == false then return false end
+  if p == nil then
+    p = {}
+    packs[ki] = p
+  end
+  local missing, asked = {}, {}
+  for _, name in ipairs(names) do
+    if p[name] == nil and not asked[name] then
+      missing[#missing + 1] = name
+      asked[name] = true
+    end
+  end
+  if #missing == 0 then return p end
+  local ok, values = pcall(redis.call, 'HMGET', KEYS[ki], unpack(missing))
+  if not ok then
+    packs[ki] = false
+    return false
+  end
+  for j, name in ipairs(missing) do
+    local raw = values[j]
+    if raw then p.exists = true end
+    if name == 'h' then p.h = raw and (varint(raw, 1)) or 0 else p[name] = decode(raw) end
+  end
+  return p
+end
 -- The values of reads (key indices rk, slots rs; slot -1: a counter): a counter's as stored
--- (false when missing), a pack slot's number, or false in `bad` for a key that is not a hash.
+-- (false when missing), a pack slot's number, or false for a key that is not a hash (then `bad`
+-- holds its key index).
 local function read(rk, rs)
   local out, bad = {}, {}
-  local counters, at = {}, {}
-  local packs, names, position = {}, {}, {}
+  local counters, at, names, order = {}, {}, {}, {}
   for r = 1, #rk do
     local ki, slot = rk[r], rs[r]
     if slot < 0 then
       counters[#counters + 1], at[#at + 1] = KEYS[ki], r
     else
-      local f = names[ki]
-      if f == nil then
-        f = {}
-        names[ki], position[ki], packs[#packs + 1] = f, {}, ki
+      if names[ki] == nil then
+        names[ki] = {}
+        order[#order + 1] = ki
       end
-      local name = field(slot)
-      if position[ki][name] == nil then
-        f[#f + 1] = name
-        position[ki][name] = #f
-      end
+      names[ki][#names[ki] + 1] = field(slot)
     end
   end
   if #counters > 0 then
     local values = redis.call('MGET', unpack(counters))
     for j = 1, #at do out[at[j]] = values[j] end
   end
-  local fields, minutes = {}, {}
-  for _, ki in ipairs(packs) do
-    local ok, values = pcall(redis.call, 'HMGET', KEYS[ki], unpack(names[ki]))
-    if ok then fields[ki] = values else bad[ki] = true end
-    minutes[ki] = {}
+  for _, ki in ipairs(order) do
+    if not load(ki, names[ki]) then bad[ki] = true end
   end
   for r = 1, #rk do
     local ki, slot = rk[r], rs[r]
     if slot >= 0 then
-      if bad[ki] then
+      local p = packs[ki]
+      if not p then
         out[r] = false
+      elseif slot == 3660 then
+        out[r] = p.h
+      elseif slot >= 3600 then
+        out[r] = p[field(slot)].v
       else
-        local raw = fields[ki][position[ki][field(slot)]]
-        if slot == 3660 then
-          out[r] = raw and (varint(raw, 1)) or 0
-        else
-          local minute = slot >= 3600 and slot - 3600 or (slot - slot % 60) / 60
-          local m = minutes[ki][minute]
-          if m == nil then
-            m = decode(raw)
-            minutes[ki][minute] = m
-          end
-          if slot >= 3600 then out[r] = m.v else out[r] = m.s[slot % 60] or 0 end
-        end
+        out[r] = p[field(slot)].s[slot % 60] or 0
       end
     end
   end
   return out, bad
 end
 -- Applies a pack's records (2-byte heads: offset | kind << 12, kind 15 followed by a kind byte and
--- a u32 magnitude; all little-endian) to its hash, creating it with `ttl` when it is missing and
+-- a u32 magnitude; all little-endian) to its hash, making it with `ttl` when it is missing and
 -- ttl > 0. Answers an error reply when the key holds something else.
-local function apply(k, ttl, rec)
+local function apply(ki, ttl, rec)
+  local k = KEYS[ki]
   local kinds, offsets, ds = {}, {}, {}
-  local names, at = {'h'}, {h = 1}
+  local names = {'h'}
   local i, n = 1, #rec
   while i + 1 <= n do
     local lo, hi = byte(rec, i, i + 1)
@@ -157,56 +178,54 @@ local function apply(k, ttl, rec)
       i = i + 5
     end
     kinds[#kinds + 1], offsets[#offsets + 1], ds[#ds + 1] = kind, off, d
-    if S[kind] ~= nil or M[kind] ~= nil then
-      local name = 'm' .. ((off - off % 60) / 60)
-      if at[name] == nil then
-        names[#names + 1] = name
-        at[name] = #names
-      end
-    end
+    if S[kind] ~= nil or M[kind] ~= nil then names[#names + 1] = field(off) end
   end
-  local ok, values = pcall(redis.call, 'HMGET', k, unpack(names))
-  if not ok then return refused(k, values) end
-  local present = false
-  for j = 1, #names do present = present or values[j] ~= false end
-  -- Nothing to take from; and only a write that may create the pack adds.
-  if not present and ttl == 0 then return nil end
-  local hour = values[1] and (varint(values[1], 1)) or 0
-  local minutes = {}
-  for j = 2, #names do minutes[j] = decode(values[j]) end
+  local p = load(ki, names)
+  if not p then return redis.error_reply('NOTCOUNTER ' .. k) end
+  local existed = p.exists or redis.call('EXISTS', k) == 1
+  -- Nothing to take from; and only a write that may make the pack adds.
+  if not existed and ttl == 0 then return nil end
+  local dirty = {h = true}
   for r = 1, #kinds do
     local kind, off, d = kinds[r], offsets[r], ds[r]
     local e = H[kind]
-    if e ~= nil then hour = effect(e, hour, d) end
+    if e ~= nil then p.h = effect(e, p.h, d) end
     local es, em = S[kind], M[kind]
     if es ~= nil or em ~= nil then
-      local m = minutes[at['m' .. ((off - off % 60) / 60)]]
+      local name = field(off)
+      local m = p[name]
+      dirty[name] = true
       if em ~= nil then m.v = effect(em, m.v, d) end
       if es ~= nil then
-        local s = off % 60
-        m.s[s] = effect(es, m.s[s] or 0, d)
+        local second = off % 60
+        m.s[second] = effect(es, m.s[second] or 0, d)
       end
     end
   end
   local set, gone = {}, {}
-  if hour > 0 then
-    local out = {}
-    put(hour, out)
-    set[#set + 1], set[#set + 2] = 'h', concat(out)
-  else
-    gone[#gone + 1] = 'h'
-  end
-  for j = 2, #names do
-    local c = encode(minutes[j])
-    if c then set[#set + 1], set[#set + 2] = names[j], c else gone[#gone + 1] = names[j] end
+  for name in pairs(dirty) do
+    local c
+    if name == 'h' then
+      if p.h > 0 then
+        local out = {}
+        put(p.h, out)
+        c = concat(out)
+      end
+    else
+      c = encode(p[name])
+    end
+    if c then set[#set + 1], set[#set + 2] = name, c else gone[#gone + 1] = name end
   end
   if #set > 0 then
     local done, err = pcall(redis.call, 'HSET', k, unpack(set))
     if not done then return refused(k, err) end
-    -- Its fields read were all missing: the pack may be new (its TTL is set once, as it is made).
-    if not present and redis.call('TTL', k) == -1 then redis.call('EXPIRE', k, ttl) end
+    if not existed then redis.call('EXPIRE', k, ttl) end
+    p.exists = true
   end
-  if #gone > 0 then redis.call('HDEL', k, unpack(gone)) end
+  if #gone > 0 then
+    redis.call('HDEL', k, unpack(gone))
+    if #set == 0 then p.exists = nil end
+  end
   return nil
 end
 local a = 1
@@ -270,12 +289,13 @@ for _ = 1, ops do
     a = a + 3
   elseif op == 'p' then
     if applied == 1 then
-      local err = apply(k, tonumber(ARGV[a + 2]), ARGV[a + 3])
+      local err = apply(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3])
       if err then return err end
     end
     a = a + 4
   elseif op == 'x' then
     redis.call('DEL', k)
+    packs[tonumber(ARGV[a + 1])] = nil
     a = a + 2
   else
     return redis.error_reply('ERR hourglass apply: unknown op ' .. tostring(op))

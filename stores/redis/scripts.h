@@ -15,7 +15,7 @@
 //   reads = 4 bytes per read: key index and slot, big-endian 16 bits
 //
 // A slot is 65535 for a counter, else the pack slot's index (packed::SlotIndex). A pack is a hash
-// of its hour ('h') and its minutes ('m0'..'m59', each with its seconds that are not 0), so a read
+// of its hour ('h') and its minutes (a byte each, 0..59, with their seconds that are not 0): a read
 // of a slot reads one field, however busy the hour: the packed layout's records are how writes
 // arrive, not how Redis keeps them. It answers {applied (1 or 0), value per read}: a counter's
 // as stored (nil when missing), a pack slot's as an integer, or "NOTPACK" for a pack key that
