@@ -6,68 +6,153 @@ namespace hourglass::redis {
 namespace {
 
 constexpr std::string_view kApplySource = R"lua(-- hourglass apply v2
--- A pack is a hash: field 'h' holds its hour's value, field k (one byte, 0..59) its minute k's: the
--- minute's value, then each of its seconds whose value is not 0, in order, as a byte (the second
--- within the minute) and its value. Values are varints (7 bits a byte, low first). A field at 0
--- is deleted, and with it a hash left empty. So a check reads a few fields however busy the hour.
+-- A pack is a hash: field 'h' holds its hour's value (a varint: 7 bits a byte, low first, 128
+-- added to each byte but the last), field k (one byte, 0..59) its minute k's: each of its seconds
+-- whose value is not 0, in order, as the second's byte (a value of 1), or the value's bytes (7
+-- bits each, low first, each + 128) and then 64 + the second; before them, where the minute's value
+-- is not the sum of its seconds, that value's bytes and 127. Each entry ends in a byte below 128,
+-- so the last one reads backwards: a hit on the latest second appends or rewrites it alone. A
+-- field at 0 is deleted, and with it a hash left empty. So a check reads a few fields however
+-- busy the hour.
 -- Effects of a pack record's kind on its second (S), its minute (M) and its hour (H): 1 add, -1
 -- take (floored at 0), 0 zero; nil leaves it.
 local S = {[0] = 1, [1] = -1, [2] = 1, [3] = -1, [8] = 0}
 local M = {[0] = 1, [1] = -1, [4] = 1, [5] = -1, [9] = 0}
 local H = {[0] = 1, [1] = -1, [6] = 1, [7] = -1, [10] = 0}
-local byte, char, concat = string.byte, string.char, table.concat
+local byte, char = string.byte, string.char
 local function effect(e, x, d)
   if e == 0 then return 0 elseif e > 0 then return x + d end
   x = x - d
   if x < 0 then return 0 end
   return x
 end
--- The varint at byte i of c, and the byte after it.
-local function varint(c, i)
+-- The varint at index i of the byte array b, and the index after it.
+local function varint(b, i)
   local v, scale = 0, 1
   while true do
-    local b = byte(c, i)
-    if b == nil then return v, i end
+    local x = b[i]
+    if x == nil then return v, i end
     i = i + 1
-    if b < 128 then return v + b * scale, i end
-    v, scale = v + (b - 128) * scale, scale * 128
+    if x < 128 then return v + x * scale, i end
+    v, scale = v + (x - 128) * scale, scale * 128
   end
 end
+-- Appends v's varint to the byte array out.
 local function put(v, out)
   while v >= 128 do
     local r = v % 128
-    out[#out + 1] = char(r + 128)
+    out[#out + 1] = r + 128
     v = (v - r) / 128
   end
-  out[#out + 1] = char(v)
+  out[#out + 1] = v
 end
--- A minute field as {v = its value, s = {[second] = value}}.
-local function decode(c)
-  local m = {v = 0, s = {}}
-  if not c then return m end
-  local i, n = 1, #c
-  m.v, i = varint(c, i)
-  while i <= n do
-    local second = byte(c, i)
-    m.s[second], i = varint(c, i + 1)
+local function bytes(c) return {byte(c, 1, -1)} end
+-- A value of at least 1 as the bytes that lead an entry: 7 bits each, low first, each + 128.
+local function lead(v, out)
+  while v > 0 do
+    local r = v % 128
+    out[#out + 1] = r + 128
+    v = (v - r) / 128
   end
+end
+-- A minute field as {v = its value, sec = its seconds in order, val = their values}.
+local function decode(c)
+  local m = {v = 0, sec = {}, val = {}}
+  if not c then return m end
+  local b = bytes(c)
+  local acc, scale, sum, own, k = 0, 1, 0, nil, 0
+  for i = 1, #b do
+    local x = b[i]
+    if x >= 128 then
+      acc, scale = acc + (x - 128) * scale, scale * 128
+    elseif x == 127 then
+      own, acc, scale = acc, 0, 1
+    else
+      local v = 1
+      if x >= 64 then x, v = x - 64, acc end
+      k = k + 1
+      m.sec[k], m.val[k] = x, v
+      sum, acc, scale = sum + v, 0, 1
+    end
+  end
+  m.v = own or sum
   return m
+end
+-- Where second s is in minute m: its index, or nil and the index it would take.
+local function find(m, s)
+  local sec = m.sec
+  for j = #sec, 1, -1 do
+    if sec[j] == s then return j end
+    if sec[j] < s then return nil, j + 1 end
+  end
+  return nil, 1
+end
+local function second_of(m, s)
+  local j = find(m, s)
+  return j and m.val[j] or 0
+end
+local function set_second(m, s, v)
+  local j, at = find(m, s)
+  if j then
+    m.val[j] = v
+  elseif v > 0 then
+    table.insert(m.sec, at, s)
+    table.insert(m.val, at, v)
+  end
 end
 -- A minute's field, nil when it is all 0.
 local function encode(m)
+  local sum = 0
+  for j = 1, #m.val do sum = sum + m.val[j] end
+  if sum == 0 and m.v == 0 then return nil end
   local out = {}
-  put(m.v, out)
-  local any = m.v > 0
-  for second = 0, 59 do
-    local v = m.s[second]
-    if v ~= nil and v > 0 then
-      out[#out + 1] = char(second)
-      put(v, out)
-      any = true
+  if m.v ~= sum then
+    lead(m.v, out)
+    out[#out + 1] = 127
+  end
+  for j = 1, #m.sec do
+    local v = m.val[j]
+    if v == 1 then
+      out[#out + 1] = m.sec[j]
+    elseif v > 0 then
+      lead(v, out)
+      out[#out + 1] = m.sec[j] + 64
     end
   end
-  if any then return concat(out) end
-  return nil
+  return char(unpack(out))
+end
+-- A hit of d (> 0) on second s of a minute's field c (nil when missing) as its new field, without
+-- decoding it; nil when that needs decoding: the minute holds a value of its own, or s comes
+-- before the field's last second. Live traffic hits the last second or a later one.
+local function hit(c, s, d)
+  local out = {}
+  if not c then
+    if d == 1 then return char(s) end
+    lead(d, out)
+    out[#out + 1] = s + 64
+    return char(unpack(out))
+  end
+  local n, i = #c, 1
+  while (byte(c, i) or 0) >= 128 do i = i + 1 end
+  if n == 0 or byte(c, i) == 127 then return nil end
+  local last, start, v = byte(c, n), n, 1
+  if last >= 64 then
+    last, v, start = last - 64, 0, n
+    while start > 1 and byte(c, start - 1) >= 128 do start = start - 1 end
+    local scale = 1
+    for j = start, n - 1 do
+      v, scale = v + (byte(c, j) - 128) * scale, scale * 128
+    end
+  end
+  if s < last then return nil end
+  if s == last then
+    d = v + d
+    c = string.sub(c, 1, start - 1)
+  end
+  if d == 1 then return c .. char(s) end
+  lead(d, out)
+  out[#out + 1] = s + 64
+  return c .. char(unpack(out))
 end
 -- A slot's field: 'h' for the hour, else its minute's, one byte (0..59).
 local function field(slot)
@@ -83,22 +168,33 @@ local function refused(k, err)
   end
   return redis.error_reply(err)
 end
--- The fields of packs read so far, decoded, by key index ({h = the hour's value, [minute's field]
--- = a decoded minute, exists = true once a field read was there}), or false for a key that holds
--- something else than a hash. Nothing else runs while the script does, so what it read stays
--- true but for its own writes, which update these tables in place.
+-- The fields of packs read so far by key index: {h = the hour's value, raw = {[minute's field] =
+-- its bytes, or false}, dec = {[minute's field] = decoded, then the one that holds}, exists =
+-- true once a field read was there}, or false for a key that holds something else than a hash.
+-- Nothing else runs while the script does, so what it read stays true but for its own writes,
+-- which update these tables.
 local packs = {}
+-- Minute field `name` of pack p, decoded.
+local function minute(p, name)
+  local m = p.dec[name]
+  if m == nil then
+    m = decode(p.raw[name] or nil)
+    p.dec[name] = m
+  end
+  return m
+end
 -- Pack `ki` with `names` read; false when its key holds something else.
 local function load(ki, names)
   local p = packs[ki]
   if p == false then return false end
   if p == nil then
-    p = {}
+    p = {raw = {}, dec = {}}
     packs[ki] = p
   end
   local missing, asked = {}, {}
   for _, name in ipairs(names) do
-    if p[name] == nil and not asked[name] then
+    local known = name == 'h' and p.h or p.raw[name]
+    if known == nil and not asked[name] then
       missing[#missing + 1] = name
       asked[name] = true
     end
@@ -112,7 +208,7 @@ local function load(ki, names)
   for j, name in ipairs(missing) do
     local raw = values[j]
     if raw then p.exists = true end
-    if name == 'h' then p.h = raw and (varint(raw, 1)) or 0 else p[name] = decode(raw) end
+    if name == 'h' then p.h = raw and (varint(bytes(raw), 1)) or 0 else p.raw[name] = raw end
   end
   return p
 end
@@ -150,9 +246,9 @@ local function read(rk, rs)
       elseif slot == 3660 then
         out[r] = p.h
       elseif slot >= 3600 then
-        out[r] = p[field(slot)].v
+        out[r] = minute(p, field(slot)).v
       else
-        out[r] = p[field(slot)].s[slot % 60] or 0
+        out[r] = second_of(minute(p, field(slot)), slot % 60)
       end
     end
   end
@@ -191,14 +287,18 @@ local function apply(ki, ttl, rec)
     local e = H[kind]
     if e ~= nil then p.h = effect(e, p.h, d) end
     local es, em = S[kind], M[kind]
-    if es ~= nil or em ~= nil then
-      local name = field(off)
-      local m = p[name]
+    local name = (es ~= nil or em ~= nil) and field(off)
+    local fast = kind == 0 and p.dec[name] == nil and hit(p.raw[name] or nil, off % 60, d)
+    if fast then
+      p.raw[name] = fast
+      dirty[name] = true
+    elseif name then
+      local m = minute(p, name)
       dirty[name] = true
       if em ~= nil then m.v = effect(em, m.v, d) end
       if es ~= nil then
         local second = off % 60
-        m.s[second] = effect(es, m.s[second] or 0, d)
+        set_second(m, second, effect(es, second_of(m, second), d))
       end
     end
   end
@@ -209,10 +309,13 @@ local function apply(ki, ttl, rec)
       if p.h > 0 then
         local out = {}
         put(p.h, out)
-        c = concat(out)
+        c = char(unpack(out))
       end
+    elseif p.dec[name] ~= nil then
+      c = encode(p.dec[name])
+      p.raw[name] = c or false
     else
-      c = encode(p[name])
+      c = p.raw[name]
     end
     if c then set[#set + 1], set[#set + 2] = name, c else gone[#gone + 1] = name end
   end
@@ -232,12 +335,13 @@ local a = 1
 local applied = 1
 -- Terms and reads come as strings of 4 bytes each: key index and slot (65535 for a counter), both
 -- big-endian 16 bits; a guard's terms carry a fifth byte, the sign (0: +1, 1: -1).
+-- (A reset reads thousands: the bytes are taken a term at a time, as Lua's stack is bounded.)
 local function pairs_of(packed, width, rk, rs, signs)
-  local b = {byte(packed, 1, #packed)}
-  for j = 1, #b, width do
-    local slot = b[j + 2] * 256 + b[j + 3]
-    rk[#rk + 1], rs[#rs + 1] = b[j] * 256 + b[j + 1], slot == 65535 and -1 or slot
-    if signs then signs[#signs + 1] = b[j + 4] == 0 and 1 or -1 end
+  for j = 1, #packed - width + 1, width do
+    local k0, k1, s0, s1, sign = byte(packed, j, j + width - 1)
+    local slot = s0 * 256 + s1
+    rk[#rk + 1], rs[#rs + 1] = k0 * 256 + k1, slot == 65535 and -1 or slot
+    if signs then signs[#signs + 1] = sign == 0 and 1 or -1 end
   end
 end
 local guards = tonumber(ARGV[a]); a = a + 1
