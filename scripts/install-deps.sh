@@ -12,7 +12,7 @@ packages=(
   libssl-dev libfmt-dev libhowardhinnant-date-dev tzdata libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.81-dev prometheus-cpp-dev libspdlog-dev
-  libnghttp2-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libnghttp2-dev libgoogle-perftools-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nginx-light curl python3 python3-flask python3-requests python3-yaml python3-jsonschema
   faketime ninja-build ccache mold prometheus chromium init-system-helpers
 )
