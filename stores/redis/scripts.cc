@@ -5,12 +5,11 @@
 namespace hourglass::redis {
 namespace {
 
-constexpr std::string_view kApplySource = R"lua(-- hourglass apply v2
--- A pack is a hash: field 'h' holds its hour's value (a varint: 7 bits a byte, low first, 128
--- added to each byte but the last), field k (one byte, 0..59) its minute k's: each of its seconds
--- whose value is not 0, in order, as the second's byte (a value of 1), or the value's bytes (7
--- bits each, low first, each + 128) and then 64 + the second; before them, where the minute's value
--- is not the sum of its seconds, that value's bytes and 127. Each entry ends in a byte below 128,
+constexpr std::string_view kApplySource = R"lua(-- hourglass apply v3
+-- A pack is a hash: field 'h' holds its hour's value as bytes (7 bits each, low first, each
+-- + 128), field k (one byte, 0..59) its minute k's: each of its seconds whose value is not 0, in
+-- order, as the second's byte (a value of 1), or the value's bytes and then 64 + the second;
+-- before them, where the minute's value is not the sum of its seconds, that value's bytes and 127. Each entry ends in a byte below 128,
 -- so the last one reads backwards: a hit on the latest second appends or rewrites it alone. A
 -- field at 0 is deleted, and with it a hash left empty. So a check reads a few fields however
 -- busy the hour.
@@ -26,34 +25,23 @@ local function effect(e, x, d)
   if x < 0 then return 0 end
   return x
 end
--- The varint at index i of the byte array b, and the index after it.
-local function varint(b, i)
-  local v, scale = 0, 1
-  while true do
-    local x = b[i]
-    if x == nil then return v, i end
-    i = i + 1
-    if x < 128 then return v + x * scale, i end
-    v, scale = v + (x - 128) * scale, scale * 128
-  end
-end
--- Appends v's varint to the byte array out.
-local function put(v, out)
-  while v >= 128 do
-    local r = v % 128
-    out[#out + 1] = r + 128
-    v = (v - r) / 128
-  end
-  out[#out + 1] = v
-end
 local function bytes(c) return {byte(c, 1, -1)} end
--- A value of at least 1 as the bytes that lead an entry: 7 bits each, low first, each + 128.
+-- A value of at least 1 as bytes (the hour's field, an entry's lead): 7 bits each, low first,
+-- each + 128.
 local function lead(v, out)
   while v > 0 do
     local r = v % 128
     out[#out + 1] = r + 128
     v = (v - r) / 128
   end
+end
+-- The value lead wrote as bytes i..j of c.
+local function unlead(c, i, j)
+  local v, scale = 0, 1
+  for x = i, j do
+    v, scale = v + (byte(c, x) - 128) * scale, scale * 128
+  end
+  return v
 end
 -- A minute field as {v = its value, sec = its seconds in order, val = their values}.
 local function decode(c)
@@ -139,10 +127,7 @@ local function hit(c, s, d)
   if last >= 64 then
     last, v, start = last - 64, 0, n
     while start > 1 and byte(c, start - 1) >= 128 do start = start - 1 end
-    local scale = 1
-    for j = start, n - 1 do
-      v, scale = v + (byte(c, j) - 128) * scale, scale * 128
-    end
+    v = unlead(c, start, n - 1)
   end
   if s < last then return nil end
   if s == last then
@@ -208,7 +193,7 @@ local function load(ki, names)
   for j, name in ipairs(missing) do
     local raw = values[j]
     if raw then p.exists = true end
-    if name == 'h' then p.h = raw and (varint(bytes(raw), 1)) or 0 else p.raw[name] = raw end
+    if name == 'h' then p.h = raw and unlead(raw, 1, #raw) or 0 else p.raw[name] = raw end
   end
   return p
 end
@@ -217,7 +202,7 @@ end
 -- holds its key index).
 local function read(rk, rs)
   local out, bad = {}, {}
-  local counters, at, names, order = {}, {}, {}, {}
+  local counters, at, names, order, named = {}, {}, {}, {}, {}
   for r = 1, #rk do
     local ki, slot = rk[r], rs[r]
     if slot < 0 then
@@ -227,7 +212,8 @@ local function read(rk, rs)
         names[ki] = {}
         order[#order + 1] = ki
       end
-      names[ki][#names[ki] + 1] = field(slot)
+      named[r] = field(slot)
+      names[ki][#names[ki] + 1] = named[r]
     end
   end
   if #counters > 0 then
@@ -246,9 +232,9 @@ local function read(rk, rs)
       elseif slot == 3660 then
         out[r] = p.h
       elseif slot >= 3600 then
-        out[r] = minute(p, field(slot)).v
+        out[r] = minute(p, named[r]).v
       else
-        out[r] = second_of(minute(p, field(slot)), slot % 60)
+        out[r] = second_of(minute(p, named[r]), slot % 60)
       end
     end
   end
@@ -308,7 +294,7 @@ local function apply(ki, ttl, rec)
     if name == 'h' then
       if p.h > 0 then
         local out = {}
-        put(p.h, out)
+        lead(p.h, out)
         c = char(unpack(out))
       end
     elseif p.dec[name] ~= nil then
