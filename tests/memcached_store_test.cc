@@ -128,7 +128,7 @@ TEST_F(MemcachedPackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount
   ASSERT_TRUE(values.ok()) << values.error().ToString();
   EXPECT_EQ(*values, (std::vector<uint64_t>{500, 500}));
   EXPECT_EQ(store().Flush(), 0u);
-  EXPECT_EQ(PackBytes(), 4 + 7) << "one record with a magnitude";
+  EXPECT_EQ(PackBytes(), 4 + 4) << "one record with a u16 magnitude";
   ASSERT_TRUE(store().Apply(Hit(kHourStart + 7)).ok());
   values = store().Apply(read);
   ASSERT_TRUE(values.ok());

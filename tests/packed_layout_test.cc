@@ -74,7 +74,7 @@ TEST(PackedLayoutTest, TakeBacksAndLoneLevelsFoldLikeCounters) {
   Batch batch{kGroup,
               {{Key(1, kT), 3, Seconds{600}},
                {Key(60, kT), 3, Seconds{600}},
-               {Key(3600, kT), 3, Seconds{600}},  // a hit of 3: one record with a magnitude
+               {Key(3600, kT), 3, Seconds{600}},  // a hit of 3: one record with a u8 magnitude
                {Key(1, kT), -1, Seconds{600}},
                {Key(60, kT), -1, Seconds{600}},
                {Key(3600, kT), -1, Seconds{600}},    // a take-back: one record
@@ -100,7 +100,7 @@ TEST(PackedLayoutTest, TakeBacksAndLoneLevelsFoldLikeCounters) {
   EXPECT_EQ(value(1, kT + 3), 1u);
   EXPECT_EQ(value(60, kT + 300), 1u);
   EXPECT_EQ(fold->records(), 8u);
-  EXPECT_EQ(plan.appends[0].records.size(), 7u + 2 + 7 + 7 + 2 + 2 + 2 + 2);
+  EXPECT_EQ(plan.appends[0].records.size(), 3u + 2 + 7 + 7 + 2 + 2 + 2 + 2);
 }
 
 TEST(PackedLayoutTest, OnlyIncrementsMayCreateAPack) {
@@ -186,6 +186,38 @@ TEST(PackedLayoutTest, CompactionKeepsEveryValueInFewerBytes) {
 // Raw records of every kind, in any order of seconds (late take-backs, lone levels, zeros,
 // magnitudes), folded by the layout and by the rule it documents on a dense array of counters:
 // every slot, the compaction bound and the compacted pack agree.
+// A busy second compacts to 2 bytes when it holds 1, 3 up to 255, 4 up to 65535, else 7 a u32
+// part; hits of such costs take the same records; values read back exactly.
+TEST(PackedLayoutTest, ABusySecondCompactsToAFewBytesByItsValue) {
+  for (const auto& [value, bytes] : std::vector<std::pair<uint64_t, size_t>>{
+           {1, 2}, {2, 3}, {255, 3}, {256, 4}, {65535, 4}, {65536, 7}, {5'000'000'000, 14}}) {
+    Batch batch{kGroup, {}, {}};
+    for (int64_t s = 0; s < 3600; s += 36) {
+      for (int64_t width : {1, 60, 3600}) {
+        batch.increments.push_back(
+            {Key(width, kHour * 3600 + s), static_cast<int64_t>(value), Seconds{600}});
+      }
+    }
+    const WireBatch plan = PlanPacked(batch);
+    ASSERT_EQ(plan.appends.size(), 1u);
+    EXPECT_EQ(plan.appends[0].records.size(), 100 * bytes) << value;
+    Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
+    ASSERT_TRUE(fold.ok()) << fold.error().ToString();
+    const std::string compact = fold->Compacted();
+    EXPECT_EQ(compact.size(), kPackHeaderBytes + 100 * bytes) << value;
+    Result<PackFold> again = PackFold::Parse("pack", compact);
+    ASSERT_TRUE(again.ok());
+    for (int64_t s = 0; s < 3600; s += 18) {
+      const int64_t t = kHour * 3600 + s;
+      ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(1, t))), s % 36 == 0 ? value : 0u);
+      uint64_t in_minute = 0;  // its busy seconds
+      for (int64_t m = s / 60 * 60; m < s / 60 * 60 + 60; ++m) in_minute += m % 36 == 0;
+      ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(60, t))), in_minute * value);
+    }
+    EXPECT_EQ(again->Value(*PackedSlotOf(kGroup, Key(3600, kT))), 100 * value);
+  }
+}
+
 TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 200; ++trial) {
@@ -199,14 +231,20 @@ TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
       const uint16_t offset = static_cast<uint16_t>(rng() % spread * (3600 / spread));
       const uint8_t kind = static_cast<uint8_t>(rng() % 11);  // kAddAll..kZeroHour
       const bool extended = kind < 8 && rng() % 4 == 0;
-      const uint64_t d = extended ? rng() % 5 : 1;
-      const uint16_t head = static_cast<uint16_t>(offset | (extended ? 15 : kind) << 12);
+      // A hit by a u8 (kind 11) or u16 (kind 12) magnitude.
+      const int width = !extended && kind == 0 ? static_cast<int>(rng() % 3) : 0;
+      uint64_t d = extended ? rng() % 5 : 1;
+      if (width == 1) d = 2 + rng() % 254;
+      if (width == 2) d = 256 + rng() % 65280;
+      const int head_kind = extended ? 15 : (width > 0 ? 10 + width : kind);
+      const uint16_t head = static_cast<uint16_t>(offset | head_kind << 12);
       pack.push_back(static_cast<char>(head & 0xff));
       pack.push_back(static_cast<char>(head >> 8));
       if (extended) {
         pack.push_back(static_cast<char>(kind));
         for (int b = 0; b < 4; ++b) pack.push_back(static_cast<char>(d >> (8 * b) & 0xff));
       }
+      for (int b = 0; b < width; ++b) pack.push_back(static_cast<char>(d >> (8 * b) & 0xff));
       const auto add = [d](uint64_t& v) { v += d; };
       const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
       uint64_t& second = seconds[offset];
@@ -275,7 +313,8 @@ TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
   };
   for (const std::string& bad :
        {std::string("abc"), header + "x", header + record(3600), header + record(0xf000),
-        header + record(0xb000), header + record(0xf000) + std::string(1, '\x08') + "abcd"}) {
+        header + record(0xb000), header + record(0xc000) + "x", header + record(0xd000),
+        header + record(0xf000) + std::string(1, '\x08') + "abcd"}) {
     Result<PackFold> fold = PackFold::Parse("hg:e:f:p:1", bad);
     ASSERT_FALSE(fold.ok()) << bad.size();
     EXPECT_EQ(fold.error().code(), ErrorCode::kInternal);

@@ -25,7 +25,9 @@ enum Kind : uint8_t {
   kZeroSecond = 8,
   kZeroMinute = 9,
   kZeroHour = 10,
-  kExtended = 15,  // a byte of kind (kAddAll..kSubHour) and a u32 magnitude follow
+  kAddAllU8 = 11,   // kAddAll by the u8 that follows (2..255): a busy second compacted
+  kAddAllU16 = 12,  // kAddAll by the u16 LE that follows (256..65535)
+  kExtended = 15,   // a byte of kind (kAddAll..kSubHour) and a u32 magnitude follow
 };
 
 std::optional<int64_t> ParseInt(std::string_view text) {
@@ -55,6 +57,13 @@ uint32_t GetU32(std::string_view in) {
 void PutRecords(std::string& out, uint8_t kind, uint16_t offset, uint64_t magnitude) {
   if (kind >= kZeroSecond || magnitude == 1) {
     PutU16(out, static_cast<uint16_t>(offset | kind << 12));
+    return;
+  }
+  if (kind == kAddAll && magnitude >= 2 && magnitude <= 0xffff) {
+    const bool u8 = magnitude <= 0xff;
+    PutU16(out, static_cast<uint16_t>(offset | (u8 ? kAddAllU8 : kAddAllU16) << 12));
+    out += static_cast<char>(magnitude & 0xff);
+    if (!u8) out += static_cast<char>(magnitude >> 8);
     return;
   }
   while (magnitude > 0) {
@@ -275,6 +284,13 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
       if (kind > kSubHour) return bad("an unknown record");
       d = GetU32(value.substr(at + 1));
       at += 5;
+    } else if (kind == kAddAllU8 || kind == kAddAllU16) {
+      const size_t width = kind == kAddAllU8 ? 1 : 2;
+      if (value.size() - at < width) return bad("a record cut short");
+      d = static_cast<unsigned char>(value[at]);
+      if (width == 2) d |= static_cast<uint64_t>(static_cast<unsigned char>(value[at + 1])) << 8;
+      kind = kAddAll;
+      at += width;
     } else if (kind > kZeroHour) {
       return bad("an unknown record");
     }

@@ -241,7 +241,7 @@ local function read(rk, rs)
   return out, bad
 end
 -- Applies a pack's records (2-byte heads: offset | kind << 12, kind 15 followed by a kind byte and
--- a u32 magnitude; all little-endian) to its hash, making it with `ttl` when it is missing and
+-- a u32 magnitude, kinds 11 and 12 a hit's u8 and u16 magnitude; all little-endian) to its hash, making it with `ttl` when it is missing and
 -- ttl > 0. Answers an error reply when the key holds something else.
 local function apply(ki, ttl, rec)
   local k = KEYS[ki]
@@ -258,6 +258,12 @@ local function apply(ki, ttl, rec)
       local x, b0, b1, b2, b3 = byte(rec, i, i + 4)
       kind, d = x, b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
       i = i + 5
+    elseif kind == 11 or kind == 12 then
+      local width = kind - 10
+      if i + width - 1 > n then break end
+      local b0, b1 = byte(rec, i, i + width - 1)
+      kind, d = 0, b0 + (b1 or 0) * 256
+      i = i + width
     end
     kinds[#kinds + 1], offsets[#offsets + 1], ds[#ds + 1] = kind, off, d
     if S[kind] ~= nil or M[kind] ~= nil then names[#names + 1] = field(off) end

@@ -9,7 +9,9 @@
 //     kind: 0 +1 to the second, its minute and its hour (a hit), 1 -1 to the three (a take-back),
 //           2/3 +1/-1 the second only, 4/5 the minute only (offset = its first second), 6/7 the
 //           hour only, 8/9/10 zero the second/minute/hour (a delete);
-//           15: a byte of kind (0..7) and a u32 LE magnitude follow (a delta other than 1).
+//           11/12: kind 0 by the u8 (2..255) / u16 LE (256..65535) that follows (a busy second
+//           compacted, a hit of such a cost);
+//           15: a byte of kind (0..7) and a u32 LE magnitude follow (any other delta but 1).
 //
 // A bucket's value is its records folded in append order: v = max(0, v + delta), or 0 for a
 // zero record. That is exactly what a counter holds after the same increments, decrements
