@@ -397,6 +397,37 @@ TEST_P(EngineTest, WithoutExactRetryADenialIsOneRoundTripAndNeverEarly) {
   EXPECT_LT(*d->retry_after, Seconds{30 + 60});
 }
 
+// A policy whose windows are all shorter than an hour keeps no day ledger: its hits and their
+// take-backs write only their buckets. An hour's window or longer keeps it.
+TEST_P(EngineTest, WindowsShorterThanAnHourKeepNoDayLedger) {
+  const Engine engine = MakeEngine();
+  clock_->Set(FromUnix(kStart + 12345));
+  const auto ledger = [&](const std::string& feature) {
+    const std::string group = engine.keys().GroupKey("shorten", feature);
+    const KeySpace::LedgerKeys keys = KeySpace::Ledger(group, (kStart + 12345) / 86400);
+    return harness_->store().Apply(Batch{group, {}, {keys.added, keys.events}});
+  };
+  Result<Decision> d = engine.Check("shorten", "short", MakePolicy("2/s, 5/m"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->cost.keys_written, 3u) << "three buckets, no ledger";
+  EXPECT_EQ(*ledger("short"), (std::vector<uint64_t>{0, 0}));
+  ASSERT_TRUE(engine.Check("shorten", "short", MakePolicy("2/s, 5/m"))->allowed);
+  d = engine.Check("shorten", "short", MakePolicy("2/s, 5/m"));  // the third in a second
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  if (!harness_->store().conditional_batches()) {
+    EXPECT_EQ(d->cost.keys_written, 6u) << "the hit and its take-back, no ledger";
+  }
+  EXPECT_EQ(*ledger("short"), (std::vector<uint64_t>{0, 0})) << "nor for the take-back";
+  EXPECT_EQ(engine.Count("shorten", "short", Windows({1}))->windows[0].count, 2u);
+
+  d = engine.Check("shorten", "hourly", MakePolicy("5/m, 10/h"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->cost.keys_written, 5u) << "three buckets and the day ledger's two counters";
+  EXPECT_EQ(*ledger("hourly"), (std::vector<uint64_t>{1, 1}));
+}
+
 TEST_P(EngineTest, FourLimitsAreOneRoundTripWithFiveWrites) {
   const Engine engine = MakeEngine();
   clock_->Set(FromUnix(kStart + 12345));
@@ -917,7 +948,7 @@ TEST_P(HotPathTest, BlockedClientsAreDeniedLocallyAndAttemptsStillCount) {
     EXPECT_EQ(d->cost.blocked_hits, 1u);
     EXPECT_EQ(d->cost.keys_read, 0u);
     EXPECT_EQ(d->cost.round_trips, 0u);
-    EXPECT_EQ(d->cost.keys_written, 5u) << "the attempt is still counted (with the ledger)";
+    EXPECT_EQ(d->cost.keys_written, 3u) << "the attempt is still counted (3/m keeps no ledger)";
     EXPECT_TRUE(d->recorded);
   }
   // Fire-and-forget increments arrive: the store holds every attempt.

@@ -73,6 +73,7 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
       now_(now),
       second_(ToUnix(t)),
       penalized_(policy.block_for > Seconds{0} && t == now),
+      keeps_ledger_(internal::KeepsLedger(policy.limits)),
       mode_(FirstMode(core, policy, t == now, record)),
       step_(FirstStep(core, t == now, record)),
       tally_(policy.limits.size()) {
@@ -87,12 +88,13 @@ CheckRun::CheckRun(const EngineCore& core, std::string group, const Policy& poli
 }
 
 std::optional<int64_t> CheckRun::ComparedDay() const {
-  if (!live()) return std::nullopt;
+  if (!live() || !keeps_ledger_) return std::nullopt;
   return internal::ComparedDay(core_.keys, core_.settle_margin(), second_, spans_);
 }
 
 std::vector<Increment> CheckRun::HitIncrements(int64_t sign) const {
-  return core_.keys.HitIncrements(group_, second_, sign * static_cast<int64_t>(hits_));
+  return core_.keys.HitIncrements(group_, second_, sign * static_cast<int64_t>(hits_),
+                                  keeps_ledger_);
 }
 
 Share CheckRun::LocalShare() const {
@@ -212,7 +214,7 @@ Decision CheckRun::FinishBlocked() {
   // The pieces as cached; with this attempt recorded, a copy that holds it too.
   std::vector<std::vector<CountedSpan>> with_attempt;
   if (decision.recorded) {
-    decision.cost.keys_written = core_.keys.KeysPerHit();
+    decision.cost.keys_written = core_.keys.KeysPerHit(keeps_ledger_);
     with_attempt = entry.pieces;
     for (auto& pieces : with_attempt) AddAttempt(pieces, second_, hits_);
   }
@@ -488,7 +490,7 @@ std::optional<TakeBackIntent> CheckRun::TakeBack(bool request_denied) {
   TakeBackIntent intent{Batch{group_, {}, {}}, UndoesHit(request_denied), Strikes()};
   if (intent.undoes_hit) {
     intent.batch.increments = HitIncrements(-1);
-    decision_.cost.keys_written += core_.keys.KeysPerTakeBack();
+    decision_.cost.keys_written += core_.keys.KeysPerTakeBack(keeps_ledger_);
   }
   if (intent.strikes) {
     intent.batch.increments.push_back(core_.keys.Strike(group_, policy_.block_for, second_));

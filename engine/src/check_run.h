@@ -221,6 +221,9 @@ class CheckRun {
   // A live check under a penalty (Policy::block_for): its first read reads the feature's penalty
   // keys (penalty_to_read_, then reset), and a denial by its limits strikes.
   const bool penalized_;
+  // Whether its policy keeps the day ledger (internal::KeepsLedger): its hit, the hit's take-back
+  // and its comparison.
+  const bool keeps_ledger_;
   std::vector<Span> spans_;
   Mode mode_;
   Step step_;

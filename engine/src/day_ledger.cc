@@ -7,6 +7,11 @@
 
 namespace hourglass::internal {
 
+bool KeepsLedger(std::span<const Limit> limits) {
+  return std::any_of(limits.begin(), limits.end(),
+                     [](const Limit& l) { return l.window.length() >= kLedgerWindow; });
+}
+
 std::optional<int64_t> ComparedDay(const KeySpace& keys, Seconds settle_margin, int64_t second,
                                    std::span<const Span> spans) {
   if (!keys.keeps_ledger()) return std::nullopt;

@@ -10,9 +10,19 @@
 
 #include "hourglass/clock.h"
 #include "hourglass/key_space.h"
+#include "hourglass/limit.h"
 #include "hourglass/window.h"
 
 namespace hourglass::internal {
+
+// The shortest window whose checks keep the day ledger.
+constexpr Seconds kLedgerWindow{3600};
+
+// Whether checks of `limits` keep the day ledger (count their hits in it and compare it): some
+// window lasts kLedgerWindow or longer. A shorter window holds all of a day only in that day's
+// first minutes; the ledger would cost such checks two writes per hit, and a feature two items a
+// day, for a comparison they almost never make.
+bool KeepsLedger(std::span<const Limit> limits);
 
 // The first second of the UTC day of `second` (Unix seconds) when a live read of `spans` at
 // `second` compares today's buckets with the day ledger: the key space keeps ledgers, some span

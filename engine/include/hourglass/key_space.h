@@ -67,10 +67,14 @@ class KeySpace {
     return {group + ":d:" + d, group + ":de:" + d};
   }
   bool keeps_ledger() const;
-  // The keys a hit writes: one per level, and the ledger's two.
-  size_t KeysPerHit() const { return ladder_.levels() + (keeps_ledger() ? 2 : 0); }
-  // The keys a take-back writes: one per level, and the ledger's events.
-  size_t KeysPerTakeBack() const { return ladder_.levels() + (keeps_ledger() ? 1 : 0); }
+  // The keys a hit writes: one per level, and the ledger's two (with `ledger`, see HitIncrements).
+  size_t KeysPerHit(bool ledger = true) const {
+    return ladder_.levels() + (keeps_ledger() && ledger ? 2 : 0);
+  }
+  // The keys a take-back writes: one per level, and the ledger's events (with `ledger`).
+  size_t KeysPerTakeBack(bool ledger = true) const {
+    return ladder_.levels() + (keeps_ledger() && ledger ? 1 : 0);
+  }
   // A ledger is read during its day only: it lives a day plus the settle margin from creation.
   Seconds LedgerTtl() const { return kLedgerSpan + settle_margin_; }
   static constexpr Seconds kLedgerSpan{86400};
@@ -79,9 +83,12 @@ class KeySpace {
   // width (its buckets serve as the complement of a partial parent at a window's far edge), plus
   // the settle margin.
   Seconds Ttl(size_t level) const;
-  // One increment of `delta` per level for a hit at second `t`, and the ledger's when kept: after
-  // them for a hit (delta > 0), before them for a take-back.
-  std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta) const;
+  // One increment of `delta` per level for a hit at second `t`, and the ledger's when kept and
+  // `ledger`: after them for a hit (delta > 0), before them for a take-back. A caller that leaves
+  // a hit out of the ledger must leave out that hit's own take-back, and nothing else: the ledger
+  // then counts fewer hits than the buckets hold, never more.
+  std::vector<Increment> HitIncrements(const std::string& group, int64_t t, int64_t delta,
+                                       bool ledger = true) const;
 
   // Penalties (Policy::block_for = B): a denial by a limit at second t strikes the feature: it is
   // blocked from t until t + B. Time is cut in slots of B seconds; the strike adds
