@@ -5,8 +5,12 @@
 set -euo pipefail
 binary=$1 expected=$2
 out=$(MALLOCSTATS=1 "$binary" --version 2>&1)
-grep -q "^hourglass " <<<"$out" || { echo "FAIL: $binary --version printed no version" >&2; exit 1; }
-if grep -q "^MALLOC: .*Bytes in use by application" <<<"$out"; then actual=tcmalloc; else actual=system; fi
+if ! grep -q "^hourglass " <<<"$out"; then
+  echo "FAIL: $binary --version printed no version" >&2
+  exit 1
+fi
+actual=system
+if grep -q "^MALLOC: .*Bytes in use by application" <<<"$out"; then actual=tcmalloc; fi
 if [[ "$actual" != "$expected" ]]; then
   echo "FAIL: $binary allocates with $actual, the build asked for $expected" >&2
   exit 1

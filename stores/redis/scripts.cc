@@ -9,10 +9,10 @@ constexpr std::string_view kApplySource = R"lua(-- hourglass apply v3
 -- A pack is a hash: field 'h' holds its hour's value as bytes (7 bits each, low first, each
 -- + 128), field k (one byte, 0..59) its minute k's: each of its seconds whose value is not 0, in
 -- order, as the second's byte (a value of 1), or the value's bytes and then 64 + the second;
--- before them, where the minute's value is not the sum of its seconds, that value's bytes and 127. Each entry ends in a byte below 128,
--- so the last one reads backwards: a hit on the latest second appends or rewrites it alone. A
--- field at 0 is deleted, and with it a hash left empty. So a check reads a few fields however
--- busy the hour.
+-- before them, where the minute's value is not the sum of its seconds, that value's bytes and 127.
+-- Each entry ends in a byte below 128, so the last one reads backwards: a hit on the latest second
+-- appends or rewrites it alone. A field at 0 is deleted, and with it a hash left empty. So a check
+-- reads a few fields however busy the hour.
 -- Effects of a pack record's kind on its second (S), its minute (M) and its hour (H): 1 add, -1
 -- take (floored at 0), 0 zero; nil leaves it.
 local S = {[0] = 1, [1] = -1, [2] = 1, [3] = -1, [8] = 0}
@@ -241,8 +241,9 @@ local function read(rk, rs)
   return out, bad
 end
 -- Applies a pack's records (2-byte heads: offset | kind << 12, kind 15 followed by a kind byte and
--- a u32 magnitude, kinds 11 and 12 a hit's u8 and u16 magnitude; all little-endian) to its hash, making it with `ttl` when it is missing and
--- ttl > 0. Answers an error reply when the key holds something else.
+-- a u32 magnitude, kinds 11 and 12 a hit's u8 and u16 magnitude; all little-endian) to its hash,
+-- making it with `ttl` when it is missing and ttl > 0. Answers an error reply when the key holds
+-- something else.
 local function apply(ki, ttl, rec)
   local k = KEYS[ki]
   local kinds, offsets, ds = {}, {}, {}
