@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 namespace hourglass::packed {
@@ -229,6 +230,30 @@ TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
     const uint64_t spread = trial % 2 == 0 ? 7 : 3600;
     for (int r = 0; r < records; ++r) {
       const uint16_t offset = static_cast<uint16_t>(rng() % spread * (3600 / spread));
+      if (rng() % 8 == 0) {  // a run (kind 13) of 4-, 8- or 16-bit values: a kAddAll each
+        const int width_code = static_cast<int>(rng() % 3);
+        const size_t count = 1 + rng() % std::min<uint64_t>(40, 3600 - offset);
+        const uint16_t head = static_cast<uint16_t>(offset | 13 << 12);
+        const uint16_t spec = static_cast<uint16_t>(count | width_code << 12);
+        for (uint16_t u : {head, spec}) {
+          pack.push_back(static_cast<char>(u & 0xff));
+          pack.push_back(static_cast<char>(u >> 8));
+        }
+        std::string values((count * (4 << width_code) + 7) / 8, '\0');
+        for (size_t i = 0; i < count; ++i) {
+          const uint64_t v = rng() % 3 == 0 ? 0 : rng() % ((uint64_t{1} << (4 << width_code)) - 1);
+          if (width_code == 0) values[i / 2] = static_cast<char>(values[i / 2] | v << (i % 2 * 4));
+          if (width_code == 1) values[i] = static_cast<char>(v);
+          if (width_code == 2) values[2 * i] = static_cast<char>(v & 0xff);
+          if (width_code == 2) values[2 * i + 1] = static_cast<char>(v >> 8);
+          if (v == 0) continue;
+          seconds[offset + i] += v;
+          minutes[(offset + i) / 60] += v;
+          hour += v;
+        }
+        pack += values;
+        continue;
+      }
       const uint8_t kind = static_cast<uint8_t>(rng() % 11);  // kAddAll..kZeroHour
       const bool extended = kind < 8 && rng() % 4 == 0;
       // A hit by a u8 (kind 11) or u16 (kind 12) magnitude.
@@ -288,9 +313,10 @@ TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
     ASSERT_TRUE(fold.ok()) << fold.error().ToString();
     Result<PackFold> compacted = PackFold::Parse("pack", fold->Compacted());
     ASSERT_TRUE(compacted.ok());
-    size_t busy = 0;
+    size_t half_bytes = 0;  // at least half a byte per busy second, a byte past 15, 2 past 255
     for (int64_t s = 0; s < 3600; ++s) {
-      busy += seconds[s] != 0;
+      const uint64_t v = seconds[s];
+      half_bytes += v == 0 ? 0 : (v <= 15 ? 1 : (v <= 255 ? 2 : 4));
       const PackedSlot second = *PackedSlotOf(kGroup, Key(1, kHour * 3600 + s));
       const PackedSlot minute = *PackedSlotOf(kGroup, Key(60, kHour * 3600 + s));
       ASSERT_EQ(fold->Value(second), seconds[s]) << "trial " << trial << " second " << s;
@@ -302,7 +328,60 @@ TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
     EXPECT_EQ(fold->Value(whole), hour);
     EXPECT_EQ(compacted->Value(whole), hour);
     EXPECT_EQ(fold->records(), static_cast<size_t>(records));
-    EXPECT_EQ(fold->CompactedBytesAtLeast(), 4 + 2 * busy);
+    EXPECT_EQ(fold->CompactedBytesAtLeast(), 4 + (half_bytes + 1) / 2);
+    EXPECT_LE(fold->CompactedBytesAtLeast(), fold->Compacted().size());
+  }
+}
+
+// A feature hit every second of the hour compacts to runs: half a byte a second while each holds
+// at most 15, a byte up to 255; a second too busy for its run's width adds the rest in a record of
+// its own. Every value reads back exactly.
+TEST(PackedLayoutTest, BusyStretchesCompactToRunsOfAFewBitsASecond) {
+  struct Case {
+    std::function<uint64_t(int64_t)> hits;  // per second of the hour
+    size_t most_bytes;
+  };
+  const std::vector<Case> cases = {
+      {[](int64_t s) { return 1 + s % 15; }, 4 + 4 + 1800},
+      {[](int64_t s) { return 1 + s % 200; }, 4 + 4 + 3600},
+      // Mostly small, a few seconds far busier: 4-bit runs, and a 7-byte record each for the rest
+      // of those.
+      {[](int64_t s) { return s % 500 == 0 ? 70000 + s : 1 + s % 7; }, 4 + 4 + 1800 + 8 * 7},
+      // Every other second: the zeros between busy seconds cost less than records.
+      {[](int64_t s) { return s % 2 == 0 ? 3 : 0; }, 4 + 4 + 1800},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    Batch batch{kGroup, {}, {}};
+    for (int64_t s = 0; s < 3600; ++s) {
+      const uint64_t hits = cases[c].hits(s);
+      if (hits == 0) continue;
+      for (int64_t width : {1, 60, 3600}) {
+        batch.increments.push_back(
+            {Key(width, kHour * 3600 + s), static_cast<int64_t>(hits), Seconds{600}});
+      }
+    }
+    const WireBatch plan = PlanPacked(batch);
+    Result<PackFold> fold = PackFold::Parse("pack", Stored(plan));
+    ASSERT_TRUE(fold.ok()) << fold.error().ToString();
+    const std::string compact = fold->Compacted();
+    EXPECT_LE(compact.size(), cases[c].most_bytes) << "case " << c;
+    EXPECT_LE(fold->CompactedBytesAtLeast(), compact.size()) << "case " << c;
+    Result<PackFold> again = PackFold::Parse("pack", compact);
+    ASSERT_TRUE(again.ok()) << again.error().ToString();
+    EXPECT_EQ(again->expiry(), fold->expiry());
+    uint64_t hour = 0, minute = 0;
+    for (int64_t s = 0; s < 3600; ++s) {
+      const int64_t t = kHour * 3600 + s;
+      hour += cases[c].hits(s);
+      minute = s % 60 == 0 ? cases[c].hits(s) : minute + cases[c].hits(s);
+      ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(1, t))), cases[c].hits(s)) << s;
+      if (s % 60 == 59) {
+        ASSERT_EQ(again->Value(*PackedSlotOf(kGroup, Key(60, t))), minute) << s;
+      }
+    }
+    EXPECT_EQ(again->Value(*PackedSlotOf(kGroup, Key(3600, kT))), hour);
+    // Compacted twice, the same bytes: a compacted pack is not rewritten for nothing.
+    EXPECT_EQ(again->Compacted(), compact);
   }
 }
 
@@ -314,6 +393,10 @@ TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
   for (const std::string& bad :
        {std::string("abc"), header + "x", header + record(3600), header + record(0xf000),
         header + record(0xb000), header + record(0xc000) + "x", header + record(0xd000),
+        // Runs: no count, a fourth width, past the hour, values cut short.
+        header + record(0xd000) + record(0x0000), header + record(0xd000) + record(0x3001) + "x",
+        header + record(0xd000 | 3599) + record(0x1002) + "xy",
+        header + record(0xd000) + record(0x1003) + "xy",
         header + record(0xf000) + std::string(1, '\x08') + "abcd"}) {
     Result<PackFold> fold = PackFold::Parse("hg:e:f:p:1", bad);
     ASSERT_FALSE(fold.ok()) << bad.size();

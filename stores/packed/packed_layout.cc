@@ -27,8 +27,22 @@ enum Kind : uint8_t {
   kZeroHour = 10,
   kAddAllU8 = 11,   // kAddAll by the u8 that follows (2..255): a busy second compacted
   kAddAllU16 = 12,  // kAddAll by the u16 LE that follows (256..65535)
+  kRun = 13,        // a stretch of seconds' values, each a kAddAll (RunSpec follows)
   kExtended = 15,   // a byte of kind (kAddAll..kSubHour) and a u32 magnitude follow
 };
+
+// A run's u16 LE after its head: how many seconds it holds (bits 0-11, 1..3600, from the head's
+// offset on) and the width of each value (bits 12-13: 4, 8 or 16 bits; values of 4 bits two to a
+// byte, the earlier second in the low half). Bits 14-15 are 0.
+constexpr int kRunWidthBits[] = {4, 8, 16};
+constexpr uint64_t RunMax(int width_code) { return (uint64_t{1} << kRunWidthBits[width_code]) - 1; }
+constexpr size_t RunValueBytes(int width_code, size_t count) {
+  return (count * static_cast<size_t>(kRunWidthBits[width_code]) + 7) / 8;
+}
+constexpr size_t kRunHeadBytes = 4;  // head and RunSpec
+// Busy seconds at most this far apart may share a run (the zeros between them cost less than a
+// new run's head, at 4 bits a value).
+constexpr uint16_t kRunMaxGap = 8;
 
 std::optional<int64_t> ParseInt(std::string_view text) {
   int64_t value = 0;
@@ -44,6 +58,11 @@ void PutU16(std::string& out, uint16_t v) {
 
 void PutU32(std::string& out, uint32_t v) {
   for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((v >> shift) & 0xff);
+}
+
+uint16_t GetU16(std::string_view in) {
+  return static_cast<uint16_t>(static_cast<unsigned char>(in[0]) | static_cast<unsigned char>(in[1])
+                                                                       << 8);
 }
 
 uint32_t GetU32(std::string_view in) {
@@ -74,6 +93,14 @@ void PutRecords(std::string& out, uint8_t kind, uint16_t offset, uint64_t magnit
     PutU32(out, part);
     magnitude -= part;
   }
+}
+
+// The bytes PutRecords(out, kAddAll, offset, magnitude) appends, for magnitude > 0.
+size_t AddAllBytes(uint64_t magnitude) {
+  if (magnitude == 1) return 2;
+  if (magnitude <= 0xffff) return magnitude <= 0xff ? 3 : 4;
+  constexpr uint64_t kPart = std::numeric_limits<uint32_t>::max();
+  return 7 * static_cast<size_t>((magnitude + kPart - 1) / kPart);
 }
 
 uint64_t Magnitude(int64_t delta) {
@@ -284,6 +311,19 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
       if (kind > kSubHour) return bad("an unknown record");
       d = GetU32(value.substr(at + 1));
       at += 5;
+    } else if (kind == kRun) {
+      if (value.size() - at < 2) return bad("a record cut short");
+      const uint16_t spec = GetU16(value.substr(at));
+      const size_t count = spec & 0x0fff;
+      const int width_code = spec >> 12;
+      if (count == 0 || width_code > 2) return bad("an unknown record");
+      if (offset + count > kPackSeconds) return bad("a record's second is past the hour");
+      const size_t bytes = RunValueBytes(width_code, count);
+      if (value.size() - at - 2 < bytes) return bad("a record cut short");
+      fold.ApplyRun(offset, count, width_code, value.substr(at + 2, bytes));
+      at += 2 + bytes;
+      ++fold.records_;
+      continue;
     } else if (kind == kAddAllU8 || kind == kAddAllU16) {
       const size_t width = kind == kAddAllU8 ? 1 : 2;
       if (value.size() - at < width) return bad("a record cut short");
@@ -299,6 +339,18 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
   }
   return fold;
 }
+
+namespace {
+
+// The fewest half-bytes any compacted form spends on a second of value `v`: half a byte in a run
+// of 4-bit values, a byte in one of 8 bits, 2 bytes beyond (a value of 16 bits, or a record).
+size_t HalfBytesAtLeast(uint64_t v) {
+  if (v == 0) return 0;
+  if (v <= RunMax(0)) return 1;
+  return v <= RunMax(1) ? 2 : 4;
+}
+
+}  // namespace
 
 uint64_t* PackFold::SecondAt(uint16_t offset, bool create) {
   // Records come mostly in time order: a second after the last, or the last, is the common case.
@@ -321,7 +373,7 @@ void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
   uint64_t* found =
       touches_second ? SecondAt(offset, kind == kAddAll || kind == kAddSecond) : nullptr;
   uint64_t& second = found != nullptr ? *found : none;
-  const bool was_busy = second != 0;
+  const uint64_t before = second;
   const auto add = [d](uint64_t& v) { v = SaturatingAdd(v, d); };
   const auto sub = [d](uint64_t& v) { v = v > d ? v - d : 0; };
   switch (kind) {
@@ -359,11 +411,39 @@ void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
       hour_ = 0;
       break;
   }
-  if (was_busy != (second != 0)) was_busy ? --busy_seconds_ : ++busy_seconds_;
+  least_half_bytes_ = least_half_bytes_ - HalfBytesAtLeast(before) + HalfBytesAtLeast(second);
+}
+
+void PackFold::ApplyRun(uint16_t offset, size_t count, int width_code, std::string_view values) {
+  // A compacted pack's runs come first and in order: its seconds are new, appended as they come.
+  const bool new_seconds = seconds_.empty() || seconds_.back().offset < offset;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t v = 0;
+    switch (width_code) {
+      case 0:
+        v = static_cast<unsigned char>(values[i / 2]) >> (i % 2 * 4) & 0x0f;
+        break;
+      case 1:
+        v = static_cast<unsigned char>(values[i]);
+        break;
+      default:
+        v = GetU16(values.substr(2 * i));
+    }
+    if (v == 0) continue;
+    const uint16_t at = static_cast<uint16_t>(offset + i);
+    if (!new_seconds) {
+      Apply(kAddAll, at, v);
+      continue;
+    }
+    seconds_.push_back(Second{at, v});
+    minutes_[at / 60] = SaturatingAdd(minutes_[at / 60], v);
+    hour_ = SaturatingAdd(hour_, v);
+    least_half_bytes_ += HalfBytesAtLeast(v);
+  }
 }
 
 size_t PackFold::CompactedBytesAtLeast() const {
-  return kPackHeaderBytes + 2 * busy_seconds_;  // a record of 2 bytes or more per busy second
+  return kPackHeaderBytes + (least_half_bytes_ + 1) / 2;
 }
 
 uint64_t PackFold::Value(const PackedSlot& slot) const {
@@ -380,13 +460,82 @@ uint64_t PackFold::Value(const PackedSlot& slot) const {
   }
 }
 
+PackFold::Stretch PackFold::Cheapest(size_t first, size_t last) const {
+  const uint16_t span = static_cast<uint16_t>(seconds_[last].offset - seconds_[first].offset + 1);
+  size_t records = 0;
+  std::array<size_t, 3> runs{};
+  for (int w = 0; w < 3; ++w) runs[w] = kRunHeadBytes + RunValueBytes(w, span);
+  for (size_t i = first; i <= last; ++i) {
+    const uint64_t v = seconds_[i].value;
+    if (v == 0) continue;
+    records += AddAllBytes(v);
+    for (int w = 0; w < 3; ++w) {
+      if (v > RunMax(w)) runs[w] += AddAllBytes(v - RunMax(w));
+    }
+  }
+  Stretch best{first, last, -1, records};
+  for (int w = 0; w < 3; ++w) {
+    if (runs[w] < best.bytes) best = Stretch{first, last, w, runs[w]};
+  }
+  return best;
+}
+
+std::vector<PackFold::Stretch> PackFold::Stretches() const {
+  std::vector<Stretch> stretches;
+  for (size_t i = 0; i < seconds_.size(); ++i) {
+    if (seconds_[i].value == 0) continue;
+    size_t last = i;  // the stretch's last busy second so far
+    for (size_t j = i + 1; j < seconds_.size(); ++j) {
+      if (seconds_[j].value == 0) continue;
+      if (seconds_[j].offset - seconds_[last].offset - 1 > kRunMaxGap) break;
+      last = j;
+    }
+    stretches.push_back(Cheapest(i, last));
+    i = last;
+  }
+  return stretches;
+}
+
+void PackFold::PutStretch(const Stretch& stretch, std::string& out) const {
+  if (stretch.width_code < 0) {
+    for (size_t i = stretch.first; i <= stretch.last; ++i) {
+      if (seconds_[i].value > 0) PutRecords(out, kAddAll, seconds_[i].offset, seconds_[i].value);
+    }
+    return;
+  }
+  const int w = stretch.width_code;
+  const uint16_t first = seconds_[stretch.first].offset;
+  const size_t span = seconds_[stretch.last].offset - first + 1;
+  PutU16(out, static_cast<uint16_t>(first | kRun << 12));
+  PutU16(out, static_cast<uint16_t>(span | w << 12));
+  const size_t values = out.size();
+  out.append(RunValueBytes(w, span), '\0');
+  for (size_t i = stretch.first; i <= stretch.last; ++i) {
+    const uint64_t v = std::min(seconds_[i].value, RunMax(w));
+    const size_t k = seconds_[i].offset - first;
+    if (w == 0) out[values + k / 2] = static_cast<char>(out[values + k / 2] | v << (k % 2 * 4));
+    if (w == 1) out[values + k] = static_cast<char>(v);
+    if (w == 2) out[values + 2 * k] = static_cast<char>(v & 0xff);
+    if (w == 2) out[values + 2 * k + 1] = static_cast<char>(v >> 8);
+  }
+  for (size_t i = stretch.first; i <= stretch.last; ++i) {  // what a value's width left out
+    if (seconds_[i].value > RunMax(w)) {
+      PutRecords(out, kAddAll, seconds_[i].offset, seconds_[i].value - RunMax(w));
+    }
+  }
+}
+
 std::string PackFold::Compacted() const {
+  const std::vector<Stretch> stretches = Stretches();
   std::string out;
+  size_t bytes = kPackHeaderBytes;
+  for (const Stretch& s : stretches) bytes += s.bytes;
+  out.reserve(bytes + 8);
   PutU32(out, expiry_);
+  for (const Stretch& s : stretches) PutStretch(s, out);
   uint64_t total = 0;
   std::array<uint64_t, kMinutesPerPack> sums{};
   for (const Second& s : seconds_) {
-    if (s.value > 0) PutRecords(out, kAddAll, s.offset, s.value);
     total = SaturatingAdd(total, s.value);
     sums[s.offset / 60] = SaturatingAdd(sums[s.offset / 60], s.value);
   }

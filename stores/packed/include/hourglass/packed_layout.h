@@ -11,6 +11,10 @@
 //           hour only, 8/9/10 zero the second/minute/hour (a delete);
 //           11/12: kind 0 by the u8 (2..255) / u16 LE (256..65535) that follows (a busy second
 //           compacted, a hit of such a cost);
+//           13: a run, kind 0 for each of a stretch of seconds from the offset on: a u16 LE
+//           (bits 0-11 how many seconds, 1..3600; bits 12-13 the width of a value, 4, 8 or 16
+//           bits) and the values (4-bit ones two to a byte, the earlier low); a busy stretch
+//           compacted, half a byte a second when each holds at most 15;
 //           15: a byte of kind (0..7) and a u32 LE magnitude follow (any other delta but 1).
 //
 // A bucket's value is its records folded in append order: v = max(0, v + delta), or 0 for a
@@ -125,10 +129,12 @@ class PackFold {
   uint64_t Value(const PackedSlot& slot) const;
   uint32_t expiry() const { return expiry_; }
   size_t records() const { return records_; }
-  // The same values in the fewest records (one per non-empty second, with a correction where a
-  // minute or the hour is not the sum of its seconds), header kept.
+  // The same values in few bytes, header kept: busy seconds close together as runs of 4-, 8- or
+  // 16-bit values, or one record each, whichever is shorter per stretch (a value too wide for its
+  // run adds the rest in a record); then a correction where a minute or the hour is not the sum
+  // of its seconds.
   std::string Compacted() const;
-  // A lower bound of Compacted().size(), without building it.
+  // A lower bound of Compacted().size(), without building it: O(1).
   size_t CompactedBytesAtLeast() const;
 
  private:
@@ -139,12 +145,25 @@ class PackFold {
     // The order of seconds_, for a search by offset.
     static bool Before(const Second& s, uint16_t offset) { return s.offset < offset; }
   };
+  // Busy seconds seconds_[first..last] (zeros among them), written as a run of values of
+  // kRunWidthBits[width_code] bits, or as records (width_code -1), in `bytes`.
+  struct Stretch {
+    size_t first;
+    size_t last;
+    int width_code;
+    size_t bytes;
+  };
+  std::vector<Stretch> Stretches() const;
+  Stretch Cheapest(size_t first, size_t last) const;
+  void PutStretch(const Stretch& stretch, std::string& out) const;
   void Apply(uint8_t kind, uint16_t offset, uint64_t d);
+  // A run's `count` values from `offset` on, `values` their bytes.
+  void ApplyRun(uint16_t offset, size_t count, int width_code, std::string_view values);
   // The second at `offset`, or null when no record added to it yet; with `create`, never null.
   uint64_t* SecondAt(uint16_t offset, bool create);
   uint32_t expiry_ = 0;
   uint64_t hour_ = 0;
-  size_t busy_seconds_ = 0;  // seconds whose value is not 0
+  size_t least_half_bytes_ = 0;  // what the busy seconds cost compacted, at least, in half-bytes
   size_t records_ = 0;
   std::vector<Second> seconds_;         // by offset; the seconds ever added to (some back at 0)
   std::array<uint64_t, 60> minutes_{};  // by minute of the hour
