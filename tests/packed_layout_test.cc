@@ -385,6 +385,41 @@ TEST(PackedLayoutTest, BusyStretchesCompactToRunsOfAFewBitsASecond) {
   }
 }
 
+// A compacted busy pack is compacted again once what was appended since can halve it, not at
+// every read before that.
+TEST(PackedLayoutTest, ACompactedPackIsCompactedAgainOnceAppendsCanHalveIt) {
+  Batch batch{kGroup, {}, {}};
+  for (int64_t s = 0; s < 3000; ++s) {
+    for (int64_t width : {1, 60, 3600}) {
+      batch.increments.push_back({Key(width, kHour * 3600 + s), 1 + s % 5, Seconds{600}});
+    }
+  }
+  const std::string compact = PackFold::Parse("pack", Stored(PlanPacked(batch)))->Compacted();
+  std::string pack = compact;
+  int appended = 0;
+  // Hits on the pack's latest seconds (each a 2-byte record), as they come.
+  const auto hit = [&](int64_t s) {
+    Batch one{kGroup, {}, {}};
+    for (int64_t width : {1, 60, 3600}) {
+      one.increments.push_back({Key(width, kHour * 3600 + s), 1, Seconds{600}});
+    }
+    pack += PlanPacked(one).appends[0].records;
+    ++appended;
+  };
+  while (true) {
+    hit(3000 + appended % 600);
+    Result<PackFold> fold = PackFold::Parse("pack", pack);
+    ASSERT_TRUE(fold.ok());
+    std::optional<std::string> again = CompactionOf(pack, *fold);
+    if (!again) continue;
+    EXPECT_LE(again->size() * 2, pack.size());
+    // Not before the appends were about as long as the compacted pack itself.
+    EXPECT_GE(appended * 2, static_cast<int>(compact.size()) * 9 / 10);
+    EXPECT_LE(appended * 2, static_cast<int>(compact.size()) * 3 / 2);
+    break;
+  }
+}
+
 TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
   const std::string header = PackHeader(FromUnix(kT), Seconds{60});
   const auto record = [](uint16_t head) {

@@ -321,6 +321,7 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
       const size_t bytes = RunValueBytes(width_code, count);
       if (value.size() - at - 2 < bytes) return bad("a record cut short");
       fold.ApplyRun(offset, count, width_code, value.substr(at + 2, bytes));
+      fold.run_bytes_ += kRunHeadBytes + bytes;
       at += 2 + bytes;
       ++fold.records_;
       continue;
@@ -587,6 +588,9 @@ Result<std::vector<uint64_t>> ResolveReads(
 
 std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold) {
   if (fold.records() < kCompactAfterRecords) return std::nullopt;
+  // Runs come from a compaction, and come out of the next about as long: if they are half the
+  // pack, it cannot halve (a pack whose runs' seconds were since taken back waits a little).
+  if (fold.run_bytes() * 2 > pack.size()) return std::nullopt;
   if (fold.CompactedBytesAtLeast() * 2 > pack.size())
     return std::nullopt;  // no gain: build nothing
   std::string compact = fold.Compacted();

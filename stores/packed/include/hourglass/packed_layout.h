@@ -129,6 +129,8 @@ class PackFold {
   uint64_t Value(const PackedSlot& slot) const;
   uint32_t expiry() const { return expiry_; }
   size_t records() const { return records_; }
+  // The bytes of its runs (records of kind 13), heads included.
+  size_t run_bytes() const { return run_bytes_; }
   // The same values in few bytes, header kept: busy seconds close together as runs of 4-, 8- or
   // 16-bit values, or one record each, whichever is shorter per stretch (a value too wide for its
   // run adds the rest in a record); then a correction where a minute or the hour is not the sum
@@ -165,6 +167,7 @@ class PackFold {
   uint64_t hour_ = 0;
   size_t least_half_bytes_ = 0;  // what the busy seconds cost compacted, at least, in half-bytes
   size_t records_ = 0;
+  size_t run_bytes_ = 0;
   std::vector<Second> seconds_;         // by offset; the seconds ever added to (some back at 0)
   std::array<uint64_t, 60> minutes_{};  // by minute of the hour
 };
@@ -182,7 +185,9 @@ Result<std::vector<uint64_t>> ResolveReads(
     const std::function<std::string(std::string_view)>& stored_name = nullptr);
 
 // The compaction of `pack` (as read, folded into `fold`) when it is worth writing: it has at least
-// kCompactAfterRecords records and the compacted value is at most half its size.
+// kCompactAfterRecords records and the compacted value is at most half its size. Known without
+// building it most of the time: from a lower bound, and from its runs, which an earlier
+// compaction wrote and the next would write about as long (more than half the pack: no gain).
 constexpr size_t kCompactAfterRecords = 32;
 std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold);
 
