@@ -1142,6 +1142,32 @@ TEST_P(HotPathTest, FarFromTheLimitOneRoundTripReadsAFewKeys) {
   EXPECT_LE(keys / checks, 8u) << "mean keys read per check with a warm cache";
 }
 
+// A policy of seconds reads its live buckets alone: nothing of it comes from or goes to the cache,
+// so the generation is not read. A reset elsewhere still reaches what the cache holds.
+TEST_P(HotPathTest, APolicyOfSecondsReadsItsLiveBucketAloneAndResetsStillReachTheCache) {
+  const Engine a = MakeEngine();
+  const Engine b = MakeEngine();
+  const Policy per_second = MakePolicy("3/s");
+  clock_->Set(FromUnix(kStart));
+  for (int i = 0; i < 2; ++i) {
+    Result<Decision> d = a.Check("api", "key-1", per_second);
+    ASSERT_TRUE(d.ok() && d->allowed);
+    EXPECT_EQ(d->cost.keys_read, 1u) << "the second's bucket, no generation";
+    EXPECT_EQ(d->cost.round_trips, 1u);
+  }
+  clock_->Advance(Seconds{10});
+  const std::vector<Window> minute = Windows({60});
+  EXPECT_EQ(a.Count("api", "key-1", minute)->windows[0].count, 2u);
+  Result<Counts> cached = a.Count("api", "key-1", minute);
+  EXPECT_GT(cached->cost.cache_hits, 0u) << "the settled second is cached";
+  ASSERT_TRUE(b.Reset("api", "key-1").ok());
+  Result<Decision> after = a.Check("api", "key-1", per_second);
+  ASSERT_TRUE(after.ok() && after->allowed);
+  EXPECT_EQ(after->cost.keys_read, 1u);
+  EXPECT_EQ(a.Count("api", "key-1", minute)->windows[0].count, 1u)
+      << "the cached second read before b's reset is dropped";
+}
+
 INSTANTIATE_TEST_SUITE_P(StoresAndConfigs, EngineTest,
                          ::testing::Combine(::testing::Values("memory", "memory_conditional",
                                                               "memcached", "memcached_packed",

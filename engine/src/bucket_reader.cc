@@ -42,7 +42,10 @@ PendingRead BucketReader::Prepare(const std::string& group, std::span<const Buck
   p.batch = Batch{group, std::move(increments), {}};
   p.read.cost.keys_written = p.batch.increments.size();
   p.batch.reads.reserve(buckets.size() + 3);
-  if (cache_ != nullptr) p.batch.reads.push_back(KeySpace::GenerationKey(group));  // first
+  // Live buckets alone are neither taken from the cache nor kept in it: no generation to check.
+  p.reads_generation =
+      cache_ != nullptr && std::any_of(p.flags.begin(), p.flags.end(), [](uint8_t f) { return f; });
+  if (p.reads_generation) p.batch.reads.push_back(KeySpace::GenerationKey(group));  // first
   p.reads_ledger = ledger.has_value();
   if (p.reads_ledger) p.batch.reads.push_back(std::move(ledger->added));
   std::vector<size_t> read_of(buckets.size(), 0);  // a bucket's position in batch.reads
@@ -87,7 +90,7 @@ std::optional<Result<BucketRead>> BucketReader::Advance(
   }
   read.cost.keys_read += pending.keys_read;
   read.cost.round_trips += pending.keys_read == 0 ? 0 : 1;
-  size_t k = cache_ != nullptr ? 1 : 0;
+  size_t k = pending.reads_generation ? 1 : 0;
   const uint64_t added = pending.reads_ledger ? values[k++] : 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (!FromCache(pending.flags[i])) read.values[i] = values[k++];
@@ -100,7 +103,7 @@ std::optional<Result<BucketRead>> BucketReader::Advance(
   k += pending.reads_ledger ? 1 : 0;
   read.extras.assign(values.begin() + static_cast<std::ptrdiff_t>(k),
                      values.begin() + static_cast<std::ptrdiff_t>(k + pending.extras));
-  if (cache_ == nullptr) return std::move(read);
+  if (!pending.reads_generation) return std::move(read);
 
   // The generation was read before any bucket: values cached under it are current.
   const uint64_t gen = values[0];

@@ -1,8 +1,10 @@
 // Internal to the engine: one batch of increments and bucket reads, taking the buckets that can
 // no longer change from the immutable-bucket cache.
 //
-// The feature's generation key is read first in the same batch: values cached under another
-// generation (a reset happened since) are dropped and read again, so a reset anywhere is seen.
+// The feature's generation key is read first in the same batch when the read uses or may cache a
+// bucket that can no longer change: values cached under another generation (a reset happened
+// since) are dropped and read again, so a reset anywhere is seen. A read of live buckets only (a
+// policy of seconds) neither uses nor fills the cache, and does not read the generation.
 // A read may also ask for a day's ledger (KeySpace::Ledger): `added` is read before any bucket,
 // `events` after every one, so that the ledger never counts more than the buckets read hold.
 //
@@ -46,16 +48,17 @@ struct BucketRead {
 // A read prepared but not yet sent: `batch` goes to the store (unless !needs_store), and its
 // answer completes the read.
 struct PendingRead {
-  BucketRead read;             // the cached values so far
-  std::vector<uint8_t> flags;  // per bucket: BucketCache flags
-  Batch batch;                 // the caller may move it out to send it
-  size_t keys_read = 0;        // batch.reads.size()
-  bool needs_store = true;     // false: nothing to send, Advance needs no answer
-  bool rereading = false;      // batch re-reads the stale cached buckets
-  bool reads_ledger = false;   // batch reads the ledger: first (after the generation) and last
-  size_t extras = 0;           // keys read after everything else, raw
-  bool guarded = false;        // batch carries guards: its answer ends with "applied"
-  uint64_t generation = 0;     // when rereading: the generation the first answer read
+  BucketRead read;                // the cached values so far
+  std::vector<uint8_t> flags;     // per bucket: BucketCache flags
+  Batch batch;                    // the caller may move it out to send it
+  size_t keys_read = 0;           // batch.reads.size()
+  bool needs_store = true;        // false: nothing to send, Advance needs no answer
+  bool rereading = false;         // batch re-reads the stale cached buckets
+  bool reads_generation = false;  // batch reads the generation first (the cache is consulted)
+  bool reads_ledger = false;      // batch reads the ledger: first (after the generation) and last
+  size_t extras = 0;              // keys read after everything else, raw
+  bool guarded = false;           // batch carries guards: its answer ends with "applied"
+  uint64_t generation = 0;        // when rereading: the generation the first answer read
 };
 
 class BucketReader {

@@ -295,10 +295,11 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, con
                    fmt::format("{}: malformed answer \"{}\"", server,
                                line->substr(0, std::min<size_t>(line->size(), 200))));
     }
-    const std::string key(header->key);
+    // Matched before the block is read: reading may move the line the key points into.
+    const std::optional<size_t> slot = matcher.Find(header->key);
+    const std::string unexpected = slot ? std::string() : std::string(header->key);
     Result<std::string_view> data = c.ReadBlock(header->bytes);
     if (!data.ok()) return data.error();
-    const std::optional<size_t> slot = matcher.Find(key);
     if (slot && *slot < is_pack.size() && is_pack[*slot]) {
       answer.packs[*slot] = *data;
       answer.pack_cas[*slot] = header->cas;
@@ -314,8 +315,8 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, con
           ErrorCode::kInternal,
           slot ? fmt::format("{}: the value under \"{}\" is not a counter (another client wrote "
                              "it); reset the feature to delete it",
-                             server, key)
-               : fmt::format("{}: unexpected item \"{}\" in answer to get", server, key));
+                             server, batch.reads[*slot])
+               : fmt::format("{}: unexpected item \"{}\" in answer to get", server, unexpected));
     }
   }
 }
