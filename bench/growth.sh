@@ -5,7 +5,8 @@
 # Python limits' moving window on the same Redis (build/bench/growth, bench/growth_limits.py).
 # Then memcached holding 10,000 to 10,000,000 features: its bytes per feature, and the p99 of a
 # check; then a month of a hit every second on two ladders. Writes bench/results/growth.md and
-# growth.png (about 12 minutes; 3 GB of memcached).
+# growth.png (about 45 minutes, most of it filling 10,000,000 features, each with its day
+# ledger; 3 GB of memcached).
 #   bash bench/growth.sh   (CHECKS=20000, SECONDS_PER_RUN=3, FEATURE_COUNTS="10000 ... 10000000")
 set -euo pipefail
 cd "$(dirname "$0")/.."
