@@ -6,8 +6,9 @@
 # sanitizers against these instrumented libraries, and so are the tests that take every
 # descriptor of the process (`OutOfDescriptors`): UndefinedBehaviorSanitizer opens a pipe to
 # check each new dynamic type and, finding none, reports a false "invalid vptr". Those run in the
-# plain suite, and so does the accuracy benchmark's smoke run (two minutes under the sanitizers,
-# over the engine and stores the unit suites already cover).
+# plain suite, and so do the accuracy benchmark's smoke runs, alone and audited (two minutes and
+# one and a half under the sanitizers, over the engine, stores and audit the unit suites already
+# cover).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-sanitizers.sh
@@ -15,4 +16,4 @@ cd build-asan
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 ctest --output-on-failure -j"$(nproc)" --timeout 900 \
-  -E '^installed_package_consumer$|OutOfDescriptors|^bench_accuracy_smoke$'
+  -E '^installed_package_consumer$|OutOfDescriptors|^bench_accuracy_smoke$|^bench_audit_peers_smoke$'
