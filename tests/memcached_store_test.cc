@@ -348,10 +348,15 @@ TEST_F(MemcachedStoreTest, FailedServerFailsFastThenIsTriedAgain) {
   Open(options);
   ASSERT_TRUE(Add("k", 1).ok());
   server().Kill();
+  // The pooled connection's exchange fails; then connecting is refused: the server fails fast.
   Result<std::vector<uint64_t>> first = Add("k", 1);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.error().code(), ErrorCode::kUnavailable) << first.error().ToString();
   EXPECT_NE(first.error().message().find(name()), std::string::npos) << first.error().message();
+  Result<std::vector<uint64_t>> refused = Add("k", 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("connect"), std::string::npos)
+      << refused.error().message();
   ASSERT_TRUE(server().Start()) << server().error();
   // Back already, but the store does not try it again before retry_timeout.
   Result<std::vector<uint64_t>> fast = Add("k", 1);
@@ -422,7 +427,8 @@ TEST(MemcachedStoreClock, FailFastWindowFollowsTheInjectedMonotonicTime) {
   const Batch batch{"g", {{"g:k", 1, Seconds{60}}}, {"g:k"}};
   ASSERT_TRUE((*store)->Apply(batch).ok());
   server.Kill();
-  ASSERT_FALSE((*store)->Apply(batch).ok());
+  ASSERT_FALSE((*store)->Apply(batch).ok()) << "the pooled connection's exchange";
+  ASSERT_FALSE((*store)->Apply(batch).ok()) << "refused: the window starts";
   ASSERT_TRUE(server.Start()) << server.error();
   std::this_thread::sleep_for(milliseconds{50});  // real time passes; the injected clock does not
   Result<std::vector<uint64_t>> fast = (*store)->Apply(batch);
@@ -446,6 +452,33 @@ TEST_F(MemcachedStoreTest, ARestartWhileIdleFailsNoRequest) {
   Result<std::vector<uint64_t>> after = Add("k", 1);
   ASSERT_TRUE(after.ok()) << "the closed pooled connection was used: " << after.error().ToString();
   EXPECT_EQ(*after, (std::vector<uint64_t>{1}));
+}
+
+// A restart under traffic: the pooled connection, used too recently to be checked, fails its
+// exchange; the next one connects to the new process at once instead of failing fast, and no
+// transition is told, since the server never stopped taking connections.
+TEST_F(MemcachedStoreTest, ARestartUnderTrafficFailsOnlyTheExchangeItCut) {
+  std::vector<ServerTransition> told;
+  std::mutex mu;
+  MemcachedOptions options;
+  options.idle_check_after = milliseconds{60000};    // unchecked, as a busy connection is
+  options.retry_timeout = std::chrono::seconds{60};  // a fail-fast window would outlast the test
+  options.on_transition = [&](const ServerTransition& t) {
+    std::lock_guard lock(mu);
+    told.push_back(t);
+  };
+  Open(options);
+  ASSERT_TRUE(Add("k", 1).ok());  // leaves a connection in the pool
+  server().Kill();
+  ASSERT_TRUE(server().Start()) << server().error();
+  Result<std::vector<uint64_t>> cut = Add("k", 1);
+  ASSERT_FALSE(cut.ok()) << "the pooled connection was to the old process";
+  EXPECT_EQ(cut.error().code(), ErrorCode::kUnavailable) << cut.error().ToString();
+  Result<std::vector<uint64_t>> after = Add("k", 1);
+  ASSERT_TRUE(after.ok()) << after.error().ToString();
+  EXPECT_EQ(*after, (std::vector<uint64_t>{1})) << "a restarted memcached starts empty";
+  std::lock_guard lock(mu);
+  EXPECT_TRUE(told.empty()) << told.front().error;
 }
 
 TEST_F(MemcachedStoreTest, FullPoolIsAnErrorAfterPoolWait) {

@@ -239,10 +239,15 @@ TEST_F(RedisStoreTest, AKilledServerFailsFastThenIsUsedAgainAndTransitionsAreTol
   const Batch hit{"g", {{"g:k", 1, Seconds{60}}}, {"g:k"}};
   ASSERT_TRUE(store().Apply(hit).ok());
   server().Kill();
+  // The pooled connection's exchange fails; then connecting is refused: the server fails fast.
   Result<std::vector<uint64_t>> first = store().Apply(hit);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.error().code(), ErrorCode::kUnavailable) << first.error().ToString();
   EXPECT_NE(first.error().message().find(name()), std::string::npos) << first.error().message();
+  Result<std::vector<uint64_t>> refused = store().Apply(hit);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("connect"), std::string::npos)
+      << refused.error().message();
   ASSERT_TRUE(server().Start()) << server().error();
   Result<std::vector<uint64_t>> fast = store().Apply(hit);
   ASSERT_FALSE(fast.ok());

@@ -48,7 +48,10 @@ bool Lease::TakeIdle() {
     // new one rather than fail a request on it. Busy connections skip the check.
     const bool fresh =
         pool_.clock_.Monotonic() - connection_->idle_since < pool_.options_.idle_check_after;
-    if (fresh || !connection_->socket->PeerClosed()) return true;
+    if (fresh || !connection_->socket->PeerClosed()) {
+      reused_ = true;
+      return true;
+    }
     connection_.reset();
     --pool_.open_;
   }
@@ -110,11 +113,15 @@ Error Lease::Fail(const Error& error) {
       connection_.reset();
       --pool_.open_;
     }
-    if (error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded) {
-      pool_.retry_at_ = pool_.clock_.Monotonic() + pool_.options_.retry_timeout;
-      pool_.failure_ = error.message();
+    const bool transport =
+        error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded;
+    if (transport) {
       pool_.open_ -= static_cast<uint32_t>(pool_.idle_.size());
       pool_.idle_.clear();
+    }
+    if (transport && !(reused_ && error.code() == ErrorCode::kUnavailable)) {
+      pool_.retry_at_ = pool_.clock_.Monotonic() + pool_.options_.retry_timeout;
+      pool_.failure_ = error.message();
       lost = !std::exchange(pool_.down_, true);
     }
     pool_.freed_.notify_all();

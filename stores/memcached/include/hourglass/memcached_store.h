@@ -5,7 +5,8 @@
 // them): for each increment `ma key N<ttl> J<delta> D<delta> q` (atomic create-or-add), then one
 // `get` of every read key, all written with one send(): one round trip, one write. TCP_NODELAY is
 // on; timeouts are short and configurable. A server that fails (refused, reset, timed out) fails
-// fast for retry_timeout, then is tried again. Its features are never moved to another server:
+// fast for retry_timeout, then is tried again; a pooled connection that a restart cut fails only
+// its own exchange. Its features are never moved to another server:
 // there they would start again from zero and over-admit; checks answer per their policy instead.
 //
 //   MemcachedOptions options;
@@ -66,7 +67,8 @@ struct MemcachedOptions {
   // hours in both layouts, adding the two. Every client runs with it from before the first one
   // switches until the retention has passed after the last one did; checks stay exact throughout.
   bool read_both_layouts = false;
-  // Told when a server fails (a transport error: refused, reset, timed out) and when it answers
+  // Told when a server fails (a transport error: refused, reset, timed out; a pooled connection
+  // closed or reset by the server only when connecting again fails too) and when it answers
   // again: once per change, however many requests see it. Empty: nobody is told.
   ServerTransitionHandler on_transition = nullptr;
   // Set: every new connection first asks the server's `stats` (one exchange), and a server whose

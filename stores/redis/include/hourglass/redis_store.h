@@ -53,7 +53,8 @@ struct RedisOptions {
   std::chrono::seconds pool_wait{1};      // a thread's wait for a free connection; 0: no wait
   // A pooled connection idle at least this long is checked for a close by the server first.
   std::chrono::milliseconds idle_check_after{500};
-  // Told when a server fails (refused, reset, timed out) and when it answers again.
+  // Told when a server fails (refused, reset, timed out; a pooled connection closed or reset by
+  // the server only when connecting again fails too) and when it answers again.
   ServerTransitionHandler on_transition = nullptr;
 };
 

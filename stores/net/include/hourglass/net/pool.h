@@ -3,6 +3,9 @@
 // A Lease borrows one connection and hands it back when it ends. After a transport failure
 // (refused, reset, timed out) the server fails fast for `retry_timeout`, then is tried again; a
 // connection that sat idle `idle_check_after` is checked for a close by the server before use.
+// A pooled connection that the server closed or reset while in use (a restart under traffic)
+// fails only its own exchange: the next lease connects anew, and the server fails fast only if
+// that fails too, so a server that is back at once is not skipped for retry_timeout.
 // Those two read the injected clock's monotonic time; the waits themselves (connect, I/O, a free
 // connection) are bounded by the operating system in real time.
 //
@@ -110,8 +113,10 @@ class Lease {
   PooledConnection& operator*() const { return *connection_; }
   PooledConnection* operator->() const { return connection_.get(); }
 
-  // Drops the connection (its state is unknown after `error`); a transport failure also makes the
-  // server fail fast for retry_timeout and drops its idle connections, which are likely dead too.
+  // Drops the connection (its state is unknown after `error`); a transport failure also drops the
+  // pool's idle connections, which are likely dead too, and makes the server fail fast for
+  // retry_timeout, unless it was a close or reset (kUnavailable) of a connection taken from the
+  // pool: the server may have restarted and be back, so the next lease connects to find out.
   // A local error (kResourceExhausted: out of descriptors) does neither: the server is fine.
   // Returns the error, its message starting with the server's name.
   Error Fail(const Error& error);
@@ -123,6 +128,7 @@ class Lease {
 
   ServerPool& pool_;
   std::unique_ptr<PooledConnection> connection_;
+  bool reused_ = false;  // connection_ came from the idle list: it answered before
 };
 
 }  // namespace hourglass::net
