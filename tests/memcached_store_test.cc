@@ -135,6 +135,28 @@ TEST_F(MemcachedPackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount
   EXPECT_EQ(*values, (std::vector<uint64_t>{501, 501}));
 }
 
+// A pack that a third less could not pay to rewrite at every read is rewritten once its hour has
+// passed for the client: when a batch that writes a later hour reads it.
+TEST_F(MemcachedPackedLayoutTest, APastHourIsCompactedByTheFirstCheckOfALaterOne) {
+  for (int64_t i = 0; i < 40; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
+  for (int64_t i = 0; i < 20; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i % 10 * 12)).ok());
+  const long long written = PackBytes();
+  ASSERT_EQ(written, 4 + 60 * 2);
+  const Batch read{"g", {}, {Hour(kHourStart)}};
+  ASSERT_EQ(*store().Apply(read), (std::vector<uint64_t>{60}));
+  EXPECT_EQ(PackBytes(), written) << "open: not worth a rewrite";
+  Batch next_hour = Hit(kHourStart + 3600);
+  next_hour.reads = read.reads;
+  ASSERT_EQ(*store().Apply(next_hour), (std::vector<uint64_t>{60}));
+  EXPECT_LT(PackBytes(), written) << "settled: rewritten";
+  EXPECT_GE(PackBytes() * 3, written * 2) << "not a gain an open pack would take";
+  ASSERT_EQ(*store().Apply(read), (std::vector<uint64_t>{60}));
+  Result<std::vector<uint64_t>> seconds =
+      store().Apply(Batch{"g", {}, {Second(kHourStart), Second(kHourStart + 12 * 39)}});
+  ASSERT_TRUE(seconds.ok()) << seconds.error().ToString();
+  EXPECT_EQ(*seconds, (std::vector<uint64_t>{3, 1}));
+}
+
 // Fire-and-forget hits (a blocked client's, counted in attempts mode) read nothing: the store
 // compacts what it sent itself, so a flood written blind still costs bytes per second.
 TEST_F(MemcachedPackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {

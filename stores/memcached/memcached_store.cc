@@ -98,11 +98,13 @@ struct Outgoing {
   }
 };
 
-// The compaction of `pack` (read with `cas`) into `out`, when it is worth it.
+// The compaction of `pack` (read with `cas`; `settled`: packed::SettledBy) into `out`, when it is
+// worth it.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
-                  const packed::PackFold& fold, std::vector<memcached::PackCompaction>& out) {
+                  const packed::PackFold& fold, bool settled,
+                  std::vector<memcached::PackCompaction>& out) {
   if (cas == 0) return;
-  std::optional<std::string> compact = packed::CompactionOf(pack, fold);
+  std::optional<std::string> compact = packed::CompactionOf(pack, fold, settled);
   if (compact)
     out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(*compact)});
 }
@@ -136,7 +138,9 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
   return packed::ResolveReads(
       server, plan, answer.values, answer.packs,
       [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
-        MaybeCompact(plan.counters.reads[get], pack, answer.pack_cas[get], fold, compactions);
+        const std::string& key = plan.counters.reads[get];
+        MaybeCompact(key, pack, answer.pack_cas[get], fold, packed::SettledBy(key, plan.appends),
+                     compactions);
       });
 }
 
@@ -328,7 +332,8 @@ struct MemcachedStore::Impl {
     Result<packed::PackFold> fold = packed::PackFold::Parse(pack, *answer->packs[0]);
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
-    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, compactions);
+    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, /*settled=*/false,
+                 compactions);
     SendCompactions(c, compactions);
   }
 

@@ -586,16 +586,49 @@ Result<std::vector<uint64_t>> ResolveReads(
   return values;
 }
 
-std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold) {
+namespace {
+
+// A compaction pays when it is at most num/den of the pack.
+struct Gain {
+  size_t num, den;
+  bool Pays(size_t compacted, size_t pack) const { return compacted * den <= pack * num; }
+};
+constexpr Gain kOpenGain{2, 3};
+constexpr Gain kSettledGain{7, 8};
+
+// The hour index of a pack key ("<group>:p:<hour>"), and the key before it.
+std::optional<std::pair<std::string_view, int64_t>> PackHourOf(std::string_view key) {
+  const size_t at = key.rfind(":p:");
+  if (at == std::string_view::npos) return std::nullopt;
+  int64_t hour = 0;
+  const std::string_view digits = key.substr(at + 3);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), hour);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return std::pair{key.substr(0, at), hour};
+}
+
+}  // namespace
+
+std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold, bool settled) {
   if (fold.records() < kCompactAfterRecords) return std::nullopt;
-  // Runs come from a compaction, and come out of the next about as long: if they are half the
-  // pack, it cannot halve (a pack whose runs' seconds were since taken back waits a little).
-  if (fold.run_bytes() * 2 > pack.size()) return std::nullopt;
-  if (fold.CompactedBytesAtLeast() * 2 > pack.size())
-    return std::nullopt;  // no gain: build nothing
+  const Gain gain = settled ? kSettledGain : kOpenGain;
+  // Runs come from a compaction, and come out of the next about as long: an open pack read at
+  // every check waits until its appends can pay (one whose runs' seconds were since taken back
+  // waits a little). A settled pack is read rarely: it is built.
+  if (!settled && !gain.Pays(fold.run_bytes(), pack.size())) return std::nullopt;
+  if (!gain.Pays(fold.CompactedBytesAtLeast(), pack.size())) return std::nullopt;  // build nothing
   std::string compact = fold.Compacted();
-  if (compact.size() * 2 > pack.size()) return std::nullopt;
+  if (!gain.Pays(compact.size(), pack.size())) return std::nullopt;
   return compact;
+}
+
+bool SettledBy(std::string_view pack_key, std::span<const PackAppend> appends) {
+  const auto read = PackHourOf(pack_key);
+  if (!read) return false;
+  return std::any_of(appends.begin(), appends.end(), [&](const PackAppend& append) {
+    const auto written = PackHourOf(append.key);
+    return written && written->first == read->first && written->second > read->second;
+  });
 }
 
 void SentBytesTally::Add(const std::string& group, std::span<const PackAppend> appends,

@@ -185,11 +185,19 @@ Result<std::vector<uint64_t>> ResolveReads(
     const std::function<std::string(std::string_view)>& stored_name = nullptr);
 
 // The compaction of `pack` (as read, folded into `fold`) when it is worth writing: it has at least
-// kCompactAfterRecords records and the compacted value is at most half its size. Known without
-// building it most of the time: from a lower bound, and from its runs, which an earlier
-// compaction wrote and the next would write about as long (more than half the pack: no gain).
+// kCompactAfterRecords records and the compacted value is at most two thirds of its size (an open
+// pack: each rewrite pays for itself over the reads before the next), or seven eighths of it (a
+// `settled` pack, whose hits have all come: rewritten about once, then read as it stays). Known
+// without building it most of the time: from a lower bound, and, for an open pack, from its runs,
+// which an earlier compaction wrote and the next would write about as long.
 constexpr size_t kCompactAfterRecords = 32;
-std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold);
+std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold,
+                                        bool settled = false);
+
+// Whether the pack `pack_key` is settled for a batch that appends `appends`: one of them goes to a
+// later hour's pack of the same group, so by the writer's clock (a replay's trace time, not the
+// server's) the pack's hour has passed and only take-backs still reach it.
+bool SettledBy(std::string_view pack_key, std::span<const PackAppend> appends);
 
 // Writes that read nothing (fire-and-forget, or applied without reads) leave nothing to compact
 // what they append: a store tallies the record bytes it sent to each pack and, after
