@@ -98,12 +98,15 @@ struct Outgoing {
   }
 };
 
-// The compaction of `pack` (read with `cas`; `settled`: packed::SettledBy) into `out`, when it is
-// worth it.
+// The compaction of `pack` (read with `cas` by a batch that appended `appends`) into `out`, when it
+// is worth it. Whether the pack is settled is asked only of packs with records enough to compact,
+// not of the sparse ones most checks read.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
-                  const packed::PackFold& fold, bool settled,
+                  const packed::PackFold& fold, std::span<const packed::PackAppend> appends,
                   std::vector<memcached::PackCompaction>& out) {
   if (cas == 0) return;
+  const bool settled =
+      fold.records() >= packed::kCompactAfterRecords && packed::SettledBy(key, appends);
   std::optional<std::string> compact = packed::CompactionOf(pack, fold, settled);
   if (compact)
     out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(*compact)});
@@ -138,8 +141,7 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
   return packed::ResolveReads(
       server, plan, answer.values, answer.packs,
       [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
-        const std::string& key = plan.counters.reads[get];
-        MaybeCompact(key, pack, answer.pack_cas[get], fold, packed::SettledBy(key, plan.appends),
+        MaybeCompact(plan.counters.reads[get], pack, answer.pack_cas[get], fold, plan.appends,
                      compactions);
       });
 }
@@ -332,8 +334,7 @@ struct MemcachedStore::Impl {
     Result<packed::PackFold> fold = packed::PackFold::Parse(pack, *answer->packs[0]);
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
-    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, /*settled=*/false,
-                 compactions);
+    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, /*appends=*/{}, compactions);
     SendCompactions(c, compactions);
   }
 

@@ -600,11 +600,9 @@ constexpr Gain kSettledGain{7, 8};
 std::optional<std::pair<std::string_view, int64_t>> PackHourOf(std::string_view key) {
   const size_t at = key.rfind(":p:");
   if (at == std::string_view::npos) return std::nullopt;
-  int64_t hour = 0;
-  const std::string_view digits = key.substr(at + 3);
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), hour);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return std::pair{key.substr(0, at), hour};
+  const std::optional<int64_t> hour = ParseInt(key.substr(at + 3));
+  if (!hour) return std::nullopt;
+  return std::pair{key.substr(0, at), *hour};
 }
 
 }  // namespace
