@@ -32,14 +32,19 @@ class Peer {
     connection_ = std::move(*c);
     thread_ = std::thread([fd = fds[1], chunks = std::move(chunks), gap] {
       for (const std::string& chunk : chunks) {
-        (void)!write(fd, chunk.data(), chunk.size());
+        (void)!send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);  // EPIPE once the reader left
         std::this_thread::sleep_for(gap);
       }
       std::this_thread::sleep_for(milliseconds{700});
       close(fd);
     });
   }
-  ~Peer() { thread_.join(); }
+  // Closes the reader's end first: a writer blocked on a full socket (a test that stopped
+  // reading, say after a failed assertion) then ends instead of hanging the test.
+  ~Peer() {
+    connection_.reset();
+    thread_.join();
+  }
   net::Connection& connection() { return *connection_; }
 
  private:
