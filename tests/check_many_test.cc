@@ -12,6 +12,7 @@
 #include "hourglass/memcached_store.h"
 #include "hourglass/memory_store.h"
 #include "memcached_server.h"
+#include "trace_length.h"
 
 namespace hourglass {
 namespace {
@@ -134,9 +135,9 @@ TEST(CheckMany, DecidesAsLoneChecksInOrderInMemory) {
       ManualClock clock(FromUnix(kStart));
       MemoryStore a(clock), b(clock);
       BatchAgainstLone trace(a, b, clock, hot);
-      trace.Run(seed, 150, 24);
+      trace.Run(seed, testing::TraceSteps(150), 24);
       ASSERT_FALSE(::testing::Test::HasFailure());
-      EXPECT_EQ(trace.rounds_run, 150);
+      EXPECT_EQ(trace.rounds_run, testing::TraceSteps(150));
     }
   }
 }

@@ -19,6 +19,7 @@
 #include "memcached_server.h"
 #include "redis_server.h"
 #include "sliding_log.h"
+#include "trace_length.h"
 
 namespace hourglass {
 namespace {
@@ -185,7 +186,7 @@ TEST_P(ConcurrentExactnessTest, RecentPastCountsAndChecksSeeEveryHitWhileLiveChe
   const Policy ten = {{Limit{windows[1], 10}}, CountingMode::kAdmitted, FailureMode::kFailClosed};
   LiveNoise noise(under_test_, feature, /*threads=*/2, /*processes=*/2);
   uint64_t low_counts = 0, admitted = 0, errors = 0;
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < testing::TraceSteps(1500); ++i) {
     Result<Counts> counts = engine_->Count(kEvent, feature, windows, t0);
     Result<Decision> past = engine_->Check(kEvent, feature, ten, 1, t0);
     if (!counts.ok() || !past.ok() || past->degraded) {
@@ -218,7 +219,7 @@ TEST_P(ConcurrentExactnessTest, RandomPastTracesCountExactlyWhileOthersWrite) {
     LiveNoise noise(under_test_, feature, /*threads=*/1, /*processes=*/2);
     std::uniform_int_distribution<int64_t> length(1, 3700);
     uint64_t wrong_counts = 0, wrong_decisions = 0, errors = 0;
-    for (int q = 0; q < 400; ++q) {
+    for (int q = 0; q < testing::TraceSteps(400); ++q) {
       const int64_t t = instant(rng);
       const Window window = *Window::Sliding(Seconds{length(rng)});
       const uint64_t expected = truth.Window(t, window.length().count());
@@ -259,7 +260,7 @@ TEST_P(ConcurrentExactnessTest, LiveChecksReadingTheDayLedgerSeeNoLossWhileOther
       FailureMode::kFailClosed};
   LiveNoise noise(under_test_, feature, /*threads=*/2, /*processes=*/2, policy);
   uint64_t degraded = 0, wrong_days = 0, errors = 0, admitted = 0;
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < testing::TraceSteps(1500); ++i) {
     Result<Decision> d = engine_->Check(kEvent, feature, policy);
     if (!d.ok()) {
       ++errors;

@@ -14,11 +14,14 @@
 #include "hourglass/key_space.h"
 #include "sliding_log.h"
 #include "store_harness.h"
+#include "trace_length.h"
 
 namespace hourglass {
 namespace {
 
 using testing::SlidingLog;
+using testing::TraceDivisor;
+using testing::TraceSteps;
 
 constexpr int64_t kStart = 1'431'820'800;  // 2015-05-17 00:00:00 UTC
 
@@ -70,10 +73,11 @@ class EngineTest : public ::testing::TestWithParam<Config> {
 
   // Checks `feature` at bursty instants from `from` to `to` (seeded by `seed`): each decided as a
   // perfect limiter counting every window's span (Window::SpanAt) over the hits admitted so far,
-  // into `admitted`, and each exact count equal to those hits; `denied` counts the denials.
+  // into `admitted`, and each exact count equal to those hits; `denied` counts the denials. Gaps
+  // between checks are `stretch` times the bursty client's: the same span in fewer checks.
   void DecideAsAPerfectLimiter(const Engine& engine, const Policy& policy,
                                const std::string& feature, int64_t from, int64_t to, uint64_t seed,
-                               SlidingLog& admitted, int& denied);
+                               SlidingLog& admitted, int& denied, int64_t stretch = 1);
 
   // Items alive in the store: the memory store's keys, memcached's own curr_items, Redis's keys.
   long long LiveItems() {
@@ -134,7 +138,10 @@ TEST_P(EngineTest, TwoDayRandomTraceCountsEqualTheSlidingLog) {
   while (t < end) {
     // Bursty traffic: mostly gaps of a few seconds, sometimes long pauses, sometimes same-second.
     const uint64_t r = rng() % 100;
-    t += r < 30 ? 0 : r < 98 ? static_cast<int64_t>(rng() % 12) : static_cast<int64_t>(rng() % 600);
+    const int64_t gap = r < 30   ? 0
+                        : r < 98 ? static_cast<int64_t>(rng() % 12)
+                                 : static_cast<int64_t>(rng() % 600);
+    t += gap * TraceDivisor();  // short traces: the same two days, a quarter of the hits
     if (t >= end) break;
     clock_->Set(FromUnix(t));
     const uint64_t cost = 1 + rng() % 3;
@@ -154,9 +161,9 @@ TEST_P(EngineTest, TwoDayRandomTraceCountsEqualTheSlidingLog) {
       clock_->Set(FromUnix(t));
     }
   }
-  EXPECT_GT(live_queries, 1000);
+  EXPECT_GT(live_queries, 1000 / TraceDivisor());
   // Past queries: exact although later hits exist.
-  for (int q = 0; q < 2000; ++q) {
+  for (int q = 0; q < TraceSteps(2000); ++q) {
     const int64_t at = kStart + static_cast<int64_t>(rng() % (2 * 86400 + 100));
     Result<Counts> counts = engine.Count("url_shorten", "10.0.0.1", windows, FromUnix(at));
     ASSERT_TRUE(counts.ok()) << counts.error().ToString();
@@ -189,10 +196,11 @@ int64_t NextGap(std::mt19937_64& rng) {
 
 void EngineTest::DecideAsAPerfectLimiter(const Engine& engine, const Policy& policy,
                                          const std::string& feature, int64_t from, int64_t to,
-                                         uint64_t seed, SlidingLog& admitted, int& denied) {
+                                         uint64_t seed, SlidingLog& admitted, int& denied,
+                                         int64_t stretch) {
   std::mt19937_64 rng(seed);
   for (int64_t t = from; t < to;) {
-    t += NextGap(rng);
+    t += NextGap(rng) * stretch;
     clock_->Set(FromUnix(t));
     bool fits = true;
     for (const Limit& limit : policy.limits) {
@@ -256,7 +264,7 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
     SlidingLog counted;
     int64_t t = kStart;
     int denied = 0, admitted = 0, local = 0;
-    for (int i = 0; i < 3000; ++i) {
+    for (int i = 0; i < TraceSteps(3000); ++i) {
       t += NextGap(rng);
       clock_->Set(FromUnix(t));
       const uint64_t cost = rng() % 10 == 0 ? 2 : 1;
@@ -282,12 +290,13 @@ TEST_P(EngineTest, DecisionsEqualAPerfectSlidingWindowLimiter) {
       }
       (d->allowed ? admitted : denied)++;
     }
-    EXPECT_GT(denied, 100) << CountingModeName(mode);
+    EXPECT_GT(denied, 100 / TraceDivisor()) << CountingModeName(mode);
     if (hot()) {
-      EXPECT_GT(local, 10) << "the blocked-client cache answered some denials";
+      EXPECT_GT(local, 10 / TraceDivisor()) << "the blocked-client cache answered some denials";
     }
     // Attempts mode keeps a persistent client locked out, so few get through.
-    EXPECT_GT(admitted, mode == CountingMode::kAdmitted ? 100 : 10) << CountingModeName(mode);
+    EXPECT_GT(admitted, (mode == CountingMode::kAdmitted ? 100 : 10) / TraceDivisor())
+        << CountingModeName(mode);
   }
 }
 
@@ -302,7 +311,7 @@ TEST_P(EngineTest, PeekDecidesAsAPerfectLimiterAndRecordsNothing) {
     SlidingLog counted;
     int64_t t = kStart;
     int denied_peeks = 0;
-    for (int i = 0; i < 1500; ++i) {
+    for (int i = 0; i < TraceSteps(1500); ++i) {
       t += NextGap(rng);
       clock_->Set(FromUnix(t));
       const uint64_t peek_cost = 1 + rng() % 3;
@@ -328,7 +337,7 @@ TEST_P(EngineTest, PeekDecidesAsAPerfectLimiterAndRecordsNothing) {
       ASSERT_EQ(d->allowed, expect) << "check " << i << " at " << t;
       if (expect || mode == CountingMode::kAttempts) counted.Add(t, cost);
     }
-    EXPECT_GT(denied_peeks, 100) << CountingModeName(mode);
+    EXPECT_GT(denied_peeks, 100 / TraceDivisor()) << CountingModeName(mode);
   }
 }
 
@@ -621,7 +630,8 @@ TEST_P(EngineTest, SlidingWindowsUpToAMonthOnALadderWithDaysDecideAsAPerfectLimi
   SlidingLog admitted;
   int denied = 0;
   ASSERT_NO_FATAL_FAILURE(DecideAsAPerfectLimiter(engine, policy, "tenant", kStart,
-                                                  kStart + 34 * 86400, 34, admitted, denied));
+                                                  kStart + 34 * 86400, 34, admitted, denied,
+                                                  /*stretch=*/TraceDivisor()));
   EXPECT_GT(denied, 1000);
   // The month binds at the end: its window holds all it may.
   const int64_t end = ToUnix(clock_->Now());
