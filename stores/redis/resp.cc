@@ -77,7 +77,7 @@ void AppendCommand(std::initializer_list<std::string_view> args, std::string& ou
   AppendCommand(std::span<const std::string_view>(args.begin(), args.size()), out);
 }
 
-ReplyReader::ReplyReader() {
+ReplyReader::ReplyReader(size_t max_elements) : max_elements_(max_elements) {
   // hiredis's functions with CreateArray in front of its array constructor.
   static redisReplyObjectFunctions bounded = [] {
     redisReplyObjectFunctions f = DefaultFunctions();
@@ -89,7 +89,7 @@ ReplyReader::ReplyReader() {
 }
 
 bool ReplyReader::Declare(long long elements) {
-  if (elements < 0 || static_cast<size_t>(elements) > kMaxReplyElements - declared_) {
+  if (elements < 0 || static_cast<size_t>(elements) > max_elements_ - declared_) {
     over_bound_ = true;
     return false;
   }
@@ -112,7 +112,7 @@ Result<Reply> ReplyReader::Read(net::Connection& c) {
       if (over_bound_) {
         return Error(ErrorCode::kInternal,
                      fmt::format("a reply declaring more than {} array elements (out of step?)",
-                                 kMaxReplyElements));
+                                 max_elements_));
       }
       return Error(
           ErrorCode::kInternal,

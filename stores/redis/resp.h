@@ -55,14 +55,15 @@ constexpr size_t kMaxReplyElements = 1 << 20;
 
 class ReplyReader {
  public:
-  ReplyReader();
+  // `max_elements`: the most array elements one reply may declare (tests use a small bound).
+  explicit ReplyReader(size_t max_elements = kMaxReplyElements);
   ~ReplyReader();
   ReplyReader(const ReplyReader&) = delete;
   ReplyReader& operator=(const ReplyReader&) = delete;
 
   // The next reply, reading from `c` (within its exchange's deadline) as needed. Errors: the
   // connection's (kUnavailable, kDeadlineExceeded), kInternal for bytes that are not RESP or a
-  // reply over kMaxReplyBytes or kMaxReplyElements; after any error the connection is out of step.
+  // reply over kMaxReplyBytes or the element bound; after any error the connection is out of step.
   Result<Reply> Read(net::Connection& c);
 
  private:
@@ -71,8 +72,9 @@ class ReplyReader {
   static void* CreateArray(const redisReadTask* task, int elements);
 
   redisReader* reader_;
+  size_t max_elements_;
   size_t declared_ = 0;      // array elements declared by the reply being read
-  bool over_bound_ = false;  // the reply being read declared more than kMaxReplyElements
+  bool over_bound_ = false;  // the reply being read declared more than max_elements_
 };
 
 }  // namespace hourglass::redis
