@@ -47,9 +47,10 @@ struct Options {
   std::string dat;          // a gnuplot data file, one line per day limit
   // Numbers of features for the second table (memcached), each hit once; empty: no such table.
   std::vector<uint64_t> feature_counts;
-  // The third table: one feature hit every second for this many days (0: none), in memcached
-  // with the retention a calendar month needs.
+  // The third table: one feature hit every second for this many days (0: none), in each of
+  // `month_stores` (memcached, redis) with the retention a calendar month needs.
   int month_days = 0;
+  std::vector<std::string> month_stores = {"memcached"};
 };
 
 // The store's own figures: CPU seconds it spent, bytes it sent, bytes it holds.
@@ -404,21 +405,13 @@ Reading ReadUnder(const Engine& engine, ManualClock& clock, int64_t at, const Po
   return r;
 }
 
-// The third table: what a calendar month costs. One feature hit every second for `days` days, in
-// memcached with --retention 31d (every level lives that long: an hour's seconds share its pack),
-// on the default ladder and on one with days, then the month so far, the last 31 days and the
-// last day read by a fresh engine (a CLI call: nothing cached) and by one that read them before.
-void MonthTable(const Options& o) {
-  const Server server = StartMemcached(2048);
+// One store's rows of the month's table (MonthTable).
+void MonthRows(const Options& o, const std::string& kind) {
+  const Server server = kind == "redis" ? StartRedis() : StartMemcached(2048);
   const std::unique_ptr<Store> store = OpenOn(server);
   const int64_t days = o.month_days;
   const int64_t start = (ToUnix(SystemClock::Get().Now()) / 86400 - days - 1) * 86400;
   const int64_t end = start + days * 86400;
-  fmt::print(
-      "\n| ladder (--retention 31d) | memcached bytes for {} days of a hit every second | window "
-      "read at the end | engine | keys read / check | round trips / check | p50 µs "
-      "|\n|---|---|---|---|---|---|---|\n",
-      days);
   int run = 0;
   for (const char* ladder : {"1s,1m,1h", "1s,1m,1h,1d"}) {
     ManualClock clock(FromUnix(start));
@@ -445,18 +438,36 @@ void MonthTable(const Options& o) {
       EngineOptions fresh = eo;
       fresh.hot_path = HotPathOptions::OneShot();
       const Engine cold = *Engine::Create(*store, clock, fresh);
+      const Figures before_once = server.Read();
       const Reading once = ReadUnder(cold, clock, end, policy, 20);
+      const double once_cpu = (server.Read() - before_once).cpu_seconds / 20;
       const Engine warm = *Engine::Create(*store, clock, eo);
       (void)ReadUnder(warm, clock, end, policy, 1);
+      const Figures before_again = server.Read();
       const Reading again = ReadUnder(warm, clock, end + 1, policy, 200);
-      for (const auto& [engine, r] :
-           {std::pair{"fresh (a CLI call)", once}, std::pair{"long-running (a service)", again}}) {
-        fmt::print("| {} | {:.1f} MiB | {} | {} | {:.1f} | {:.2f} | {:.0f} |\n", ladder,
-                   bytes / (1 << 20), name, engine, r.keys, r.trips, r.p50);
+      const double again_cpu = (server.Read() - before_again).cpu_seconds / 200;
+      for (const auto& [engine, r, cpu] :
+           {std::tuple{"fresh (a CLI call)", once, once_cpu},
+            std::tuple{"long-running (a service)", again, again_cpu}}) {
+        fmt::print("| {} | {} | {:.1f} MiB | {} | {} | {:.1f} | {:.2f} | {:.0f} | {:.0f} |\n", kind,
+                   ladder, bytes / (1 << 20), name, engine, r.keys, r.trips, r.p50, cpu * 1e6);
       }
     }
     std::fflush(stdout);
   }
+}
+
+// The third table: what a calendar month costs. One feature hit every second for `days` days, in
+// each store with --retention 31d (every level lives that long: an hour's seconds share its pack),
+// on the default ladder and on one with days, then the month so far, the last 31 days and the
+// last day read by a fresh engine (a CLI call: nothing cached) and by one that read them before.
+void MonthTable(const Options& o) {
+  fmt::print(
+      "\n| store | ladder (--retention 31d) | store bytes for {} days of a hit every second | "
+      "window read at the end | engine | keys read / check | round trips / check | p50 µs | "
+      "store CPU µs / check |\n|---|---|---|---|---|---|---|---|---|\n",
+      o.month_days);
+  for (const std::string& kind : o.month_stores) MonthRows(o, kind);
 }
 
 int Main(const Options& o) {
@@ -494,5 +505,9 @@ int main(int argc, char** argv) {
                  "also: one feature hit every second for this many days (1 to 31) with --retention "
                  "31d, and what reading a month costs")
       ->check(CLI::Range(0, 31));
+  app.add_option("--month-stores", o.month_stores,
+                 "the stores of the month's table, among memcached and redis")
+      ->check(CLI::IsMember({"memcached", "redis"}))
+      ->capture_default_str();
   return hourglass::bench::GuardedMain(app, argc, argv, [&] { return hourglass::bench::Main(o); });
 }
