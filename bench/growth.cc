@@ -383,14 +383,16 @@ void FeaturesTable(const Options& o) {
   }
 }
 
-// Keys read, round trips and latency of `checks` checks under `policy` at `at`, one engine.
+// Keys read, round trips, latency and `server`'s CPU (µs) of `checks` checks under `policy` at
+// `at`, one engine.
 struct Reading {
-  double keys = 0, trips = 0, p50 = 0;
+  double keys = 0, trips = 0, p50 = 0, store_cpu_us = 0;
 };
-Reading ReadUnder(const Engine& engine, ManualClock& clock, int64_t at, const Policy& policy,
-                  int checks) {
+Reading ReadUnder(const Server& server, const Engine& engine, ManualClock& clock, int64_t at,
+                  const Policy& policy, int checks) {
   Reading r;
   std::vector<double> latencies;
+  const Figures before = server.Read();
   for (int i = 0; i < checks; ++i) {
     clock.Set(FromUnix(at + i));
     const auto begin = Clock::now();
@@ -400,6 +402,7 @@ Reading ReadUnder(const Engine& engine, ManualClock& clock, int64_t at, const Po
     r.keys += static_cast<double>(d->cost.keys_read) / checks;
     r.trips += static_cast<double>(d->cost.round_trips) / checks;
   }
+  r.store_cpu_us = (server.Read() - before).cpu_seconds * 1e6 / checks;
   std::sort(latencies.begin(), latencies.end());
   r.p50 = latencies[latencies.size() / 2];
   return r;
@@ -438,19 +441,14 @@ void MonthRows(const Options& o, const std::string& kind) {
       EngineOptions fresh = eo;
       fresh.hot_path = HotPathOptions::OneShot();
       const Engine cold = *Engine::Create(*store, clock, fresh);
-      const Figures before_once = server.Read();
-      const Reading once = ReadUnder(cold, clock, end, policy, 20);
-      const double once_cpu = (server.Read() - before_once).cpu_seconds / 20;
+      const Reading once = ReadUnder(server, cold, clock, end, policy, 20);
       const Engine warm = *Engine::Create(*store, clock, eo);
-      (void)ReadUnder(warm, clock, end, policy, 1);
-      const Figures before_again = server.Read();
-      const Reading again = ReadUnder(warm, clock, end + 1, policy, 200);
-      const double again_cpu = (server.Read() - before_again).cpu_seconds / 200;
-      for (const auto& [engine, r, cpu] :
-           {std::tuple{"fresh (a CLI call)", once, once_cpu},
-            std::tuple{"long-running (a service)", again, again_cpu}}) {
+      (void)ReadUnder(server, warm, clock, end, policy, 1);
+      const Reading again = ReadUnder(server, warm, clock, end + 1, policy, 200);
+      for (const auto& [engine, r] :
+           {std::pair{"fresh (a CLI call)", once}, std::pair{"long-running (a service)", again}}) {
         fmt::print("| {} | {} | {:.1f} MiB | {} | {} | {:.1f} | {:.2f} | {:.0f} | {:.0f} |\n", kind,
-                   ladder, bytes / (1 << 20), name, engine, r.keys, r.trips, r.p50, cpu * 1e6);
+                   ladder, bytes / (1 << 20), name, engine, r.keys, r.trips, r.p50, r.store_cpu_us);
       }
     }
     std::fflush(stdout);

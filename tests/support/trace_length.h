@@ -12,15 +12,19 @@
 
 namespace hourglass::testing {
 
-// 1 for whole traces (HOURGLASS_TEST_TRACES unset, empty or "full"), 4 for short ones ("short").
-// Any other value stops the test program: a misspelt setting must not pass unnoticed.
+// 1 for whole traces (HOURGLASS_TEST_TRACES unset, empty or "full"), 4 for short ones ("short"),
+// read once per test program (loops call this in their conditions). Any other value stops the
+// test program: a misspelt setting must not pass unnoticed.
 inline int TraceDivisor() {
-  const char* value = std::getenv("HOURGLASS_TEST_TRACES");
-  const std::string_view traces = value == nullptr ? "" : value;
-  if (traces.empty() || traces == "full") return 1;
-  if (traces == "short") return 4;
-  std::fprintf(stderr, "HOURGLASS_TEST_TRACES=%s: expected full or short\n", value);
-  std::abort();
+  static const int divisor = [] {
+    const char* value = std::getenv("HOURGLASS_TEST_TRACES");
+    const std::string_view traces = value == nullptr ? "" : value;
+    if (traces.empty() || traces == "full") return 1;
+    if (traces == "short") return 4;
+    std::fprintf(stderr, "HOURGLASS_TEST_TRACES=%s: expected full or short\n", value);
+    std::abort();
+  }();
+  return divisor;
 }
 
 // `full` steps (checks, queries, hits) of a trace, or a quarter of them, at least one.
