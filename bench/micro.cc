@@ -170,6 +170,25 @@ void BM_PackFoldParse(benchmark::State& state) {
 }
 BENCHMARK(BM_PackFoldParse)->Arg(1)->Arg(16)->Arg(256)->Arg(3600);
 
+// A past hour of a feature hit every second, compacted (runs of 4-bit values), folded for its
+// hour alone as a read of a month's hours does: with its seconds (arg 1) or without (arg 0).
+void BM_PackFoldCompactedHour(benchmark::State& state) {
+  std::string pack = packed::PackHeader(FromUnix(kNow), Seconds{7200});
+  for (int64_t s = 0; s < packed::kPackSeconds; ++s) {
+    pack.push_back(static_cast<char>(s & 0xff));
+    pack.push_back(static_cast<char>(s >> 8));
+  }
+  pack = packed::PackFold::Parse("g:p:1", pack)->Compacted();
+  const packed::PackedSlot hour{"", packed::PackedLevel::kHour, 0};
+  const auto depth = state.range(0) == 1 ? packed::PackFold::Depth::kSeconds
+                                         : packed::PackFold::Depth::kMinutesAndHour;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(packed::PackFold::Parse("g:p:1", pack, depth)->Value(hour));
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(pack.size()));
+}
+BENCHMARK(BM_PackFoldCompactedHour)->Arg(1)->Arg(0);
+
 }  // namespace
 }  // namespace hourglass
 

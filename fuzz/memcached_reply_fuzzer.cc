@@ -4,7 +4,8 @@
 // folded and compacted), as the answers to unread no-ops, and as the answer to `stats`; the bytes
 // themselves are also folded as one pack. Every answer is values or an error; nothing crashes,
 // hangs past the I/O timeout or reads past the bytes sent; a compacted pack folds to the same
-// values and is no shorter than the lower bound that lets the store skip building it.
+// values and is no shorter than the lower bound that lets the store skip building it; a fold
+// without seconds accepts the same bytes and answers the same minutes and hour.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -32,9 +33,18 @@ Batch CheckBatch() {
 // Folds `value` as a pack; if it is one, its compaction must fold to the same values.
 void FoldPack(std::string_view value) {
   Result<packed::PackFold> fold = packed::PackFold::Parse("fuzz", value);
+  Result<packed::PackFold> shallow =
+      packed::PackFold::Parse("fuzz", value, packed::PackFold::Depth::kMinutesAndHour);
+  FUZZ_CHECK(fold.ok() == shallow.ok());
   if (!fold.ok()) {
     FUZZ_CHECK(!fold.error().message().empty());
     return;
+  }
+  for (uint16_t minute = 0; minute < packed::kPackSeconds; minute += 60) {
+    for (packed::PackedLevel level : {packed::PackedLevel::kMinute, packed::PackedLevel::kHour}) {
+      const packed::PackedSlot slot{"", level, minute};
+      FUZZ_CHECK(shallow->Value(slot) == fold->Value(slot));
+    }
   }
   const std::string compacted = fold->Compacted();
   FUZZ_CHECK(fold->CompactedBytesAtLeast() <= compacted.size());

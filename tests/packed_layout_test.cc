@@ -330,6 +330,22 @@ TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
     EXPECT_EQ(fold->records(), static_cast<size_t>(records));
     EXPECT_EQ(fold->CompactedBytesAtLeast(), 4 + (half_bytes + 1) / 2);
     EXPECT_LE(fold->CompactedBytesAtLeast(), fold->Compacted().size());
+    // Folded without its seconds: the same minutes and hour, and the same compaction decided.
+    Result<PackFold> shallow = PackFold::Parse("pack", pack, PackFold::Depth::kMinutesAndHour);
+    ASSERT_TRUE(shallow.ok()) << shallow.error().ToString();
+    EXPECT_EQ(shallow->depth(), PackFold::Depth::kMinutesAndHour);
+    for (int64_t m = 0; m < 60; ++m) {
+      const PackedSlot minute = *PackedSlotOf(kGroup, Key(60, kHour * 3600 + m * 60));
+      ASSERT_EQ(shallow->Value(minute), minutes[m]) << "trial " << trial << " minute " << m;
+    }
+    EXPECT_EQ(shallow->Value(whole), hour);
+    EXPECT_EQ(shallow->records(), fold->records());
+    EXPECT_EQ(shallow->run_bytes(), fold->run_bytes());
+    EXPECT_EQ(shallow->expiry(), fold->expiry());
+    for (bool settled : {false, true}) {
+      EXPECT_EQ(CompactionOf(pack, *shallow, settled), CompactionOf(pack, *fold, settled))
+          << "trial " << trial << (settled ? " settled" : " open");
+    }
   }
 }
 
@@ -470,6 +486,37 @@ TEST(PackedLayoutTest, APackIsSettledForABatchThatWritesALaterHourOfItsGroup) {
   EXPECT_FALSE(SettledBy("hg:e:f:p:10", {}));
   EXPECT_FALSE(SettledBy("hg:e:f:p:x", later));
   EXPECT_TRUE(SettledBy("hg:e:f:p:10", std::vector{append("hg:e:g:p:11"), append("hg:e:f:p:12")}));
+}
+
+// A read folds a pack with its seconds only when it reads one of them; the fold it hands on (to
+// compact the pack) says which it is, and the values are the same either way.
+TEST(PackedLayoutTest, AReadFoldsThePacksWhoseSecondsItReadsWithThem) {
+  Batch hits{kGroup, {}, {}};
+  for (int64_t s : {0, 5, 3599}) {
+    for (int64_t width : {1, 60, 3600}) {
+      hits.increments.push_back({Key(width, kHour * 3600 + s), 1, Seconds{600}});
+    }
+  }
+  const std::string pack = Stored(PlanPacked(hits));
+  struct Case {
+    std::string slot;  // read with the hour
+    uint64_t value;
+    PackFold::Depth depth;
+  };
+  for (const Case& c : {Case{Key(60, kHour * 3600), 2, PackFold::Depth::kMinutesAndHour},
+                        Case{Key(1, kHour * 3600 + 5), 1, PackFold::Depth::kSeconds}}) {
+    const WireBatch plan = PlanPacked(Batch{kGroup, {}, {Key(3600, kHour * 3600), c.slot}});
+    ASSERT_EQ(plan.counters.reads.size(), 1u) << "one pack";
+    const std::vector<uint64_t> counters(1, 0);
+    const std::vector<std::optional<std::string>> packs = {pack};
+    std::vector<PackFold::Depth> depths;
+    Result<std::vector<uint64_t>> values = ResolveReads(
+        "server", plan, counters, packs,
+        [&](size_t, const std::string&, const PackFold& fold) { depths.push_back(fold.depth()); });
+    ASSERT_TRUE(values.ok()) << values.error().ToString();
+    EXPECT_EQ(*values, (std::vector<uint64_t>{3, c.value})) << c.slot;
+    EXPECT_EQ(depths, std::vector{c.depth}) << c.slot;
+  }
 }
 
 TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <limits>
 #include <unordered_map>
@@ -283,7 +284,7 @@ std::string PackHeader(Instant now, Seconds ttl) {
   return header;
 }
 
-Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
+Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value, Depth depth) {
   const auto bad = [&](std::string_view why) {
     return Error(ErrorCode::kInternal,
                  fmt::format("the value under \"{}\" is not a pack of hourglass's packed layout "
@@ -292,9 +293,12 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value) {
   };
   if (value.size() < kPackHeaderBytes) return bad("shorter than its header");
   PackFold fold;
+  fold.depth_ = depth;
   fold.expiry_ = GetU32(value);
-  // At most a second per record: one allocation (most records add to a second of their own).
-  fold.seconds_.reserve(std::min<size_t>((value.size() - kPackHeaderBytes) / 2, kPackSeconds));
+  if (depth == Depth::kSeconds) {
+    // At most a second per record: one allocation (most records add to a second of their own).
+    fold.seconds_.reserve(std::min<size_t>((value.size() - kPackHeaderBytes) / 2, kPackSeconds));
+  }
   size_t at = kPackHeaderBytes;
   while (at < value.size()) {
     if (value.size() - at < 2) return bad("a record cut short");
@@ -370,9 +374,10 @@ void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
   uint64_t& minute = minutes_[offset / 60];
   const bool touches_second = kind == kAddAll || kind == kSubAll || kind == kAddSecond ||
                               kind == kSubSecond || kind == kZeroSecond;
-  uint64_t none = 0;  // a second no record added to: 0, and it stays so
-  uint64_t* found =
-      touches_second ? SecondAt(offset, kind == kAddAll || kind == kAddSecond) : nullptr;
+  uint64_t none = 0;  // a second no record added to (or not kept): 0 to this record
+  uint64_t* found = touches_second && depth_ == Depth::kSeconds
+                        ? SecondAt(offset, kind == kAddAll || kind == kAddSecond)
+                        : nullptr;
   uint64_t& second = found != nullptr ? *found : none;
   const uint64_t before = second;
   const auto add = [d](uint64_t& v) { v = SaturatingAdd(v, d); };
@@ -412,24 +417,46 @@ void PackFold::Apply(uint8_t kind, uint16_t offset, uint64_t d) {
       hour_ = 0;
       break;
   }
-  least_half_bytes_ = least_half_bytes_ - HalfBytesAtLeast(before) + HalfBytesAtLeast(second);
+  if (found != nullptr) {
+    least_half_bytes_ = least_half_bytes_ - HalfBytesAtLeast(before) + HalfBytesAtLeast(second);
+  }
 }
 
+namespace {
+
+// The i-th value of a run of kRunWidthBits[width_code]-bit values `values`.
+uint64_t RunValue(std::string_view values, int width_code, size_t i) {
+  switch (width_code) {
+    case 0:
+      return static_cast<unsigned char>(values[i / 2]) >> (i % 2 * 4) & 0x0f;
+    case 1:
+      return static_cast<unsigned char>(values[i]);
+    default:
+      return static_cast<unsigned char>(values[2 * i]) |
+             static_cast<uint64_t>(static_cast<unsigned char>(values[2 * i + 1])) << 8;
+  }
+}
+
+}  // namespace
+
 void PackFold::ApplyRun(uint16_t offset, size_t count, int width_code, std::string_view values) {
+  if (depth_ == Depth::kMinutesAndHour) {
+    // A minute's sum at once: a run holds at most 4,095 values of 16 bits, so no sum overflows,
+    // and adding it saturated is adding its values one by one saturated.
+    for (size_t i = 0; i < count;) {
+      const size_t minute = (offset + i) / 60;
+      const size_t minute_end = std::min(count, minute * 60 + 60 - offset);
+      uint64_t sum = 0;
+      for (; i < minute_end; ++i) sum += RunValue(values, width_code, i);
+      minutes_[minute] = SaturatingAdd(minutes_[minute], sum);
+      hour_ = SaturatingAdd(hour_, sum);
+    }
+    return;
+  }
   // A compacted pack's runs come first and in order: its seconds are new, appended as they come.
   const bool new_seconds = seconds_.empty() || seconds_.back().offset < offset;
   for (size_t i = 0; i < count; ++i) {
-    uint64_t v = 0;
-    switch (width_code) {
-      case 0:
-        v = static_cast<unsigned char>(values[i / 2]) >> (i % 2 * 4) & 0x0f;
-        break;
-      case 1:
-        v = static_cast<unsigned char>(values[i]);
-        break;
-      default:
-        v = GetU16(values.substr(2 * i));
-    }
+    const uint64_t v = RunValue(values, width_code, i);
     if (v == 0) continue;
     const uint16_t at = static_cast<uint16_t>(offset + i);
     if (!new_seconds) {
@@ -437,19 +464,21 @@ void PackFold::ApplyRun(uint16_t offset, size_t count, int width_code, std::stri
       continue;
     }
     seconds_.push_back(Second{at, v});
+    least_half_bytes_ += HalfBytesAtLeast(v);
     minutes_[at / 60] = SaturatingAdd(minutes_[at / 60], v);
     hour_ = SaturatingAdd(hour_, v);
-    least_half_bytes_ += HalfBytesAtLeast(v);
   }
 }
 
 size_t PackFold::CompactedBytesAtLeast() const {
+  assert(depth_ == Depth::kSeconds);
   return kPackHeaderBytes + (least_half_bytes_ + 1) / 2;
 }
 
 uint64_t PackFold::Value(const PackedSlot& slot) const {
   switch (slot.level) {
     case PackedLevel::kSecond: {
+      assert(depth_ == Depth::kSeconds);
       const auto at =
           std::lower_bound(seconds_.begin(), seconds_.end(), slot.offset, Second::Before);
       return at != seconds_.end() && at->offset == slot.offset ? at->value : 0;
@@ -527,6 +556,7 @@ void PackFold::PutStretch(const Stretch& stretch, std::string& out) const {
 }
 
 std::string PackFold::Compacted() const {
+  assert(depth_ == Depth::kSeconds);
   const std::vector<Stretch> stretches = Stretches();
   std::string out;
   size_t bytes = kPackHeaderBytes;
@@ -559,6 +589,10 @@ Result<std::vector<uint64_t>> ResolveReads(
     const std::function<void(size_t, const std::string&, const PackFold&)>& folded,
     const std::function<std::string(std::string_view)>& stored_name) {
   std::vector<std::optional<PackFold>> folds(plan.counters.reads.size());
+  std::vector<uint8_t> seconds_read(plan.counters.reads.size(), 0);  // by pack get
+  for (const ReadSource& source : plan.sources) {
+    if (source.pack && source.slot.level == PackedLevel::kSecond) seconds_read[*source.pack] = 1;
+  }
   std::vector<uint64_t> values;
   values.reserve(plan.sources.size());
   for (const ReadSource& source : plan.sources) {
@@ -568,7 +602,10 @@ Result<std::vector<uint64_t>> ResolveReads(
       std::optional<PackFold>& fold = folds[*source.pack];
       if (!fold) {
         const std::string& key = plan.counters.reads[*source.pack];
-        Result<PackFold> parsed = PackFold::Parse(stored_name ? stored_name(key) : key, **pack);
+        const PackFold::Depth depth = seconds_read[*source.pack] ? PackFold::Depth::kSeconds
+                                                                 : PackFold::Depth::kMinutesAndHour;
+        Result<PackFold> parsed =
+            PackFold::Parse(stored_name ? stored_name(key) : key, **pack, depth);
         if (!parsed.ok() && !plan.counters.non_counters_read_as_max) {
           return Error(parsed.error().code(),
                        fmt::format("{}: {}", server, parsed.error().message()));
@@ -614,6 +651,10 @@ std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& f
   // every check waits until its appends can pay (one whose runs' seconds were since taken back
   // waits a little). A settled pack is read rarely: it is built.
   if (!settled && !gain.Pays(fold.run_bytes(), pack.size())) return std::nullopt;
+  if (fold.depth() != PackFold::Depth::kSeconds) {
+    Result<PackFold> full = PackFold::Parse("", pack);  // parsed once already: cannot fail
+    return full.ok() ? CompactionOf(pack, *full, settled) : std::nullopt;
+  }
   if (!gain.Pays(fold.CompactedBytesAtLeast(), pack.size())) return std::nullopt;  // build nothing
   std::string compact = fold.Compacted();
   if (!gain.Pays(compact.size(), pack.size())) return std::nullopt;

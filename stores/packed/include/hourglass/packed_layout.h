@@ -120,13 +120,20 @@ std::vector<PackAppend> PlanPackedDelete(const std::string& group,
 // The header a pack created now with `ttl` starts with.
 std::string PackHeader(Instant now, Seconds ttl);
 
-// A pack's values folded, ready to answer any of its slots. Holds its busy seconds only (a few
-// bytes per second hit, not the hour's 3,600): a read folds one per pack it gets.
+// A pack's values folded, ready to answer its slots. Holds its busy seconds only (16 bytes per
+// second hit, not the hour's 3,600), or none: a read folds one per pack it gets.
 class PackFold {
  public:
-  // Errors: kInternal when `value` is not a pack (naming `key`).
-  static Result<PackFold> Parse(std::string_view key, std::string_view value);
+  // What a fold keeps. Every busy second answers any slot and can be compacted. The minutes and
+  // the hour alone answer those slots only, and cost no allocation: a read of a month's hours
+  // folds hundreds of packs whose seconds it never asks for.
+  enum class Depth { kSeconds, kMinutesAndHour };
+  // Errors: kInternal when `value` is not a pack (naming `key`), whatever the depth.
+  static Result<PackFold> Parse(std::string_view key, std::string_view value,
+                                Depth depth = Depth::kSeconds);
+  // The value of `slot`; a second's slot needs a fold of Depth::kSeconds.
   uint64_t Value(const PackedSlot& slot) const;
+  Depth depth() const { return depth_; }
   uint32_t expiry() const { return expiry_; }
   size_t records() const { return records_; }
   // The bytes of its runs (records of kind 13), heads included.
@@ -134,9 +141,9 @@ class PackFold {
   // The same values in few bytes, header kept: busy seconds close together as runs of 4-, 8- or
   // 16-bit values, or one record each, whichever is shorter per stretch (a value too wide for its
   // run adds the rest in a record); then a correction where a minute or the hour is not the sum
-  // of its seconds.
+  // of its seconds. Needs a fold of Depth::kSeconds.
   std::string Compacted() const;
-  // A lower bound of Compacted().size(), without building it: O(1).
+  // A lower bound of Compacted().size(), without building it: O(1). Needs Depth::kSeconds.
   size_t CompactedBytesAtLeast() const;
 
  private:
@@ -163,6 +170,7 @@ class PackFold {
   void ApplyRun(uint16_t offset, size_t count, int width_code, std::string_view values);
   // The second at `offset`, or null when no record added to it yet; with `create`, never null.
   uint64_t* SecondAt(uint16_t offset, bool create);
+  Depth depth_ = Depth::kSeconds;
   uint32_t expiry_ = 0;
   uint64_t hour_ = 0;
   size_t least_half_bytes_ = 0;  // what the busy seconds cost compacted, at least, in half-bytes
@@ -175,7 +183,8 @@ class PackFold {
 // The values of `plan`'s logical reads from what its gets answered: `counters[i]` for a counter
 // get, `packs[i]` for a pack get (nullopt: missing), i indexing plan.counters.reads. Bytes that are
 // not a pack fail the batch (naming `server` and the key), or read as the largest value when the
-// batch reads non-counters so. `folded(i, bytes, fold)` hears of every pack folded (to compact it).
+// batch reads non-counters so. `folded(i, bytes, fold)` hears of every pack folded (to compact it):
+// a pack none of whose seconds is read is folded without them (Depth::kMinutesAndHour).
 // `stored_name(key)`, when given, is how errors name a key as the server holds it (Redis: with its
 // {group} tag).
 Result<std::vector<uint64_t>> ResolveReads(
@@ -189,7 +198,8 @@ Result<std::vector<uint64_t>> ResolveReads(
 // pack: each rewrite pays for itself over the reads before the next), or seven eighths of it (a
 // `settled` pack, whose hits have all come: rewritten about once, then read as it stays). Known
 // without building it most of the time: from a lower bound, and, for an open pack, from its runs,
-// which an earlier compaction wrote and the next would write about as long.
+// which an earlier compaction wrote and the next would write about as long. A `fold` without its
+// seconds is folded again from `pack`, only when that is still in question.
 constexpr size_t kCompactAfterRecords = 32;
 std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold,
                                         bool settled = false);
