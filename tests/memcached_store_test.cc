@@ -160,6 +160,27 @@ TEST_F(MemcachedPackedLayoutTest, APastHourIsCompactedByTheFirstCheckOfALaterOne
   EXPECT_EQ(*seconds, (std::vector<uint64_t>{3, 1}));
 }
 
+// A check that only reads (a peek, a CLI's `check` of a month) settles every pack it reads but the
+// last hour's: it rewrites them once, and later reads fold a few records instead of every hit.
+TEST_F(MemcachedPackedLayoutTest, APastHourIsCompactedByAReadOfALaterOne) {
+  for (int64_t i = 0; i < 40; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
+  for (int64_t i = 0; i < 20; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i % 10 * 12)).ok());
+  const long long written = PackBytes();
+  ASSERT_EQ(written, 4 + 60 * 2);
+  const Batch own_hour{"g", {}, {Hour(kHourStart)}};
+  ASSERT_EQ(*store().Apply(own_hour), (std::vector<uint64_t>{60}));
+  EXPECT_EQ(store().Flush(), 0u);
+  EXPECT_EQ(PackBytes(), written) << "open: not worth a rewrite";
+  const Batch two_hours{"g", {}, {Hour(kHourStart), Hour(kHourStart + 3600)}};
+  ASSERT_EQ(*store().Apply(two_hours), (std::vector<uint64_t>{60, 0}));
+  EXPECT_EQ(store().Flush(), 0u);
+  EXPECT_LT(PackBytes(), written) << "settled by the read of the next hour: rewritten";
+  Result<std::vector<uint64_t>> values = store().Apply(
+      Batch{"g", {}, {Second(kHourStart), Second(kHourStart + 12 * 39), Hour(kHourStart)}});
+  ASSERT_TRUE(values.ok()) << values.error().ToString();
+  EXPECT_EQ(*values, (std::vector<uint64_t>{3, 1, 60}));
+}
+
 // Fire-and-forget hits (a blocked client's, counted in attempts mode) read nothing: the store
 // compacts what it sent itself, so a flood written blind still costs bytes per second.
 TEST_F(MemcachedPackedLayoutTest, FireAndForgetHitsAreCompactedWithoutAnyRead) {

@@ -488,6 +488,18 @@ TEST(PackedLayoutTest, APackIsSettledForABatchThatWritesALaterHourOfItsGroup) {
   EXPECT_TRUE(SettledBy("hg:e:f:p:10", std::vector{append("hg:e:g:p:11"), append("hg:e:f:p:12")}));
 }
 
+// Settled too for a batch that reads a later hour of the group (a batch reads no bucket after its
+// now): a read-only check of a month settles every hour but the last. Not by counters, by its own
+// hour or an earlier one, or by another group's later hour.
+TEST(PackedLayoutTest, APackIsSettledForABatchThatReadsALaterHourOfItsGroup) {
+  const std::vector<std::string> reads = {"hg:e:f:p:9", "hg:e:f:p:10", "hg:e:f:3600:36003"};
+  EXPECT_TRUE(SettledBy("hg:e:f:p:9", {}, reads));
+  EXPECT_FALSE(SettledBy("hg:e:f:p:10", {}, reads));
+  EXPECT_FALSE(SettledBy("hg:e:f:p:11", {}, reads));
+  EXPECT_FALSE(SettledBy("hg:e:g:p:9", {}, reads));
+  EXPECT_FALSE(SettledBy("hg:e:f:p:9", {}, std::vector<std::string>{"hg:e:g:p:10"}));
+}
+
 // A read folds a pack with its seconds only when it reads one of them; the fold it hands on (to
 // compact the pack) says which it is, and the values are the same either way.
 TEST(PackedLayoutTest, AReadFoldsThePacksWhoseSecondsItReadsWithThem) {

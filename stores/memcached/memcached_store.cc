@@ -98,15 +98,15 @@ struct Outgoing {
   }
 };
 
-// The compaction of `pack` (read with `cas` by a batch that appended `appends`) into `out`, when it
-// is worth it. Whether the pack is settled is asked only of packs with records enough to compact,
-// not of the sparse ones most checks read.
+// The compaction of `pack` (read with `cas` by a batch that appended `appends` and got `reads`)
+// into `out`, when it is worth it. Whether the pack is settled is asked only of packs with records
+// enough to compact, not of the sparse ones most checks read.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
                   const packed::PackFold& fold, std::span<const packed::PackAppend> appends,
-                  std::vector<memcached::PackCompaction>& out) {
+                  std::span<const std::string> reads, std::vector<memcached::PackCompaction>& out) {
   if (cas == 0) return;
   const bool settled =
-      fold.records() >= packed::kCompactAfterRecords && packed::SettledBy(key, appends);
+      fold.records() >= packed::kCompactAfterRecords && packed::SettledBy(key, appends, reads);
   std::optional<std::string> compact = packed::CompactionOf(pack, fold, settled);
   if (compact)
     out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(*compact)});
@@ -142,7 +142,7 @@ Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o
       server, plan, answer.values, answer.packs,
       [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
         MaybeCompact(plan.counters.reads[get], pack, answer.pack_cas[get], fold, plan.appends,
-                     compactions);
+                     plan.counters.reads, compactions);
       });
 }
 
@@ -334,7 +334,8 @@ struct MemcachedStore::Impl {
     Result<packed::PackFold> fold = packed::PackFold::Parse(pack, *answer->packs[0]);
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
-    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, /*appends=*/{}, compactions);
+    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, /*appends=*/{}, /*reads=*/{},
+                 compactions);
     SendCompactions(c, compactions);
   }
 

@@ -661,13 +661,17 @@ std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& f
   return compact;
 }
 
-bool SettledBy(std::string_view pack_key, std::span<const PackAppend> appends) {
-  const auto read = PackHourOf(pack_key);
-  if (!read) return false;
-  return std::any_of(appends.begin(), appends.end(), [&](const PackAppend& append) {
-    const auto written = PackHourOf(append.key);
-    return written && written->first == read->first && written->second > read->second;
-  });
+bool SettledBy(std::string_view pack_key, std::span<const PackAppend> appends,
+               std::span<const std::string> reads) {
+  const auto pack = PackHourOf(pack_key);
+  if (!pack) return false;
+  const auto later = [&](std::string_view key) {
+    const auto other = PackHourOf(key);
+    return other && other->first == pack->first && other->second > pack->second;
+  };
+  return std::any_of(appends.begin(), appends.end(),
+                     [&](const PackAppend& append) { return later(append.key); }) ||
+         std::any_of(reads.begin(), reads.end(), later);
 }
 
 void SentBytesTally::Add(const std::string& group, std::span<const PackAppend> appends,

@@ -204,10 +204,12 @@ constexpr size_t kCompactAfterRecords = 32;
 std::optional<std::string> CompactionOf(std::string_view pack, const PackFold& fold,
                                         bool settled = false);
 
-// Whether the pack `pack_key` is settled for a batch that appends `appends`: one of them goes to a
-// later hour's pack of the same group, so by the writer's clock (a replay's trace time, not the
-// server's) the pack's hour has passed and only take-backs still reach it.
-bool SettledBy(std::string_view pack_key, std::span<const PackAppend> appends);
+// Whether the pack `pack_key` is settled for a batch that appends `appends` and gets `reads`: one
+// of them is a later hour's pack of the same group, so by the batch's clock (a replay's trace
+// time, not the server's; a batch reads no bucket after its now) the pack's hour has passed and
+// only take-backs still reach it.
+bool SettledBy(std::string_view pack_key, std::span<const PackAppend> appends,
+               std::span<const std::string> reads = {});
 
 // Writes that read nothing (fire-and-forget, or applied without reads) leave nothing to compact
 // what they append: a store tallies the record bytes it sent to each pack and, after
