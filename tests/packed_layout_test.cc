@@ -349,6 +349,49 @@ TEST(PackedLayoutTest, AnyRecordsFoldAsDenseCountersWould) {
   }
 }
 
+// A run as long as a pack allows, of each width, at any offset, folded without its seconds (its
+// values summed eight bytes at a time, a minute at once): every minute and the hour are the sums of
+// its values, as a fold with its seconds finds them.
+TEST(PackedLayoutTest, LongRunsFoldToTheirMinutesAndHourAtEitherDepth) {
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int width_code = trial % 3;
+    const uint16_t offset = static_cast<uint16_t>(rng() % 3600);
+    const size_t count = 1 + rng() % std::min<uint64_t>(4095, 3600 - offset);
+    const uint64_t max = (uint64_t{1} << (4 << width_code)) - 1;
+    std::string pack = PackHeader(FromUnix(kT), Seconds{7200});
+    for (uint16_t u : {static_cast<uint16_t>(offset | 13 << 12),
+                       static_cast<uint16_t>(count | width_code << 12)}) {
+      pack.push_back(static_cast<char>(u & 0xff));
+      pack.push_back(static_cast<char>(u >> 8));
+    }
+    std::string values((count * (4 << width_code) + 7) / 8, '\0');
+    std::vector<uint64_t> minutes(60);
+    uint64_t hour = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const uint64_t v = rng() % 4 == 0 ? max : rng() % (max + 1);  // the widest values often
+      if (width_code == 0) values[i / 2] = static_cast<char>(values[i / 2] | v << (i % 2 * 4));
+      if (width_code == 1) values[i] = static_cast<char>(v);
+      if (width_code == 2) values[2 * i] = static_cast<char>(v & 0xff);
+      if (width_code == 2) values[2 * i + 1] = static_cast<char>(v >> 8);
+      minutes[(offset + i) / 60] += v;
+      hour += v;
+    }
+    pack += values;
+    Result<PackFold> deep = PackFold::Parse("pack", pack);
+    Result<PackFold> shallow = PackFold::Parse("pack", pack, PackFold::Depth::kMinutesAndHour);
+    ASSERT_TRUE(deep.ok() && shallow.ok()) << "trial " << trial;
+    for (int64_t m = 0; m < 60; ++m) {
+      const PackedSlot minute = *PackedSlotOf(kGroup, Key(60, kHour * 3600 + m * 60));
+      ASSERT_EQ(shallow->Value(minute), minutes[m]) << "trial " << trial << " minute " << m;
+      ASSERT_EQ(deep->Value(minute), minutes[m]) << "trial " << trial << " minute " << m;
+    }
+    const PackedSlot whole = *PackedSlotOf(kGroup, Key(3600, kT));
+    EXPECT_EQ(shallow->Value(whole), hour) << "trial " << trial;
+    EXPECT_EQ(deep->Value(whole), hour) << "trial " << trial;
+  }
+}
+
 // A feature hit every second of the hour compacts to runs: half a byte a second while each holds
 // at most 15, a byte up to 255; a second too busy for its run's width adds the rest in a record of
 // its own. Every value reads back exactly.
