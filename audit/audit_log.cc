@@ -61,10 +61,11 @@ AuditLog::~AuditLog() {
 }
 
 void AuditLog::Write(std::span<const Engine::CheckRequest> checks,
-                     const Engine::RequestDecision& decided) {
+                     const Engine::RequestDecision& decided, Instant answered) {
   for (size_t i = 0; i < checks.size() && i < decided.decisions.size(); ++i) {
     if (decided.decisions[i].unread) continue;  // neither read nor written: nothing to judge
-    impl_->logger->info(AuditLine(AuditRecordOf(checks[i], decided.decisions[i], decided.allowed)));
+    impl_->logger->info(
+        AuditLine(AuditRecordOf(checks[i], decided.decisions[i], decided.allowed, answered)));
   }
 }
 

@@ -113,9 +113,10 @@ Result<T> Field(const json& j, const char* name) {
 }  // namespace
 
 AuditRecord AuditRecordOf(const Engine::CheckRequest& check, const Decision& decision,
-                          bool request_allowed) {
+                          bool request_allowed, Instant answered) {
   AuditRecord r;
   r.at = ToUnix(decision.at);
+  r.done = std::max(r.at, ToUnix(answered));
   r.event = std::string(check.event);
   r.feature = std::string(check.feature);
   r.hits = check.hits;
@@ -143,6 +144,7 @@ AuditRecord AuditRecordOf(const Engine::CheckRequest& check, const Decision& dec
 
 std::string AuditLine(const AuditRecord& r) {
   json j = {{"at", r.at}};
+  if (r.done > r.at) j["done"] = r.done;
   PutBytes(j, "event", r.event);
   PutBytes(j, "feature", r.feature);
   j["hits"] = r.hits;
@@ -175,6 +177,13 @@ Result<AuditRecord> ParseAuditLine(std::string_view line) {
   Result<int64_t> at = Field<int64_t>(j, "at");
   if (!at.ok()) return at.error();
   r.at = *at;
+  r.done = r.at;
+  if (j.contains("done")) {
+    Result<int64_t> done = Field<int64_t>(j, "done");
+    if (!done.ok()) return done.error();
+    if (*done < r.at) return InvalidArgument("done is before at");
+    r.done = *done;
+  }
   for (auto [name, out] : {std::pair{"event", &r.event}, std::pair{"feature", &r.feature}}) {
     Result<std::string> bytes = GetBytes(j, name);
     if (!bytes.ok()) return bytes.error();

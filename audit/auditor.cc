@@ -50,9 +50,26 @@ uint64_t Before(const CountedLog& log, const Window& window, int64_t t) {
   return log.CountIn(window.SpanAt(FromUnix(t)).first, t - 1);
 }
 
-// Counts `r` into `row`, and the counts it reported that no order of its second makes true:
-// `others` are the hits the other decisions of its second left counted.
-void TallyAndCheckCounts(const AuditRecord& r, const CountedLog& log, uint64_t others,
+// The hits a decision of second `t` may have been decided with or without, besides its own:
+// `others` of its own second, `ahead` of later seconds whose decisions began while it was in
+// flight (before its `done`), and the hits of `in_flight` (earlier seconds' decisions still in
+// flight at `t`) that a window counts before `t`.
+struct Unordered {
+  uint64_t others = 0;
+  uint64_t ahead = 0;
+  const std::vector<const AuditRecord*>* in_flight = nullptr;
+  // The hits of in_flight within `window` at `t`.
+  uint64_t Behind(const Window& window, int64_t t) const {
+    const int64_t first = window.SpanAt(FromUnix(t)).first;
+    uint64_t hits = 0;
+    for (const AuditRecord* x : *in_flight) hits += x->at >= first ? x->hits : 0;
+    return hits;
+  }
+};
+
+// Counts `r` into `row`, and the counts it reported that no order of the decisions it was
+// unordered with (`u`) makes true.
+void TallyAndCheckCounts(const AuditRecord& r, const CountedLog& log, const Unordered& u,
                          AuditRow& row) {
   ++row.decisions;
   ++(r.admitted() ? row.admitted : row.denied);
@@ -65,7 +82,8 @@ void TallyAndCheckCounts(const AuditRecord& r, const CountedLog& log, uint64_t o
     if (!l.counted) continue;
     const uint64_t before = Before(log, l.limit.window, r.at);
     const uint64_t gap =
-        Distance(l.exact ? l.count : l.count_min, l.count, before + own, before + others + own);
+        Distance(l.exact ? l.count : l.count_min, l.count,
+                 before - u.Behind(l.limit.window, r.at) + own, before + u.others + u.ahead + own);
     if (gap > 0) {
       ++row.count_errors;
       row.count_error_max = std::max(row.count_error_max, gap);
@@ -73,14 +91,15 @@ void TallyAndCheckCounts(const AuditRecord& r, const CountedLog& log, uint64_t o
   }
 }
 
-// Judges `r` alone: an error only when it is one first or last in its second.
-void JudgeAlone(const AuditRecord& r, const CountedLog& log, uint64_t others, AuditRow& row) {
+// Judges `r` alone: an error only when it is one first or last among the decisions it was
+// unordered with (`u`).
+void JudgeAlone(const AuditRecord& r, const CountedLog& log, const Unordered& u, AuditRow& row) {
   if (r.degraded) return;
   bool fits_first = true, fits_last = true;
   for (const AuditLimit& l : r.limits) {
     const uint64_t before = Before(log, l.limit.window, r.at);
-    fits_first = fits_first && before + r.hits <= l.limit.max_hits;
-    fits_last = fits_last && before + others + r.hits <= l.limit.max_hits;
+    fits_first = fits_first && before - u.Behind(l.limit.window, r.at) + r.hits <= l.limit.max_hits;
+    fits_last = fits_last && before + u.others + u.ahead + r.hits <= l.limit.max_hits;
   }
   if (r.admitted()) {
     if (!fits_first) {
@@ -147,7 +166,10 @@ AuditRow& AuditRow::operator+=(const AuditRow& o) {
   return *this;
 }
 
-void Auditor::Add(AuditRecord record) { records_.push_back(std::move(record)); }
+void Auditor::Add(AuditRecord record) {
+  record.done = std::max(record.done, record.at);
+  records_.push_back(std::move(record));
+}
 
 AuditReport Auditor::Report() const {
   std::vector<size_t> order(records_.size());
@@ -157,16 +179,22 @@ AuditReport Auditor::Report() const {
     const AuditRecord& y = records_[b];
     return std::tie(x.event, x.feature, x.at) < std::tie(y.event, y.feature, y.at);
   });
+  const auto same_feature = [&](size_t a, size_t b) {
+    return records_[order[a]].event == records_[order[b]].event &&
+           records_[order[a]].feature == records_[order[b]].feature;
+  };
   AuditReport report;
   CountedLog log;
+  std::vector<const AuditRecord*> in_flight;  // this feature's, from seconds before `first`'s
   for (size_t i = 0; i < order.size();) {
     const AuditRecord& first = records_[order[i]];
-    const bool new_feature = i == 0 || records_[order[i - 1]].event != first.event ||
-                             records_[order[i - 1]].feature != first.feature;
+    const bool new_feature = i == 0 || !same_feature(i - 1, i);
     if (new_feature) {
       log = CountedLog();
+      in_flight.clear();
       ++report.features;
     }
+    std::erase_if(in_flight, [&](const AuditRecord* x) { return x->done < first.at; });
     // The decisions of one second of this feature.
     size_t end = i;
     uint64_t counted = 0;
@@ -179,17 +207,31 @@ AuditReport Auditor::Report() const {
     std::vector<const AuditRecord*> second;
     for (size_t k = i; k < end; ++k) second.push_back(&records_[order[k]]);
     AuditRow& row = report.events[first.event];
+    bool alone_in_time = in_flight.empty();
+    std::vector<Unordered> unordered;
     for (const AuditRecord* r : second) {
-      TallyAndCheckCounts(*r, log, counted - (r->recorded ? r->hits : 0), row);
+      Unordered u{counted - (r->recorded ? r->hits : 0), 0, &in_flight};
+      // Decisions of this feature that began in a later second while r was in flight.
+      for (size_t k = end; k < order.size() && same_feature(k, i); ++k) {
+        const AuditRecord& x = records_[order[k]];
+        if (x.at > r->done) break;
+        u.ahead += x.recorded ? x.hits : 0;
+      }
+      alone_in_time = alone_in_time && r->done == first.at;
+      unordered.push_back(u);
     }
-    if (Interchangeable(second)) {
+    for (size_t k = 0; k < second.size(); ++k) {
+      TallyAndCheckCounts(*second[k], log, unordered[k], row);
+    }
+    if (alone_in_time && Interchangeable(second)) {
       JudgeTogether(second, log, row);
     } else {
-      for (const AuditRecord* r : second) {
-        JudgeAlone(*r, log, counted - (r->recorded ? r->hits : 0), row);
-      }
+      for (size_t k = 0; k < second.size(); ++k) JudgeAlone(*second[k], log, unordered[k], row);
     }
     log.Add(first.at, counted);
+    for (const AuditRecord* r : second) {
+      if (r->recorded && r->done > r->at) in_flight.push_back(r);
+    }
     i = end;
   }
   for (const auto& [event, row] : report.events) report.total += row;

@@ -35,7 +35,9 @@ TEST(AuditLog, ALinePerCheckRotatedBySizeAllWrittenWhenClosed) {
   {
     Result<std::unique_ptr<AuditLog>> log = AuditLog::Open(dir + "/audit.log", 4096, 3);
     ASSERT_TRUE(log.ok()) << log.error().ToString();
-    for (int i = 0; i < 100; ++i) (*log)->Write(checks, {true, {allowed, unread}});
+    // Answered 2 s after its instant: each line says when (done).
+    const Instant answered = FromUnix(1'795'737'602);
+    for (int i = 0; i < 100; ++i) (*log)->Write(checks, {true, {allowed, unread}}, answered);
   }
   const std::vector<std::string> current = Lines(dir + "/audit.log");
   const std::vector<std::string> older = Lines(dir + "/audit.1.log");
@@ -49,6 +51,8 @@ TEST(AuditLog, ALinePerCheckRotatedBySizeAllWrittenWhenClosed) {
     ASSERT_TRUE(r.ok()) << line;
     EXPECT_EQ(r->feature, "ann") << "the unread check has no line";
     EXPECT_EQ(r->limits[0].count, 1u);
+    EXPECT_EQ(r->at, 1'795'737'600);
+    EXPECT_EQ(r->done, 1'795'737'602);
   }
   // A file where its folder should be: refused (a missing folder is made).
   Result<std::unique_ptr<AuditLog>> refused = AuditLog::Open(dir + "/audit.log/x.log", 4096, 3);

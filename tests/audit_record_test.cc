@@ -10,6 +10,7 @@ namespace {
 AuditRecord Sample(std::string feature) {
   AuditRecord r;
   r.at = 1'795'762'433;
+  r.done = r.at + 2;  // answered 2 s later
   r.event = "signup";
   r.feature = std::move(feature);
   r.hits = 3;
@@ -39,6 +40,10 @@ TEST(AuditRecord, EveryFieldAndWindowComesBack) {
   ASSERT_TRUE(back.ok()) << back.error().ToString();
   EXPECT_EQ(*back, r);
   EXPECT_NE(line.find(R"("time_zone":"Europe/Berlin")"), std::string::npos) << line;
+  AuditRecord at_once = r;  // answered within its second: no done, read back as its at
+  at_once.done = at_once.at;
+  EXPECT_EQ(AuditLine(at_once).find("done"), std::string::npos);
+  EXPECT_EQ(*ParseAuditLine(AuditLine(at_once)), at_once);
 }
 
 TEST(AuditRecord, AnyBytesOfAFeatureComeBackAsTheyWere) {
@@ -72,6 +77,9 @@ TEST(AuditRecord, ABadLineIsRefusedNamingWhatIsWrong) {
   std::string bad_hex = good;
   bad_hex.replace(bad_hex.find("\"feature\":\"x\""), 13, "\"feature_hex\":\"zz\"");
   EXPECT_NE(error(bad_hex).find("feature_hex"), std::string::npos);
+  std::string early = good;
+  early.replace(early.find("\"done\":1795762435"), 17, "\"done\":1795762432");
+  EXPECT_NE(error(early).find("done is before at"), std::string::npos);
   std::string bad_mode = good;
   bad_mode.replace(bad_mode.find("attempts"), 8, "sometime");
   EXPECT_NE(error(bad_mode).find("mode"), std::string::npos);

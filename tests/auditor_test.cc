@@ -126,6 +126,36 @@ TEST(Auditor, DecisionsWhoseOrderMattersAreOrderDependentNotErrors) {
   EXPECT_EQ(apart.Report().total.count_errors, 1u) << "it reported 1 where 2 were counted";
 }
 
+// Two services: a check that began in the last moment of a second reached the store after
+// another's of the next second, so it counted that hit and the other missed its own. Told when
+// the first was answered (done), the auditor finds no order broken; stamped alone, the same
+// decisions look like count errors and an over-admission.
+TEST(Auditor, DecisionsInFlightTogetherAreUnorderedAcrossSeconds) {
+  const Limit minute{*Window::Sliding(Seconds{60}), 1};
+  const auto judge = [&](int64_t first_done) {
+    Auditor auditor;
+    AuditRecord late = Single(kStart, minute, true, 2);  // counted the next second's hit too
+    late.done = first_done;
+    auditor.Add(late);
+    auditor.Add(Single(kStart + 1, minute, true, 1));  // admitted before the late one arrived
+    return auditor.Report().total;
+  };
+  const AuditRow in_flight = judge(kStart + 1);
+  EXPECT_EQ(in_flight.errors(), 0u);
+  EXPECT_EQ(in_flight.order_dependent, 2u) << "both fit only if they came first";
+  const AuditRow stamped = judge(kStart);
+  EXPECT_EQ(stamped.count_errors, 2u);
+  EXPECT_EQ(stamped.over_admissions, 1u);
+  // In flight until its own second's end only: the next second's decision still comes after it.
+  Auditor answered;
+  AuditRecord first = Single(kStart, minute, true, 1);
+  first.done = kStart;
+  answered.Add(first);
+  answered.Add(Single(kStart + 1, minute, true, 2));
+  EXPECT_EQ(answered.Report().total.over_admissions, 1u);
+  EXPECT_EQ(answered.Report().total.count_errors, 0u);
+}
+
 TEST(Auditor, WrongCountsAreMeasuredAndDegradedDecisionsAreNotJudged) {
   const Limit limit{*Window::Sliding(Seconds{60}), 10};
   Auditor auditor;

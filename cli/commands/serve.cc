@@ -262,14 +262,16 @@ int RunServe(const Globals& g, const ServeArgs& a) {
   std::unique_ptr<AuditLog> audit;
   if (!a.audit_log.empty()) {
     audit = Unwrap(AuditLog::Open(a.audit_log, a.audit_log_max_mb << 20, a.audit_log_files));
-    options.on_decided = [log = audit.get()](const std::vector<OwnedCheck>& checks,
-                                             const Engine::RequestDecision& decided) {
-      log->Write(RequestsOf(checks), decided);
-    };
   }
 
   // The engine follows the store's clock when this host's is off by 2 s or more.
   OffsetClock clock(SystemClock::Get());
+  if (audit) {
+    options.on_decided = [log = audit.get(), &clock](const std::vector<OwnedCheck>& checks,
+                                                     const Engine::RequestDecision& decided) {
+      log->Write(RequestsOf(checks), decided, clock.Now());
+    };
+  }
   // Losses the store's new connections find (a restart) and the service's watch sees; checks
   // consult them.
   StoreLosses losses;

@@ -4,7 +4,7 @@
 // unless asked for: a line is about 300 bytes per check.
 //
 //   std::unique_ptr<AuditLog> log = *AuditLog::Open("/var/log/hourglass/audit.log", 100 << 20, 5);
-//   log->Write(checks, decided);  // from any thread
+//   log->Write(checks, decided, clock.Now());  // from any thread, once answered
 //
 // Thread-safety: Write may be called from many threads at once.
 #pragma once
@@ -33,8 +33,10 @@ class AuditLog {
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
 
-  // The lines of one request's checks and their decisions (those of decided.decisions).
-  void Write(std::span<const Engine::CheckRequest> checks, const Engine::RequestDecision& decided);
+  // The lines of one request's checks and their decisions (those of decided.decisions), whose
+  // answers were known at `answered` (each line's done).
+  void Write(std::span<const Engine::CheckRequest> checks, const Engine::RequestDecision& decided,
+             Instant answered);
   void Flush();
 
  private:

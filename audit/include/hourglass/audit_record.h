@@ -5,7 +5,8 @@
 //   std::string line = AuditLine(r);  // {"at":1764201600,"event":"signup",...}
 //   Result<AuditRecord> back = ParseAuditLine(line);  // == r
 //
-// Line shape: at (Unix seconds), event and feature (strings; event_hex/feature_hex instead when
+// Line shape: at (Unix seconds), done (the second its answer was known, when later than at),
+// event and feature (strings; event_hex/feature_hex instead when
 // they are not UTF-8), hits, mode (admitted/attempts), allowed (the check's own decision),
 // request_allowed (its request's: every binding check passed), binding, recorded (its hits stay
 // counted), degraded, blocked (a penalty denied it), peek, and limits: per limit of its policy
@@ -38,6 +39,9 @@ struct AuditLimit {
 
 struct AuditRecord {
   int64_t at = 0;
+  // The Unix second its answer was known: from `at` to `done` it was in flight, and may have
+  // reached the store after decisions that began later. Below `at` (as unset) it means `at`.
+  int64_t done = 0;
   std::string event;
   std::string feature;
   uint64_t hits = 1;
@@ -56,9 +60,10 @@ struct AuditRecord {
   bool admitted() const { return allowed && (request_allowed || !binding); }
 };
 
-// The record of `check`, decided `decision` in a request decided `request_allowed`.
+// The record of `check`, decided `decision` in a request decided `request_allowed` and answered
+// at `answered` (done; not before the decision's instant).
 AuditRecord AuditRecordOf(const Engine::CheckRequest& check, const Decision& decision,
-                          bool request_allowed);
+                          bool request_allowed, Instant answered = {});
 
 std::string AuditLine(const AuditRecord& record);
 
