@@ -9,8 +9,10 @@
 // - count errors: a count the decision reported that no order of its second's hits makes true;
 //   the largest such distance too.
 //
-// Decisions of one second, from several services or racing in one, have no order between them:
-// those whose judgement depends on it are counted as order-dependent, not as errors. Degraded
+// Decisions of one second, from several services or racing in one, have no order between them,
+// nor have decisions in flight together: one stamped at second t and answered (done) at t + 1 may
+// reach the store after a decision stamped t + 1. Those whose judgement depends on that order are
+// counted as order-dependent, not as errors. Degraded
 // decisions (the store failed or lost counts) are counted apart and not judged. The log knows
 // only the hits of the records it is given: give it every service's records of the same events,
 // and no reset, settlement or CLI hit happened meanwhile.
