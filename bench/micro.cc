@@ -155,13 +155,19 @@ void BM_RecentTopRecord(benchmark::State& state) {
 BENCHMARK(BM_RecentTopRecord);
 
 // A pack of the packed layout holding `records` hits, one per second from the hour's start (the
-// open hour of a feature hit every second), folded as a read of it is: once per read.
-void BM_PackFoldParse(benchmark::State& state) {
+// open hour of a feature hit every second), as its appends wrote it.
+std::string PackOfHits(int64_t records) {
   std::string pack = packed::PackHeader(FromUnix(kNow), Seconds{7200});
-  for (int64_t s = 0; s < state.range(0); ++s) {
+  for (int64_t s = 0; s < records; ++s) {
     pack.push_back(static_cast<char>(s & 0xff));  // a hit: offset s, kind 0, little-endian
     pack.push_back(static_cast<char>(s >> 8));
   }
+  return pack;
+}
+
+// PackOfHits(records), folded as a read of it is: once per read.
+void BM_PackFoldParse(benchmark::State& state) {
+  const std::string pack = PackOfHits(state.range(0));
   const packed::PackedSlot hour{"", packed::PackedLevel::kHour, 0};
   for (auto _ : state) {
     benchmark::DoNotOptimize(packed::PackFold::Parse("g:p:1", pack)->Value(hour));
@@ -173,12 +179,8 @@ BENCHMARK(BM_PackFoldParse)->Arg(1)->Arg(16)->Arg(256)->Arg(3600);
 // A past hour of a feature hit every second, compacted (runs of 4-bit values), folded for its
 // hour alone as a read of a month's hours does: with its seconds (arg 1) or without (arg 0).
 void BM_PackFoldCompactedHour(benchmark::State& state) {
-  std::string pack = packed::PackHeader(FromUnix(kNow), Seconds{7200});
-  for (int64_t s = 0; s < packed::kPackSeconds; ++s) {
-    pack.push_back(static_cast<char>(s & 0xff));
-    pack.push_back(static_cast<char>(s >> 8));
-  }
-  pack = packed::PackFold::Parse("g:p:1", pack)->Compacted();
+  const std::string pack =
+      packed::PackFold::Parse("g:p:1", PackOfHits(packed::kPackSeconds))->Compacted();
   const packed::PackedSlot hour{"", packed::PackedLevel::kHour, 0};
   const auto depth = state.range(0) == 1 ? packed::PackFold::Depth::kSeconds
                                          : packed::PackFold::Depth::kMinutesAndHour;

@@ -97,6 +97,20 @@ class MemcachedPackedLayoutTest : public MemcachedStoreTest {
                   {Hour(t), delta, Seconds{176400}}},
                  {}};
   }
+  // Writes 60 hits into the pack's hour, 40 seconds of them, in 60 records (`written` bytes): a
+  // read of that hour alone leaves it as it is, open and not worth a rewrite.
+  void WriteAnOpenHour(long long& written) {
+    for (int64_t i = 0; i < 40; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
+    for (int64_t i = 0; i < 20; ++i) {
+      ASSERT_TRUE(store().Apply(Hit(kHourStart + i % 10 * 12)).ok());
+    }
+    written = PackBytes();
+    ASSERT_EQ(written, 4 + 60 * 2);
+    ASSERT_EQ(*store().Apply(Batch{"g", {}, {Hour(kHourStart)}}), (std::vector<uint64_t>{60}));
+    EXPECT_EQ(store().Flush(), 0u);
+    EXPECT_EQ(PackBytes(), written) << "open: not worth a rewrite";
+  }
+
   // The length of the pack's value on the server, or -1 when it is missing.
   long long PackBytes() {
     const std::string answer = server().Raw("mg " + Pack() + " s\r\n");
@@ -139,14 +153,9 @@ TEST_F(MemcachedPackedLayoutTest, ABusySecondIsCompactedWhenReadAndKeepsItsCount
 // passed for the client: when a batch that writes a later hour reads it. A rewrite is sent after
 // the answer, unawaited: Flush waits for it before the server's item is looked at.
 TEST_F(MemcachedPackedLayoutTest, APastHourIsCompactedByTheFirstCheckOfALaterOne) {
-  for (int64_t i = 0; i < 40; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
-  for (int64_t i = 0; i < 20; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i % 10 * 12)).ok());
-  const long long written = PackBytes();
-  ASSERT_EQ(written, 4 + 60 * 2);
+  long long written = 0;
+  ASSERT_NO_FATAL_FAILURE(WriteAnOpenHour(written));
   const Batch read{"g", {}, {Hour(kHourStart)}};
-  ASSERT_EQ(*store().Apply(read), (std::vector<uint64_t>{60}));
-  EXPECT_EQ(store().Flush(), 0u);
-  EXPECT_EQ(PackBytes(), written) << "open: not worth a rewrite";
   Batch next_hour = Hit(kHourStart + 3600);
   next_hour.reads = read.reads;
   ASSERT_EQ(*store().Apply(next_hour), (std::vector<uint64_t>{60}));
@@ -163,14 +172,8 @@ TEST_F(MemcachedPackedLayoutTest, APastHourIsCompactedByTheFirstCheckOfALaterOne
 // A check that only reads (a peek, a CLI's `check` of a month) settles every pack it reads but the
 // last hour's: it rewrites them once, and later reads fold a few records instead of every hit.
 TEST_F(MemcachedPackedLayoutTest, APastHourIsCompactedByAReadOfALaterOne) {
-  for (int64_t i = 0; i < 40; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i * 12)).ok());
-  for (int64_t i = 0; i < 20; ++i) ASSERT_TRUE(store().Apply(Hit(kHourStart + i % 10 * 12)).ok());
-  const long long written = PackBytes();
-  ASSERT_EQ(written, 4 + 60 * 2);
-  const Batch own_hour{"g", {}, {Hour(kHourStart)}};
-  ASSERT_EQ(*store().Apply(own_hour), (std::vector<uint64_t>{60}));
-  EXPECT_EQ(store().Flush(), 0u);
-  EXPECT_EQ(PackBytes(), written) << "open: not worth a rewrite";
+  long long written = 0;
+  ASSERT_NO_FATAL_FAILURE(WriteAnOpenHour(written));
   const Batch two_hours{"g", {}, {Hour(kHourStart), Hour(kHourStart + 3600)}};
   ASSERT_EQ(*store().Apply(two_hours), (std::vector<uint64_t>{60, 0}));
   EXPECT_EQ(store().Flush(), 0u);

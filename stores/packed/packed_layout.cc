@@ -434,8 +434,7 @@ uint64_t RunValue(std::string_view values, int width_code, size_t i) {
     case 1:
       return static_cast<unsigned char>(values[i]);
     default:
-      return static_cast<unsigned char>(values[2 * i]) |
-             static_cast<uint64_t>(static_cast<unsigned char>(values[2 * i + 1])) << 8;
+      return GetU16(values.substr(2 * i));
   }
 }
 

@@ -6,13 +6,12 @@
 //   Result<AuditRecord> back = ParseAuditLine(line);  // == r
 //
 // Line shape: at (Unix seconds), done (the second its answer was known, when later than at),
-// event and feature (strings; event_hex/feature_hex instead when
-// they are not UTF-8), hits, mode (admitted/attempts), allowed (the check's own decision),
-// request_allowed (its request's: every binding check passed), binding, recorded (its hits stay
-// counted), degraded, blocked (a penalty denied it), peek, and limits: per limit of its policy
-// {max, window, and, when the store was read, count, count_min, exact}. A window is
-// {"sliding": seconds}, {"fixed": seconds} or {"calendar": unit, "utc_offset": seconds |
-// "time_zone": name}.
+// event and feature (strings; event_hex/feature_hex instead when they are not UTF-8), hits, mode
+// (admitted/attempts), allowed (the check's own decision), request_allowed (its request's: every
+// binding check passed), binding, recorded (its hits stay counted), degraded, blocked (a penalty
+// denied it), peek, and limits: per limit of its policy {max, window, and, when the store was read,
+// count, count_min, exact}. A window is {"sliding": seconds}, {"fixed": seconds} or
+// {"calendar": unit, "utc_offset": seconds | "time_zone": name}.
 //
 // Thread-safety: pure functions and values.
 #pragma once

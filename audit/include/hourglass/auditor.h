@@ -12,8 +12,8 @@
 // Decisions of one second, from several services or racing in one, have no order between them,
 // nor have decisions in flight together: one stamped at second t and answered (done) at t + 1 may
 // reach the store after a decision stamped t + 1. Those whose judgement depends on that order are
-// counted as order-dependent, not as errors. Degraded
-// decisions (the store failed or lost counts) are counted apart and not judged. The log knows
+// counted as order-dependent, not as errors. Degraded decisions (the store failed or lost
+// counts) are counted apart and not judged. The log knows
 // only the hits of the records it is given: give it every service's records of the same events,
 // and no reset, settlement or CLI hit happened meanwhile.
 //
