@@ -146,7 +146,9 @@ TEST_P(EngineTest, TwoDayRandomTraceCountsEqualTheSlidingLog) {
     clock_->Set(FromUnix(t));
     const uint64_t cost = 1 + rng() % 3;
     const bool other = rng() % 5 == 0;
-    ASSERT_TRUE(engine.Record("url_shorten", other ? "10.0.0.2" : "10.0.0.1", cost).ok());
+    const Result<Cost> recorded =
+        engine.Record("url_shorten", other ? "10.0.0.2" : "10.0.0.1", cost);
+    ASSERT_TRUE(recorded.ok()) << "at " << t << ": " << recorded.error().ToString();
     (other ? other_log : log).Add(t, cost);
     if (rng() % 8 == 0) {  // a live query, at now or a few seconds later
       clock_->Set(FromUnix(t + static_cast<int64_t>(rng() % 5)));
