@@ -128,7 +128,12 @@ bool MemcachedServer::Start() {
     const int fd = Connect(host_, port_);
     if (fd >= 0) {
       close(fd);
-      return true;
+      // Another test's memcached may have bound the port between FreeLoopbackPort and this one
+      // (which then exits): only a server that reports this PID is ours.
+      if (Stat("pid") == pid_) return true;
+      Kill();
+      error_ = "port " + port + " is another memcached's";
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
