@@ -43,9 +43,6 @@ human() {
   awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%.2f MiB", b / 1048576;
     else if (b >= 1024) printf "%.1f KiB", b / 1024; else printf "%.0f B", b }'
 }
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 start_redis() {
   local port
   port=$(free_port)

@@ -3,25 +3,34 @@
 #   start_memcached [MB]   # sets MEMCACHED_PID and MEMCACHED_ADDRESS; MB of memory (default 256)
 #   memcached_stat NAME    # the value of NAME in the server's `stats` (bytes, curr_items, ...)
 #   stop_memcached
+#   free_port              # a free loopback port for another server (from scripts/ports.sh)
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
+
+# The PID the memcached listening on 127.0.0.1:PORT reports in its `stats`; nothing if none.
+memcached_pid_on() {
+  ( (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'stats\r\nquit\r\n' >&3 && timeout 5 cat <&3) ||
+    true) 2>/dev/null | awk '$1 == "STAT" && $2 == "pid" { sub(/\r$/, "", $3); print $3 }'
+}
+
+# Ready once the server on the port reports our PID: had another server taken the port between
+# free_port and our bind, ours exits, and the one answering is not ours.
 start_memcached() {
-  local port megabytes="${1:-256}"
-  for _ in $(seq 1 50); do
-    port=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      local user_flag=()
-      if [[ $(id -u) -eq 0 ]]; then user_flag=(-u root); fi
-      memcached "${user_flag[@]}" -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$megabytes" &
-      MEMCACHED_PID=$!
-      for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-          MEMCACHED_ADDRESS="127.0.0.1:$port"
-          return 0
-        fi
-        kill -0 "$MEMCACHED_PID" 2>/dev/null || break
-        sleep 0.05
-      done
-      kill "$MEMCACHED_PID" 2>/dev/null || true
-    fi
+  local port megabytes="${1:-256}" user_flag=()
+  if [[ $(id -u) -eq 0 ]]; then user_flag=(-u root); fi
+  for _ in $(seq 1 20); do
+    port=$(free_port) || return 1
+    memcached "${user_flag[@]}" -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$megabytes" &
+    MEMCACHED_PID=$!
+    for _ in $(seq 1 100); do
+      if [[ "$(memcached_pid_on "$port")" == "$MEMCACHED_PID" ]]; then
+        MEMCACHED_ADDRESS="127.0.0.1:$port"
+        return 0
+      fi
+      kill -0 "$MEMCACHED_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$MEMCACHED_PID" 2>/dev/null || true
+    wait "$MEMCACHED_PID" 2>/dev/null || true
   done
   echo "could not start memcached on a free loopback port" >&2
   return 1

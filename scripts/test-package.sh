@@ -27,9 +27,7 @@ fail() {
   [[ -f "$work/serve.log" ]] && sed 's/^/  serve: /' "$work/serve.log" >&2
   exit 1
 }
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source scripts/ports.sh
 
 dpkg -i "$deb" >/dev/null
 [[ "$(/usr/bin/hourglass --version)" == "hourglass $(awk -F'[ )]' '/^project\(hourglass VERSION/ {print $3}' CMakeLists.txt)" ]] ||

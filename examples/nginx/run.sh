@@ -11,9 +11,7 @@ build="$(cd "${1:?usage: run.sh BUILD_DIR [-- CMD...]}" && pwd)"
 shift
 [[ "${1:-}" == "--" ]] && shift
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source "$here/../../scripts/memcached.sh"
 prefix="$(mktemp -d /tmp/hourglass-nginx-XXXXXX)"
 pids=()
 cleanup() {
@@ -23,9 +21,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-memcached_port="$(free_port)"
-memcached -u "$(id -un)" -l 127.0.0.1 -p "$memcached_port" -U 0 &
-pids+=($!)
+start_memcached 64 >/dev/null
+pids+=("$MEMCACHED_PID")
+memcached_port="${MEMCACHED_ADDRESS##*:}"
 hourglass_port="$(free_port)"
 "$build/cli/hourglass" serve --policy "$here/policy.yaml" \
   --listen "127.0.0.1:$hourglass_port" --servers "127.0.0.1:$memcached_port" \

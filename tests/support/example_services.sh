@@ -6,9 +6,7 @@
 #
 # Every process started with track_pid is killed on exit, and $log (the services' stderr) and
 # every "$log".* file removed.
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/memcached.sh"
 pids=()
 log="$(mktemp /tmp/hourglass-example-XXXXXX)"
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -f "$log" "$log".*' EXIT
@@ -16,9 +14,9 @@ track_pid() { pids+=("$1"); }
 # memcached and `hourglass serve --policy POLICY` on free ports (mc, hg), the service ready.
 start_services() {
   local build="$1" policy="$2"
-  mc="$(free_port)"
-  memcached -u "$(id -un)" -l 127.0.0.1 -p "$mc" -U 0 &
-  track_pid $!
+  start_memcached >/dev/null
+  track_pid "$MEMCACHED_PID"
+  mc="${MEMCACHED_ADDRESS##*:}"
   hg="$(free_port)"
   "$build/cli/hourglass" serve --policy "$policy" --listen "127.0.0.1:$hg" \
     --servers "127.0.0.1:$mc" 2>>"$log" &

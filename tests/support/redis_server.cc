@@ -103,7 +103,14 @@ bool RedisServer::Start() {
       error_ = "redis-server exited at start (port " + std::to_string(port_) + " taken?)";
       return false;
     }
-    if (Command({"PING"}) == "PONG") return true;
+    if (Command({"PING"}) == "PONG") {
+      // Another test's server may have bound the port between FreeLoopbackPort and this one
+      // (which then exits): only a server that reports this PID is ours.
+      if (Info("process_id") == pid_) return true;
+      Kill();
+      error_ = "port " + std::to_string(port_) + " is another redis-server's";
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Kill();
