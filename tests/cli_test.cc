@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hourglass/display_text.h"
+#include "loopback_port.h"
 #include "memcached_server.h"
 #include "redis_server.h"
 #include "run_process.h"

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "loopback_port.h"
 #include "memcached_server.h"
 #include "prometheus_sample.h"
 #include "run_process.h"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hourglass/net/connection.h"
+#include "loopback_port.h"
 #include "memcached_server.h"
 
 namespace hourglass {

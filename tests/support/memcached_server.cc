@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_port.h"
 #include "run_process.h"
 
 namespace hourglass::testing {
@@ -59,28 +60,6 @@ std::string FindMemcached() {
 }
 
 }  // namespace
-
-int FreeLoopbackPort() {
-  // Below the kernel's ephemeral range (ip_local_port_range, 32768 and up here): a port the
-  // kernel picked there could be taken as a client's local port by another test's connections
-  // (a flood of thousands) before the server binds it.
-  constexpr int kLow = 10000, kHigh = 32767;
-  static std::atomic<unsigned> calls{0};
-  std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u + calls++ * 104729u +
-                   static_cast<unsigned>(time(nullptr)));
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = kLow + static_cast<int>(rng() % (kHigh - kLow + 1));
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    close(fd);
-    if (free) return port;
-  }
-  return 0;
-}
 
 MemcachedServer::MemcachedServer(std::string host, int megabytes,
                                  std::vector<std::string> extra_args)

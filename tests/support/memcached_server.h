@@ -83,8 +83,4 @@ class MemcachedServer {
   std::string error_;
 };
 
-// A port on 127.0.0.1 nobody listens on right now, below the kernel's ephemeral range (so no
-// client connection of another test takes it before it is bound); 0 if none was found.
-int FreeLoopbackPort();
-
 }  // namespace hourglass::testing

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "memcached_server.h"  // FreeLoopbackPort
+#include "loopback_port.h"
 #include "run_process.h"
 
 namespace hourglass::testing {

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "memcached_server.h"
+#include "loopback_port.h"
 #include "run_process.h"
 
 namespace hourglass::testing {
@@ -39,43 +39,63 @@ std::vector<std::string> FaketimeEnvironment(const std::string& library,
 
 ServeProcess::ServeProcess(const std::string& cli, const std::vector<std::string>& args,
                            size_t open_files, const std::vector<std::string>& env) {
-  port_ = FreeLoopbackPort();
   char path[] = "/tmp/hourglass-serve-XXXXXX";
   const int log_fd = mkstemp(path);
   log_path_ = path;
+  // Appended to by each attempt's process, whatever the offset an earlier one left.
+  fcntl(log_fd, F_SETFL, fcntl(log_fd, F_GETFL) | O_APPEND);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = FreeLoopbackPort();
+    if (ftruncate(log_fd, 0) != 0) break;
+    Launch(cli, args, open_files, env, log_fd);
+    if (AwaitReady() || !PortWasTaken()) break;
+  }
+  close(log_fd);
+}
+
+void ServeProcess::Launch(const std::string& cli, const std::vector<std::string>& args,
+                          size_t open_files, const std::vector<std::string>& env, int log_fd) {
   std::vector<std::string> argv = {cli, "serve", "--listen", "127.0.0.1:" + std::to_string(port_)};
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = ForkTiedToTest();
-  if (pid_ == 0) {
-    dup2(log_fd, STDERR_FILENO);
-    for (const std::string& variable : env) {
-      const size_t eq = variable.find('=');
-      setenv(variable.substr(0, eq).c_str(), variable.substr(eq + 1).c_str(), 1);
-    }
-    if (open_files > 0) {
-      const rlimit limit{open_files, open_files};
-      setrlimit(RLIMIT_NOFILE, &limit);
-    }
-    std::vector<char*> raw;
-    for (std::string& a : argv) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    execv(raw[0], raw.data());
-    _exit(127);
+  if (pid_ != 0) return;
+  dup2(log_fd, STDERR_FILENO);
+  for (const std::string& variable : env) {
+    const size_t eq = variable.find('=');
+    setenv(variable.substr(0, eq).c_str(), variable.substr(eq + 1).c_str(), 1);
   }
-  close(log_fd);
+  if (open_files > 0) {
+    const rlimit limit{open_files, open_files};
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  execv(raw[0], raw.data());
+  _exit(127);
+}
+
+bool ServeProcess::AwaitReady() {
   for (int i = 0; i < 200 && pid_ > 0; ++i) {
-    if (HttpClient(port_).Get("/healthz").status == 200) {
+    // Another test's service may answer on the port until ours, failing to bind it, exits.
+    if (HttpClient(port_).Get("/healthz").status == 200 && ListensOn(pid_, port_)) {
       ready_ = true;
-      break;
+      return true;
     }
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;  // it exited: log() says why
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }
+  return false;
+}
+
+bool ServeProcess::PortWasTaken() const {
+  return pid_ <= 0 && log().find("cannot listen on 127.0.0.1:" + std::to_string(port_) +
+                                 ": Address already in use") != std::string::npos;
 }
 
 ServeProcess::~ServeProcess() {

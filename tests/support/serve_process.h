@@ -23,9 +23,10 @@ namespace hourglass::testing {
 
 class ServeProcess {
  public:
-  // Starts `cli serve --listen 127.0.0.1:PORT ARGS...` and waits up to 10 s for /healthz. With
-  // `open_files` > 0, the process's open file limit (soft and hard) is that, as systemd's
-  // LimitNOFILE= sets it; `env` ("NAME=VALUE") is added to its environment.
+  // Starts `cli serve --listen 127.0.0.1:PORT ARGS...` and waits up to 10 s for /healthz, on
+  // another port if another process took PORT first. With `open_files` > 0, the process's open
+  // file limit (soft and hard) is that, as systemd's LimitNOFILE= sets it; `env` ("NAME=VALUE")
+  // is added to its environment.
   ServeProcess(const std::string& cli, const std::vector<std::string>& args, size_t open_files = 0,
                const std::vector<std::string>& env = {});
   ~ServeProcess();  // SIGKILL if still running
@@ -46,6 +47,13 @@ class ServeProcess {
                   std::chrono::milliseconds timeout = std::chrono::milliseconds{2000}) const;
 
  private:
+  // Starts the process on port_, its stderr to `log_fd`.
+  void Launch(const std::string& cli, const std::vector<std::string>& args, size_t open_files,
+              const std::vector<std::string>& env, int log_fd);
+  // Waits up to 10 s until it answers /healthz on port_ as the port's listener, or exits.
+  bool AwaitReady();
+  // Whether it exited because another process had bound port_ first.
+  bool PortWasTaken() const;
   int port_ = 0;
   pid_t pid_ = -1;
   bool ready_ = false;
