@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace hourglass::internal {
@@ -13,7 +14,7 @@ constexpr uint8_t kImmutable = BucketCache::kImmutable;
 constexpr uint8_t kCached = BucketCache::kCached;
 
 TEST(BucketCache, ServesOnlyImmutableBucketsStoredUnderTheCurrentGeneration) {
-  BucketCache cache(64, 64);
+  BucketCache cache(64, 64, Ladder::Default());
   const std::vector<Bucket> buckets = {{0, 10}, {0, 11}, {1, 3}};
   ASSERT_TRUE(cache.Sync("g", 7));
   std::vector<uint8_t> flags = {kImmutable, 0, kImmutable};
@@ -32,7 +33,7 @@ TEST(BucketCache, ServesOnlyImmutableBucketsStoredUnderTheCurrentGeneration) {
 }
 
 TEST(BucketCache, ANewGenerationDropsWhatWasCached) {
-  BucketCache cache(64, 64);
+  BucketCache cache(64, 64, Ladder::Default());
   const std::vector<Bucket> buckets = {{0, 10}};
   ASSERT_TRUE(cache.Sync("g", 1));
   std::vector<uint8_t> flags = {kImmutable};
@@ -49,7 +50,7 @@ TEST(BucketCache, ANewGenerationDropsWhatWasCached) {
 }
 
 TEST(BucketCache, InvalidateForgetsAGroup) {
-  BucketCache cache(64, 64);
+  BucketCache cache(64, 64, Ladder::Default());
   const std::vector<Bucket> buckets = {{0, 10}};
   ASSERT_TRUE(cache.Sync("g", 0));
   std::vector<uint8_t> flags = {kImmutable};
@@ -62,7 +63,7 @@ TEST(BucketCache, InvalidateForgetsAGroup) {
 }
 
 TEST(BucketCache, StaysWithinItsBucketBoundKeepingTheNewest) {
-  BucketCache cache(16, 16);
+  BucketCache cache(16, 16, Ladder::Default());
   ASSERT_TRUE(cache.Sync("g", 0));
   for (int64_t i = 0; i < 100; ++i) {
     const std::vector<Bucket> one = {{0, i}};
@@ -85,6 +86,30 @@ TEST(BucketCache, StaysWithinItsBucketBoundKeepingTheNewest) {
   std::vector<uint64_t> value = {0};
   cache.Lookup("g", std::vector<Bucket>{{0, 99}}, newest, value);
   EXPECT_TRUE(newest[0] & kCached) << "the newest bucket is kept";
+}
+
+TEST(BucketCache, AFullFeatureKeepsTheBucketsThatEndLastWhateverTheirLevel) {
+  BucketCache cache(16, 16, Ladder::Default());
+  ASSERT_TRUE(cache.Sync("g", 0));
+  constexpr int64_t kHour = 500'000;  // the hour that starts at 1,800,000,000
+  std::vector<Bucket> hours, old_seconds;
+  for (int64_t h = kHour - 8; h < kHour; ++h) hours.push_back({2, h});
+  for (int64_t s = 0; s < 8; ++s) old_seconds.push_back({0, (kHour - 10) * 3600 + s});
+  const std::vector<uint8_t> immutable(8, kImmutable);
+  cache.Store("g", 0, hours, immutable, std::vector<uint64_t>(8, 1));
+  cache.Store("g", 0, old_seconds, immutable, std::vector<uint64_t>(8, 2));
+  // Full: one more drops the half that ends first, the seconds of ten hours ago.
+  const std::vector<Bucket> recent = {{0, kHour * 3600 - 5}};
+  cache.Store("g", 0, recent, std::vector<uint8_t>{kImmutable}, std::vector<uint64_t>{3});
+  const auto cached = [&](const std::vector<Bucket>& buckets) {
+    std::vector<uint8_t> flags(buckets.size(), kImmutable);
+    std::vector<uint64_t> values(buckets.size(), 0);
+    cache.Lookup("g", buckets, flags, values);
+    return static_cast<size_t>(std::count(flags.begin(), flags.end(), kImmutable | kCached));
+  };
+  EXPECT_EQ(cached(hours), 8u) << "the last eight hours end after the old seconds";
+  EXPECT_EQ(cached(old_seconds), 0u);
+  EXPECT_EQ(cached(recent), 1u);
 }
 
 BlockedCache::Entry Blocked(Instant at, Instant until, uint64_t hits) {

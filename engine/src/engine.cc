@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -108,8 +109,11 @@ EngineCore::EngineCore(Store& s, const Clock& c, EngineOptions o, KeyCodec codec
       id(NextEngineId()) {
   const HotPathOptions& hot = options.hot_path;
   if (hot.bucket_cache_features > 0) {
-    buckets = std::make_unique<BucketCache>(
-        hot.bucket_cache_features, std::max<size_t>(16, hot.bucket_cache_buckets_per_feature));
+    // Twice the longest window's cover: a feature's cover moves on every second, and what it
+    // left behind is dropped (as the older half) only when the cache is full.
+    const size_t per_feature = std::max({size_t{16}, hot.bucket_cache_buckets_per_feature,
+                                         2 * options.ladder.CoverBucketsAtMost(options.retention)});
+    buckets = std::make_unique<BucketCache>(hot.bucket_cache_features, per_feature, options.ladder);
   }
   if (hot.blocked_cache_entries > 0) {
     blocked = std::make_unique<BlockedCache>(hot.blocked_cache_entries, hot.blocked_max_age);

@@ -63,9 +63,11 @@ void BucketCache::Store(const std::string& group, uint64_t gen, std::span<const 
       if (entry->gen != gen) return;  // read under another generation: not ours to keep
     }
     if (entry->values.size() >= max_buckets_) {
-      // Keep the newer half: old buckets leave every window first.
+      // Keep the half that ends last: old buckets leave every window first.
       std::vector<std::pair<int64_t, Bucket>> ends;
-      for (const auto& [b, v] : entry->values) ends.emplace_back(b.index << b.level, b);
+      for (const auto& [b, v] : entry->values) {
+        ends.emplace_back((b.index + 1) * ladder_.width(b.level).count(), b);
+      }
       std::nth_element(ends.begin(), ends.begin() + static_cast<long>(ends.size() / 2), ends.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
       for (size_t k = 0; k < ends.size() / 2; ++k) entry->values.erase(ends[k].second);

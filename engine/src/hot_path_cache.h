@@ -29,9 +29,11 @@ struct BucketHash {
 
 class BucketCache {
  public:
-  BucketCache(size_t max_features, size_t max_buckets_per_feature)
+  // Buckets are of `ladder`'s levels: a full feature keeps the half that ends last.
+  BucketCache(size_t max_features, size_t max_buckets_per_feature, Ladder ladder)
       : max_features_per_shard_(std::max<size_t>(1, max_features / kShards)),
-        max_buckets_(max_buckets_per_feature) {}
+        max_buckets_(max_buckets_per_feature),
+        ladder_(std::move(ladder)) {}
 
   // Flags of one bucket of a Lookup or Store.
   static constexpr uint8_t kImmutable = 1;  // in: may be cached
@@ -68,6 +70,7 @@ class BucketCache {
 
   size_t max_features_per_shard_;
   size_t max_buckets_;
+  Ladder ladder_;
   std::array<Shard, kShards> shards_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hourglass/window.h"
 
 namespace hourglass {
@@ -49,6 +51,14 @@ Ladder Ladder::Default() { return Ladder({Seconds{1}, Seconds{60}, Seconds{3600}
 
 Bucket Ladder::BucketAt(size_t level, int64_t t) const {
   return Bucket{static_cast<uint32_t>(level), FloorDiv(t, widths_[level].count())};
+}
+
+size_t Ladder::CoverBucketsAtMost(Seconds span) const {
+  size_t buckets = static_cast<size_t>(std::max<int64_t>(0, span.count()) / widths_.back().count());
+  for (size_t level = 0; level + 1 < widths_.size(); ++level) {
+    buckets += 2 * static_cast<size_t>(widths_[level + 1] / widths_[level] - 1);
+  }
+  return buckets;
 }
 
 std::string Ladder::ToString() const {

@@ -66,6 +66,9 @@ struct HotPathOptions {
   // for up to this many event+features in this process; 0 turns it off. A per-feature generation
   // key, read first in the same batch, drops them when any process resets the feature.
   size_t bucket_cache_features = 4096;
+  // Buckets cached per event+feature at most; raised to twice the buckets a cover of the retention
+  // takes (Ladder::CoverBucketsAtMost), so that no window longer than 512 buckets reads its past
+  // buckets again at every check. A full feature drops the half that ends first.
   size_t bucket_cache_buckets_per_feature = 512;
   // Deny a client denied in admitted or attempts mode locally (no read; attempts are still counted,
   // fire-and-forget) until a time before which it certainly stays denied, for up to this many

@@ -45,6 +45,10 @@ class Ladder {
   const std::vector<Seconds>& widths() const { return widths_; }
   // The bucket of `level` that contains second `t`.
   Bucket BucketAt(size_t level, int64_t t) const;
+  // The most buckets a cover of a span of `span` seconds takes: the top level's whole buckets,
+  // and at each edge fewer than a parent's worth of each finer level (2 * 59 seconds, 2 * 59
+  // minutes and 24 hours for a day on 1s,1m,1h). Caches sized by it hold a window's cover.
+  size_t CoverBucketsAtMost(Seconds span) const;
   // "1s,1m,1h"
   std::string ToString() const;
 
