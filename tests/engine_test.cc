@@ -211,6 +211,7 @@ void EngineTest::DecideAsAPerfectLimiter(const Engine& engine, const Policy& pol
     }
     Result<Decision> d = engine.Check("api", feature, policy);
     ASSERT_TRUE(d.ok()) << d.error().ToString();
+    ASSERT_FALSE(d->degraded) << "at " << t << ": " << d->store_error->ToString();
     ASSERT_EQ(d->allowed, fits) << "at " << t;
     if (fits) admitted.Add(t);
     denied += fits ? 0 : 1;
