@@ -2,14 +2,17 @@
 # Helpers to run a throw-away memcached on a free loopback port. Source this file, then:
 #   start_memcached [MB]   # sets MEMCACHED_PID and MEMCACHED_ADDRESS; MB of memory (default 256)
 #   memcached_stat NAME    # the value of NAME in the server's `stats` (bytes, curr_items, ...)
+#   memcached_stat_on PORT NAME   # the same of the memcached on 127.0.0.1:PORT
 #   stop_memcached
 #   free_port              # a free loopback port for another server (from scripts/ports.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
-# The PID the memcached listening on 127.0.0.1:PORT reports in its `stats`; nothing if none.
-memcached_pid_on() {
+# The value of NAME in the `stats` of the memcached listening on 127.0.0.1:PORT; nothing if none
+# answers there.
+memcached_stat_on() {
   ( (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'stats\r\nquit\r\n' >&3 && timeout 5 cat <&3) ||
-    true) 2>/dev/null | awk '$1 == "STAT" && $2 == "pid" { sub(/\r$/, "", $3); print $3 }'
+    true) 2>/dev/null |
+    awk -v name="$2" '$1 == "STAT" && $2 == name { sub(/\r$/, "", $3); print $3 }'
 }
 
 # Ready once the server on the port reports our PID: had another server taken the port between
@@ -22,7 +25,7 @@ start_memcached() {
     memcached "${user_flag[@]}" -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$megabytes" &
     MEMCACHED_PID=$!
     for _ in $(seq 1 100); do
-      if [[ "$(memcached_pid_on "$port")" == "$MEMCACHED_PID" ]]; then
+      if [[ "$(memcached_stat_on "$port" pid)" == "$MEMCACHED_PID" ]]; then
         MEMCACHED_ADDRESS="127.0.0.1:$port"
         return 0
       fi
@@ -36,14 +39,7 @@ start_memcached() {
   return 1
 }
 
-memcached_stat() {
-  local answer
-  exec 4<>"/dev/tcp/${MEMCACHED_ADDRESS%:*}/${MEMCACHED_ADDRESS##*:}"
-  printf 'stats\r\nquit\r\n' >&4
-  answer=$(timeout 5 cat <&4)
-  exec 4<&-
-  awk -v name="$1" '$1 == "STAT" && $2 == name { sub(/\r$/, "", $3); print $3 }' <<<"$answer"
-}
+memcached_stat() { memcached_stat_on "${MEMCACHED_ADDRESS##*:}" "$1"; }
 
 stop_memcached() {
   if [[ -n "${MEMCACHED_PID:-}" ]]; then

@@ -2,8 +2,6 @@
 #include "loopback_port.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "memcached_server.h"
@@ -11,25 +9,11 @@
 namespace hourglass::testing {
 namespace {
 
-// A socket of this process listening on 127.0.0.1:`port`; -1 if it cannot bind.
-int ListenHere(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 1) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 TEST(FreeLoopbackPort, IsBelowTheEphemeralRangeAndBindable) {
   const int port = FreeLoopbackPort();
   ASSERT_GE(port, 10000);
   ASSERT_LE(port, 32767);
-  const int fd = ListenHere(port);
+  const int fd = ListenOnLoopback(port);
   EXPECT_GE(fd, 0) << "port " << port;
   if (fd >= 0) close(fd);
 }
@@ -42,7 +26,7 @@ TEST(ListensOn, OnlyTheProcessThatHoldsTheListenerListens) {
 
   const int port = FreeLoopbackPort();
   EXPECT_FALSE(ListensOn(getpid(), port)) << "nobody listens yet";
-  const int fd = ListenHere(port);
+  const int fd = ListenOnLoopback(port);
   ASSERT_GE(fd, 0) << "port " << port;
   EXPECT_TRUE(ListensOn(getpid(), port));
   EXPECT_FALSE(ListensOn(memcached.pid(), port));

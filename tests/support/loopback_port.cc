@@ -50,16 +50,25 @@ int FreeLoopbackPort() {
                    static_cast<unsigned>(time(nullptr)));
   for (int attempt = 0; attempt < 200; ++attempt) {
     const int port = kLow + static_cast<int>(rng() % (kHigh - kLow + 1));
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const int fd = ListenOnLoopback(port);
+    if (fd < 0) continue;
     close(fd);
-    if (free) return port;
+    return port;
   }
   return 0;
+}
+
+int ListenOnLoopback(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 1) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 bool ListensOn(pid_t pid, int port) {

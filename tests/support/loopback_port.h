@@ -1,6 +1,6 @@
 // Loopback ports for the servers tests start, and who holds them.
 //
-// Thread-safety: both functions may be called from any thread.
+// Thread-safety: these functions may be called from any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +11,10 @@ namespace hourglass::testing {
 // client connection of another test takes it before it is bound); 0 if none was found. Another
 // test may still bind it first: a server started on it is ours only if ListensOn says so.
 int FreeLoopbackPort();
+
+// A socket of this process listening on 127.0.0.1:`port`, or -1 if it cannot bind there. The
+// caller closes it.
+int ListenOnLoopback(int port);
 
 // Whether process `pid` holds a socket listening on TCP port `port` of 127.0.0.1 (or of any
 // address), as /proc/net/tcp and /proc/PID/fd say. False if either cannot be read.
