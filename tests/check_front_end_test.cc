@@ -12,6 +12,7 @@
 #include "counting_store.h"
 #include "hourglass/memcached_store.h"
 #include "memcached_server.h"
+#include "store_harness.h"
 
 namespace hourglass {
 namespace {
@@ -20,7 +21,7 @@ class CheckFrontEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.running()) << server_.error();
-    MemcachedOptions options;
+    MemcachedOptions options = testing::PatientMemcachedOptions();
     options.servers = {server_.address()};
     Result<std::unique_ptr<MemcachedStore>> store = MemcachedStore::Create(options);
     ASSERT_TRUE(store.ok()) << store.error().ToString();
@@ -73,8 +74,11 @@ TEST_F(CheckFrontEndTest, NoChecksAndBlockedClientsAreAnsweredAtOnceWithoutTheSt
   EXPECT_EQ(counting_->applies + counting_->apply_manys, sends) << "nothing read";
 }
 
-// Requests of one feature are decided one after another (a round holds distinct features), so
-// the shared limit admits exactly its limit; requests of distinct features share round trips.
+// Requests of one feature are decided one after another within a batch (a round holds distinct
+// features); with the front end's two batches at the store, a check on memcached may be denied for
+// the other batch's hit that is denied and not yet taken back (as checks from two processes can):
+// the shared limit admits at most its limit, and the store counts exactly what was admitted.
+// Requests of distinct features share round trips.
 TEST_F(CheckFrontEndTest, RequestsFromManyThreadsShareBatchesAndEachIsAnsweredOnce) {
   const Policy shared_limit{*ParseLimits("40/h")};
   const Policy roomy{*ParseLimits("1000/h")};
@@ -107,7 +111,14 @@ TEST_F(CheckFrontEndTest, RequestsFromManyThreadsShareBatchesAndEachIsAnsweredOn
   };  // the front end's destruction waits for every request in flight
   submit_all(/*shared=*/true);
   EXPECT_EQ(answered, kThreads * kRequests) << "each request answered once";
-  EXPECT_EQ(admitted_shared, 40) << "the shared limit admits exactly its limit";
+  EXPECT_LE(admitted_shared, 40) << "the shared limit admits at most its limit";
+  EXPECT_GT(admitted_shared, 0);
+  store_->Flush();
+  const Window hour = *Window::Sliding(Seconds{3600});
+  Result<Counts> counts = engine_->Count("e", "shared", {&hour, 1});
+  ASSERT_TRUE(counts.ok()) << counts.error().ToString();
+  EXPECT_EQ(counts->windows[0].count, static_cast<uint64_t>(admitted_shared.load()))
+      << "the store counts exactly the admitted hits";
   const int before = counting_->apply_manys + counting_->applies;
   answered = 0;
   submit_all(/*shared=*/false);
