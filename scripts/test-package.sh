@@ -27,7 +27,8 @@ fail() {
   [[ -f "$work/serve.log" ]] && sed 's/^/  serve: /' "$work/serve.log" >&2
   exit 1
 }
-source scripts/ports.sh
+source scripts/memcached.sh
+source scripts/serve.sh
 
 dpkg -i "$deb" >/dev/null
 [[ "$(/usr/bin/hourglass --version)" == "hourglass $(awk -F'[ )]' '/^project\(hourglass VERSION/ {print $3}' CMakeLists.txt)" ]] ||
@@ -55,14 +56,23 @@ fi
 echo "test-package: installed $(basename "$deb"): $(/usr/bin/hourglass --version), man page, user, unit"
 
 # The unit's own command line, environment file and user; only the servers and port are ours.
-memcached_port=$(free_port)
-memcached -u root -l 127.0.0.1 -p "$memcached_port" -U 0 &
-pids+=($!)
+start_memcached 64 >/dev/null || fail "cannot start memcached"
+pids+=("$MEMCACHED_PID")
+memcached_port="${MEMCACHED_ADDRESS##*:}"
 port=$(free_port)
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 exec_reload=$(sed -n 's/^ExecReload=//p' "$unit")
 user=$(sed -n 's/^User=//p' "$unit")
 env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
+# Whether the service started last says it listens on our port and answers /readyz there (another
+# server on that port would answer too), within 10 s.
+await_ready() {
+  for _ in $(seq 100); do
+    serve_listening "$work/serve.log" "$port" && curl -fs "$url/readyz" >/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
 # Starts the unit's command line as its user with its environment file, the store given by the
 # environment assignments given ("NAME=VALUE ..."); waits until it is ready and sets main_pid and MAINPID.
 start_unit() {
@@ -73,11 +83,7 @@ start_unit() {
     exec $exec_start" 2>"$work/serve.log" &
   main_pid=$!
   pids+=("$main_pid")
-  for _ in $(seq 100); do
-    curl -fs "$url/readyz" >/dev/null && break
-    sleep 0.1
-  done
-  curl -fs "$url/readyz" >/dev/null || fail "the unit's command line did not become ready ($*)"
+  await_ready || fail "the unit's command line did not become ready ($*)"
   # runuser waits for its child: the service is the process named hourglass of the unit's user.
   MAINPID=$(pgrep -u "$user" -x hourglass) || fail "no hourglass process of user $user"
 }
@@ -116,8 +122,11 @@ echo "test-package: ExecReload reloaded, SIGTERM stopped with 0"
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
   --dir "$work" >/dev/null &
-pids+=($!)
-for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+redis_pid=$!
+pids+=("$redis_pid")
+redis_owner() { redis-cli -p "$redis_port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'; }
+for _ in $(seq 50); do [[ "$(redis_owner)" == "$redis_pid" ]] && break; sleep 0.1; done
+[[ "$(redis_owner)" == "$redis_pid" ]] || fail "our redis-server does not answer on $redis_port"
 start_unit HOURGLASS_STORE=redis HOURGLASS_SERVERS=127.0.0.1:$redis_port
 limit_a_client redis
 grep -q "store redis 127.0.0.1:$redis_port" "$work/serve.log" || fail "not on Redis"
@@ -145,7 +154,7 @@ setpriv --reuid=hourglass --regid=hourglass --init-groups /usr/bin/hourglass ser
   --env-file "$env_copy" --policy /etc/hourglass/policy.yaml 2>"$work/serve.log" &
 main_pid=$!
 pids+=("$main_pid")
-for _ in $(seq 100); do curl -fs "$url/readyz" >/dev/null && break; sleep 0.1; done
+await_ready || fail "the foreground command did not become ready"
 [[ "$(ps -o comm= -p "$main_pid")" == hourglass ]] || fail "the foreground command is not hourglass"
 [[ "$(ps -o user= -p "$main_pid")" == hourglass ]] || fail "the foreground command's user"
 HOURGLASS_ENV_FILE="$env_copy" /usr/bin/hourglass reset signup ann@example.com >/dev/null ||

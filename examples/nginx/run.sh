@@ -12,6 +12,7 @@ shift
 [[ "${1:-}" == "--" ]] && shift
 
 source "$here/../../scripts/memcached.sh"
+source "$here/../../scripts/serve.sh"
 prefix="$(mktemp -d /tmp/hourglass-nginx-XXXXXX)"
 pids=()
 cleanup() {
@@ -24,29 +25,43 @@ trap cleanup EXIT
 start_memcached 64 >/dev/null
 pids+=("$MEMCACHED_PID")
 memcached_port="${MEMCACHED_ADDRESS##*:}"
-hourglass_port="$(free_port)"
-"$build/cli/hourglass" serve --policy "$here/policy.yaml" \
-  --listen "127.0.0.1:$hourglass_port" --servers "127.0.0.1:$memcached_port" \
-  2>"$prefix/hourglass.log" &
-pids+=($!)
-export HOURGLASS_PID=$!
-nginx_port="$(free_port)"
+start_serve "$prefix/hourglass.log" "$build/cli/hourglass" serve --policy "$here/policy.yaml" \
+  --servers "127.0.0.1:$memcached_port"
+pids+=("$SERVE_PID")
+export HOURGLASS_PID=$SERVE_PID
+hourglass_port=$SERVE_PORT
 mkdir -p "$prefix/html" "$prefix/tmp"
 chmod 755 "$prefix" "$prefix/html"  # nginx workers run as an unprivileged user when started as root
 echo "shortened: https://sho.rt/abc123" >"$prefix/html/shorten.html"
-sed -e "s|@PREFIX@|$prefix|g" -e "s|@NGINX_PORT@|$nginx_port|g" \
-  -e "s|@HOURGLASS_PORT@|$hourglass_port|g" "$here/nginx.conf.in" >"$prefix/nginx.conf"
-/usr/sbin/nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" &
-pids+=($!)
+echo "$prefix" >"$prefix/html/ready.txt"  # only our nginx serves this
 
+# nginx on a free port, ready once it serves our ready.txt; on a port another server took
+# meanwhile, ours exits and another port is tried.
+start_nginx() {
+  local pid
+  for _ in $(seq 1 20); do
+    nginx_port="$(free_port)"
+    sed -e "s|@PREFIX@|$prefix|g" -e "s|@NGINX_PORT@|$nginx_port|g" \
+      -e "s|@HOURGLASS_PORT@|$hourglass_port|g" "$here/nginx.conf.in" >"$prefix/nginx.conf"
+    /usr/sbin/nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" &
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 100); do
+      [[ "$(curl -fs "http://127.0.0.1:$nginx_port/ready.txt")" == "$prefix" ]] && return 0
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    grep -q "Address already in use" "$prefix/error.log" 2>/dev/null || break
+    : >"$prefix/error.log"
+  done
+  echo "run.sh: nginx did not start:" >&2
+  cat "$prefix/error.log" >&2
+  return 1
+}
+start_nginx
 export NGINX_URL="http://127.0.0.1:$nginx_port"
-for _ in $(seq 100); do  # until nginx and hourglass both answer
-  if curl -fs "http://127.0.0.1:$hourglass_port/readyz" >/dev/null &&
-    curl -s -o /dev/null "$NGINX_URL/"; then
-    break
-  fi
-  sleep 0.1
-done
 if (($# > 0)); then
   "$@"
 else

@@ -7,6 +7,7 @@
 # Every process started with track_pid is killed on exit, and $log (the services' stderr) and
 # every "$log".* file removed.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/memcached.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/serve.sh"
 pids=()
 log="$(mktemp /tmp/hourglass-example-XXXXXX)"
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -f "$log" "$log".*' EXIT
@@ -17,14 +18,8 @@ start_services() {
   start_memcached >/dev/null
   track_pid "$MEMCACHED_PID"
   mc="${MEMCACHED_ADDRESS##*:}"
-  hg="$(free_port)"
-  "$build/cli/hourglass" serve --policy "$policy" --listen "127.0.0.1:$hg" \
-    --servers "127.0.0.1:$mc" 2>>"$log" &
-  track_pid $!
-  for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$hg/readyz" >/dev/null && return 0
-    sleep 0.1
-  done
-  echo "hourglass serve did not become ready: $(cat "$log")"
-  return 1
+  start_serve "$log" "$build/cli/hourglass" serve --policy "$policy" \
+    --servers "127.0.0.1:$mc" || return 1
+  track_pid "$SERVE_PID"
+  hg="$SERVE_PORT"
 }
