@@ -11,21 +11,15 @@ request reached.
 import http.client
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 
 import jsonschema
 import yaml
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from local_servers import start_memcached, start_serve  # noqa: E402
 
 
 class Contract:
@@ -119,24 +113,19 @@ def main():
     token = os.path.join(work, "token")
     with open(token, "w") as f:
         f.write("tok\n")
-    memcached_port, port = free_port(), free_port()
-    user = ["-u", "root"] if os.geteuid() == 0 else []
-    memcached = subprocess.Popen(["memcached", *user, "-l", "127.0.0.1", "-p",
-                                  str(memcached_port), "-U", "0"])
-    log = open(os.path.join(work, "serve.log"), "w")
-    serve = subprocess.Popen([binary, "serve", "--policy", policy, "--listen",
-                              f"127.0.0.1:{port}", "--servers", f"127.0.0.1:{memcached_port}",
-                              "--admin-token-file", token, "--timeout-ms", "5000"],
-                             stderr=log)
-    service = Service(port, "tok")
+    memcached = start_memcached()
+    memcached_port = memcached.port
     try:
-        for _ in range(100):
-            try:
-                if service.request("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
+        serve = start_serve([binary, "serve", "--policy", policy,
+                             "--servers", f"127.0.0.1:{memcached_port}",
+                             "--admin-token-file", token, "--timeout-ms", "5000"],
+                            os.path.join(work, "serve.log"))
+    except Exception:
+        memcached.kill()
+        memcached.wait()
+        raise
+    service = Service(serve.port, "tok")
+    try:
         exercise(service, contract, memcached, memcached_port)
     finally:
         serve.kill()
