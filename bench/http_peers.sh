@@ -25,7 +25,7 @@ bench_scratch http-peers
 bench_memcached 1024
 declare -A port grpc pid
 printf 'events:\n  url_shorten:\n    limits: [2/s, 5/m, 10/h, 100/d]\n' >"$tmp/policy.yaml"
-start_serve hourglass --policy "$tmp/policy.yaml"
+bench_serve hourglass --policy "$tmp/policy.yaml"
 port[node]=$(free_port)
 node bench/peers/rlf_service.js --port "${port[node]}" --servers "127.0.0.1:$mc" \
   --policy 2/1,5/60,10/3600,100/86400 --workers "$threads" 2>"$tmp/node.log" &

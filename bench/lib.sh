@@ -8,7 +8,7 @@
 #   ticks PID                  # the process's user + system time so far, in clock ticks ($hz/s)
 #   envoy_limit KEY UNIT N     # one descriptor of Envoy's (the reference's) YAML: N per UNIT
 #   envoy_rate_limits KEY      # one descriptor with hourglass's rate_limits: 2/s, 5/m, 10/h, 100/d
-#   start_serve NAME ARGS...   # `hourglass serve` in namespace NAME on $mc with ARGS, $threads
+#   bench_serve NAME ARGS...   # `hourglass serve` in namespace NAME on $mc with ARGS, $threads
 #                              # threads: HTTP on ${port[NAME]}, gRPC on ${grpc[NAME]}, PID
 #                              # ${pid[NAME]}, log $tmp/NAME.log (needs `declare -A port grpc pid`
 #                              # and $build)
@@ -44,7 +44,7 @@ envoy_rate_limits() {
   done
 }
 
-start_serve() {
+bench_serve() {
   local name=$1
   shift
   port[$name]=$(free_port)

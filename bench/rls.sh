@@ -36,7 +36,7 @@ declare -A port grpc pid
 serve() {
   printf 'events:\n  url_shorten:\n    limits: [%s]\n' "$2" >"$tmp/$1.yaml"
   printf 'domain: bench\ndescriptors:\n%s' "$3" >"$tmp/$1-envoy.yaml"
-  start_serve "$1" --policy "$tmp/$1.yaml" --envoy-config "$tmp/$1-envoy.yaml"
+  bench_serve "$1" --policy "$tmp/$1.yaml" --envoy-config "$tmp/$1-envoy.yaml"
 }
 # 2/s, 5/m, 10/h, 100/d as the reference writes it: a descriptor per limit.
 four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
@@ -69,7 +69,7 @@ if [ "${REFERENCE:-1}" = 1 ]; then
   # hourglass: one service per domain, as the reference's files say (rate_limits for "four").
   hg_envoy() {  # NAME DOMAIN DESCRIPTORS
     printf 'domain: %s\ndescriptors:\n%s\n' "$2" "$3" >"$tmp/$1-envoy.yaml"
-    start_serve "$1" --envoy-config "$tmp/$1-envoy.yaml"
+    bench_serve "$1" --envoy-config "$tmp/$1-envoy.yaml"
   }
   hg_envoy hg-mix mix "$(envoy_limit remote_address minute 5)"
   hg_envoy hg-admit admit "$(envoy_limit remote_address second 1000000)"

@@ -61,7 +61,7 @@ sections() {
 profile_http() {
   local before after result
   printf 'events:\n  url_shorten:\n    limits: [2/s, 5/m, 10/h, 100/d]\n' >"$tmp/policy.yaml"
-  start_serve http --policy "$tmp/policy.yaml"
+  bench_serve http --policy "$tmp/policy.yaml"
   local service=${pid[http]} url=http://127.0.0.1:${port[http]}
   sed "s/^/warm./" "$log" >"$tmp/warm.log"
   sed "s/^/profiled./" "$log" >"$tmp/profiled.log"  # clients of its own: none starts blocked
@@ -88,7 +88,7 @@ PY
 # profile MIX KEYS: one service, one perf record, one report section.
 profile() {
   local mix=$1 keys=$2 before after result
-  start_serve "$mix" --envoy-config "$tmp/$mix.yaml"
+  bench_serve "$mix" --envoy-config "$tmp/$mix.yaml"
   local service=${pid[$mix]} target=127.0.0.1:${grpc[$mix]}
   sleep 1
   # shellcheck disable=SC2086
