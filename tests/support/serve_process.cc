@@ -57,6 +57,12 @@ void ServeProcess::Launch(const std::string& cli, const std::vector<std::string>
                           size_t open_files, const std::vector<std::string>& env, int log_fd) {
   std::vector<std::string> argv = {cli, "serve", "--listen", "127.0.0.1:" + std::to_string(port_)};
   argv.insert(argv.end(), args.begin(), args.end());
+  // Store timeouts a loaded box does not reach, unless the test sets its own: with the default
+  // (500 ms), a stall there would fail a check open or closed, and read as a wrong decision.
+  const bool own_timeout = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--timeout-ms" || a.starts_with("--timeout-ms=");
+  });
+  if (!own_timeout) argv.insert(argv.end(), {"--timeout-ms", "2000"});
   pid_ = ForkTiedToTest();
   if (pid_ != 0) return;
   dup2(log_fd, STDERR_FILENO);

@@ -23,10 +23,10 @@ namespace hourglass::testing {
 
 class ServeProcess {
  public:
-  // Starts `cli serve --listen 127.0.0.1:PORT ARGS...` and waits up to 10 s for /healthz, on
-  // another port if another process took PORT first. With `open_files` > 0, the process's open
-  // file limit (soft and hard) is that, as systemd's LimitNOFILE= sets it; `env` ("NAME=VALUE")
-  // is added to its environment.
+  // Starts `cli serve --listen 127.0.0.1:PORT ARGS...` (with `--timeout-ms 2000` unless ARGS set
+  // it) and waits up to 10 s for /healthz, on another port if another process took PORT first.
+  // With `open_files` > 0, the process's open file limit (soft and hard) is that, as systemd's
+  // LimitNOFILE= sets it; `env` ("NAME=VALUE") is added to its environment.
   ServeProcess(const std::string& cli, const std::vector<std::string>& args, size_t open_files = 0,
                const std::vector<std::string>& env = {});
   ~ServeProcess();  // SIGKILL if still running
