@@ -18,25 +18,20 @@ memcached_stat_on() {
 # Ready once the server on the port reports our PID: had another server taken the port between
 # free_port and our bind, ours exits, and the one answering is not ours.
 start_memcached() {
-  local port megabytes="${1:-256}" user_flag=()
+  local megabytes="${1:-256}" user_flag=()
   if [[ $(id -u) -eq 0 ]]; then user_flag=(-u root); fi
-  for _ in $(seq 1 20); do
-    port=$(free_port) || return 1
-    memcached "${user_flag[@]}" -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$megabytes" &
-    MEMCACHED_PID=$!
-    for _ in $(seq 1 100); do
-      if [[ "$(memcached_stat_on "$port" pid)" == "$MEMCACHED_PID" ]]; then
-        MEMCACHED_ADDRESS="127.0.0.1:$port"
-        return 0
-      fi
-      kill -0 "$MEMCACHED_PID" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$MEMCACHED_PID" 2>/dev/null || true
-    wait "$MEMCACHED_PID" 2>/dev/null || true
-  done
-  echo "could not start memcached on a free loopback port" >&2
-  return 1
+  # Called by start_on_free_port within this function: they see its locals.
+  _memcached_start() {
+    memcached "${user_flag[@]}" -l 127.0.0.1 -p "$1" -U 0 -t 2 -m "$megabytes" &
+    STARTED_PID=$!
+  }
+  _memcached_ours() { [[ "$(memcached_stat_on "$1" pid)" == "$2" ]]; }
+  if ! start_on_free_port _memcached_start _memcached_ours; then
+    echo "could not start memcached on a free loopback port" >&2
+    return 1
+  fi
+  MEMCACHED_PID=$STARTED_PID
+  MEMCACHED_ADDRESS="127.0.0.1:$STARTED_PORT"
 }
 
 memcached_stat() { memcached_stat_on "${MEMCACHED_ADDRESS##*:}" "$1"; }

@@ -64,11 +64,10 @@ exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 exec_reload=$(sed -n 's/^ExecReload=//p' "$unit")
 user=$(sed -n 's/^User=//p' "$unit")
 env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
-# Whether the service started last says it listens on our port and answers /readyz there (another
-# server on that port would answer too), within 10 s.
+# Whether the service started last is ready on our port (serve_ready), within 10 s.
 await_ready() {
   for _ in $(seq 100); do
-    serve_listening "$work/serve.log" "$port" && curl -fs "$url/readyz" >/dev/null && return 0
+    serve_ready "$work/serve.log" "$port" && return 0
     sleep 0.1
   done
   return 1

@@ -35,32 +35,24 @@ chmod 755 "$prefix" "$prefix/html"  # nginx workers run as an unprivileged user 
 echo "shortened: https://sho.rt/abc123" >"$prefix/html/shorten.html"
 echo "$prefix" >"$prefix/html/ready.txt"  # only our nginx serves this
 
-# nginx on a free port, ready once it serves our ready.txt; on a port another server took
-# meanwhile, ours exits and another port is tried.
-start_nginx() {
-  local pid
-  for _ in $(seq 1 20); do
-    nginx_port="$(free_port)"
-    sed -e "s|@PREFIX@|$prefix|g" -e "s|@NGINX_PORT@|$nginx_port|g" \
-      -e "s|@HOURGLASS_PORT@|$hourglass_port|g" "$here/nginx.conf.in" >"$prefix/nginx.conf"
-    /usr/sbin/nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" &
-    pid=$!
-    pids+=("$pid")
-    for _ in $(seq 100); do
-      [[ "$(curl -fs "http://127.0.0.1:$nginx_port/ready.txt")" == "$prefix" ]] && return 0
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    grep -q "Address already in use" "$prefix/error.log" 2>/dev/null || break
-    : >"$prefix/error.log"
-  done
+# nginx on a free port (start_on_free_port), ours once it serves our ready.txt; on a port another
+# server took meanwhile, ours exits and another port is tried.
+nginx_start() {
+  sed -e "s|@PREFIX@|$prefix|g" -e "s|@NGINX_PORT@|$1|g" \
+    -e "s|@HOURGLASS_PORT@|$hourglass_port|g" "$here/nginx.conf.in" >"$prefix/nginx.conf"
+  : >"$prefix/error.log"
+  /usr/sbin/nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" &
+  STARTED_PID=$!
+  pids+=("$STARTED_PID")
+}
+nginx_ours() { [[ "$(curl -fs "http://127.0.0.1:$1/ready.txt")" == "$prefix" ]]; }
+nginx_taken() { grep -q "Address already in use" "$prefix/error.log"; }
+if ! start_on_free_port nginx_start nginx_ours nginx_taken; then
   echo "run.sh: nginx did not start:" >&2
   cat "$prefix/error.log" >&2
-  return 1
-}
-start_nginx
+  exit 1
+fi
+nginx_port=$STARTED_PORT
 export NGINX_URL="http://127.0.0.1:$nginx_port"
 if (($# > 0)); then
   "$@"
