@@ -45,27 +45,41 @@ def memcached_pid(port):
     return None
 
 
-def _stop(process):
-    process.kill()
-    process.wait()
+def _start_on_free_port(start, ours, taken=None):
+    """A server on a free port, once it is ours: `start(port)` gives its Popen; `ours(port,
+    process)` says whether the server on PORT is that process and ready (polled for 10 s while it
+    runs). If not, it is stopped and another port tried: always without `taken`, else only while
+    `taken(port)` says it exited because another server had taken the port. The Popen (with
+    .port), or None after 20 ports or a failure `taken` does not explain."""
+    for _ in range(20):
+        port = free_port()
+        process = start(port)
+        for _ in range(100):
+            if ours(port, process):
+                process.port = port
+                return process
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+        process.kill()
+        process.wait()
+        if taken is not None and not taken(port):
+            return None
+    return None
 
 
 def start_memcached(megabytes=64):
     """memcached on a free port (its Popen, with .port), ready once its stats report its pid."""
     user = ["-u", "root"] if os.geteuid() == 0 else []
-    for _ in range(20):
-        port = free_port()
-        process = subprocess.Popen(["memcached", *user, "-l", "127.0.0.1", "-p", str(port),
-                                    "-U", "0", "-t", "2", "-m", str(megabytes)])
-        for _ in range(100):
-            if memcached_pid(port) == process.pid:
-                process.port = port
-                return process
-            if process.poll() is not None:
-                break
-            time.sleep(0.05)
-        _stop(process)
-    raise RuntimeError("could not start memcached on a free loopback port")
+
+    def start(port):
+        return subprocess.Popen(["memcached", *user, "-l", "127.0.0.1", "-p", str(port),
+                                 "-U", "0", "-t", "2", "-m", str(megabytes)])
+
+    process = _start_on_free_port(start, lambda port, p: memcached_pid(port) == p.pid)
+    if process is None:
+        raise RuntimeError("could not start memcached on a free loopback port")
+    return process
 
 
 def _answers_ready(port):
@@ -79,27 +93,30 @@ def _answers_ready(port):
 
 def start_serve(command, log_path):
     """`command` (an `hourglass ... serve ...` line) with --listen 127.0.0.1:PORT added, its
-    stderr appended to log_path: its Popen (with .port) once its own log says it listens there and
-    /readyz answers 200. Raises with the log's end when it exits otherwise or is not ready in
-    10 s."""
-    for _ in range(20):
-        port = free_port()
-        with open(log_path, "a") as log:
-            process = subprocess.Popen([*command, "--listen", f"127.0.0.1:{port}"], stderr=log)
-        for _ in range(100):
-            with open(log_path) as log:
-                listening = f"listening on 127.0.0.1:{port} " in log.read()
-            if listening and _answers_ready(port):
-                process.port = port
-                return process
-            if process.poll() is not None:
-                break
-            time.sleep(0.1)
-        with open(log_path) as log:
-            told = log.read()
-        if process.poll() is None:
-            _stop(process)
-            raise RuntimeError(f"hourglass serve was not ready in 10 s:\n{told[-2000:]}")
-        if f"cannot listen on 127.0.0.1:{port}: Address already in use" not in told:
-            raise RuntimeError(f"hourglass serve exited:\n{told[-2000:]}")
-    raise RuntimeError("no free loopback port for hourglass serve")
+    stderr appended to log_path: its Popen (with .port) once what it logged (not what the log held
+    before) says it listens there and /readyz answers 200 (another server on the port would answer
+    too). Raises with the log's end when it exits otherwise or is not ready in 10 s."""
+    attempt = {"from": 0}  # where the log stood when the current attempt started
+
+    def told(since=0):
+        with open(log_path, "rb") as log:
+            log.seek(since)
+            return log.read().decode(errors="replace")
+
+    def start(port):
+        with open(log_path, "ab") as log:
+            attempt["from"] = log.tell()
+            return subprocess.Popen([*command, "--listen", f"127.0.0.1:{port}"], stderr=log)
+
+    def ours(port, _):
+        return (f"listening on 127.0.0.1:{port} " in told(attempt["from"]) and
+                _answers_ready(port))
+
+    def taken(port):
+        return (f"cannot listen on 127.0.0.1:{port}: Address already in use" in
+                told(attempt["from"]))
+
+    process = _start_on_free_port(start, ours, taken)
+    if process is None:
+        raise RuntimeError(f"hourglass serve did not become ready:\n{told()[-2000:]}")
+    return process
