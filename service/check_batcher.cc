@@ -5,6 +5,22 @@
 #include <algorithm>
 
 namespace hourglass {
+namespace {
+
+// A job's waiting is bounded by the batches ahead of it, not by a scan of every job waiting: the
+// jobs TakeJobs looks at for one batch.
+constexpr size_t kJobsScanned = 1024;
+
+// One key per event and feature, whatever bytes they hold.
+std::string FeatureKey(const OwnedCheck& check) {
+  std::string key = std::to_string(check.event.size());
+  key += ':';
+  key += check.event;
+  key += check.feature;
+  return key;
+}
+
+}  // namespace
 
 std::vector<Engine::CheckRequest> RequestsOf(const std::vector<OwnedCheck>& checks) {
   std::vector<Engine::CheckRequest> requests;
@@ -49,9 +65,13 @@ void CheckBatcher::SubmitAll(std::vector<CheckJob> jobs_submitted, bool send_her
   if (senders_ == max_in_flight_) return;  // a sending thread takes them after its round trip
   ++senders_;
   if (send_here) {
-    std::vector<CheckJob> jobs = TakeJobs();
+    Batch batch = TakeJobs();
+    if (batch.jobs.empty()) {  // each waits for a batch at the store, whose sender goes on
+      --senders_;
+      return;
+    }
     lock.unlock();
-    Send(jobs);
+    Send(batch);
     lock.lock();
     if (waiting_.empty()) {
       --senders_;
@@ -70,28 +90,52 @@ void CheckBatcher::SendHandedOver() {
     if (handed_over_ == 0) return;  // stopping, and nothing handed over
     --handed_over_;
     while (!waiting_.empty()) {
-      std::vector<CheckJob> jobs = TakeJobs();
+      Batch batch = TakeJobs();
+      if (batch.jobs.empty()) break;  // each waits for a batch at the store, whose sender goes on
       lock.unlock();
-      Send(jobs);
+      Send(batch);
       lock.lock();
     }
     --senders_;
   }
 }
 
-std::vector<CheckJob> CheckBatcher::TakeJobs() {
-  std::vector<CheckJob> jobs;
-  size_t checks = 0;
-  while (!waiting_.empty() &&
-         (jobs.empty() || checks + waiting_.front().checks.size() <= max_checks_)) {
-    checks += waiting_.front().checks.size();
-    jobs.push_back(std::move(waiting_.front()));
+CheckBatcher::Batch CheckBatcher::TakeJobs() {
+  Batch batch;
+  std::unordered_set<std::string> taken, left;  // the features of the jobs taken, and left
+  std::deque<CheckJob> kept;
+  size_t checks = 0, scanned = 0;
+  std::vector<std::string> features;
+  while (!waiting_.empty() && scanned < kJobsScanned) {
+    CheckJob& job = waiting_.front();
+    if (!batch.jobs.empty() && checks + job.checks.size() > max_checks_) break;
+    ++scanned;
+    features.clear();
+    for (const OwnedCheck& check : job.checks) features.push_back(FeatureKey(check));
+    const bool free = std::none_of(features.begin(), features.end(), [&](const std::string& f) {
+      return at_store_.contains(f) || left.contains(f);
+    });
+    if (free) {
+      checks += job.checks.size();
+      taken.insert(features.begin(), features.end());
+      batch.jobs.push_back(std::move(job));
+    } else {  // no job after it overtakes it on a feature they share
+      left.insert(features.begin(), features.end());
+      kept.push_back(std::move(job));
+    }
     waiting_.pop_front();
   }
-  return jobs;
+  while (!kept.empty()) {  // back in front of the jobs not looked at, in their order
+    waiting_.push_front(std::move(kept.back()));
+    kept.pop_back();
+  }
+  for (const std::string& f : taken) at_store_.insert(f);
+  batch.features.assign(taken.begin(), taken.end());
+  return batch;
 }
 
-void CheckBatcher::Send(std::vector<CheckJob>& jobs) {
+void CheckBatcher::Send(Batch& batch) {
+  std::vector<CheckJob>& jobs = batch.jobs;
   std::vector<std::vector<Engine::CheckRequest>> requests;
   requests.reserve(jobs.size());
   size_t checks = 0;
@@ -102,6 +146,10 @@ void CheckBatcher::Send(std::vector<CheckJob>& jobs) {
   std::vector<std::span<const Engine::CheckRequest>> spans(requests.begin(), requests.end());
   if (on_batch_) on_batch_(checks);
   std::vector<Result<Engine::RequestDecision>> decided = engine_.CheckAllMany(spans);
+  {
+    std::lock_guard lock(mu_);
+    for (const std::string& f : batch.features) at_store_.erase(f);
+  }
   for (size_t k = 0; k < jobs.size(); ++k) {
     try {
       jobs[k].done(std::move(jobs[k].checks), std::move(decided[k]));

@@ -14,8 +14,8 @@ thread_local CheckFrontEnd::Gather* gathering = nullptr;  // this thread's inner
 
 }  // namespace
 
-// Batches at the store at once: while one is on its way, the next is sent on another of the
-// store's pooled connections.
+// Batches at the store at once: while one is on its way, the next (of other features: the batcher
+// keeps a feature in one batch at the store) is sent on another of the store's pooled connections.
 constexpr size_t kBatchesInFlight = 2;
 
 struct CheckFrontEnd::Impl {

@@ -12,8 +12,12 @@
 // to its own work (an I/O thread must not stay away from its connections). A submitter may also
 // hand its jobs over at once (SubmitAll's `send_here` false). Under load, batches grow with the
 // number of requests arriving during one round trip. Each job's decision is exactly what a lone
-// Engine::CheckAll would decide for its checks; with one batch in flight, in the order the jobs
-// were submitted, and with more, as if the batches came from as many processes at once.
+// Engine::CheckAll would decide for its checks, in the order the jobs were submitted: a feature
+// (event and feature) is in at most one batch at the store at a time, so a job whose feature is
+// there waits for that batch, and jobs after it that share one of its features wait behind it;
+// jobs of other features go on in the next batch. With batches in flight that shared a feature, a
+// check on a store that increments first (memcached) could read the other batch's hit that is
+// denied and not yet taken back, and be denied while there was room.
 //
 // Thread-safety: Submit may be called from many threads at once; `done` callbacks run on the
 // sending thread, one after another, and must not block (hand heavy work to another thread).
@@ -26,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "hourglass/engine.h"
@@ -85,9 +90,18 @@ class CheckBatcher {
   void SubmitAll(std::vector<CheckJob> jobs, bool send_here = true);
 
  private:
-  // Takes the jobs to send next (at least one; up to max_checks_ checks). Holds mu_.
-  std::vector<CheckJob> TakeJobs();
-  void Send(std::vector<CheckJob>& jobs);
+  // Jobs taken to be sent together, and their features (FeatureKey), at the store until Sent.
+  struct Batch {
+    std::vector<CheckJob> jobs;
+    std::vector<std::string> features;
+  };
+  // Takes the jobs to send next (up to max_checks_ checks; a larger one alone), in submission
+  // order, leaving those that share a feature with a batch at the store or with a job left before
+  // them; no job when every waiting one is left. Holds mu_.
+  Batch TakeJobs();
+  // Decides `batch` (taken by TakeJobs), lets its features leave the store (taking mu_), then
+  // calls its jobs' `done`. Called without mu_.
+  void Send(Batch& batch);
   // A batcher's thread: sends while jobs wait, after a submitter handed its place over.
   void SendHandedOver();
 
@@ -96,7 +110,8 @@ class CheckBatcher {
   const std::function<void(size_t)> on_batch_;
   const size_t max_in_flight_;
   mutable std::mutex mu_;
-  std::deque<CheckJob> waiting_;  // guarded by mu_
+  std::deque<CheckJob> waiting_;              // guarded by mu_
+  std::unordered_set<std::string> at_store_;  // the features of the batches at the store; mu_
   // Threads sending, each of which sends what waits before it stops; guarded by mu_.
   size_t senders_ = 0;
   size_t handed_over_ = 0;        // places of senders the batcher's threads are to take; mu_
