@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace hourglass {
 namespace {
@@ -61,7 +62,7 @@ void CheckBatcher::Submit(CheckJob job) {
 void CheckBatcher::SubmitAll(std::vector<CheckJob> jobs_submitted, bool send_here) {
   if (jobs_submitted.empty()) return;
   std::unique_lock lock(mu_);
-  for (CheckJob& job : jobs_submitted) waiting_.push_back(std::move(job));
+  for (CheckJob& job : jobs_submitted) waiting_.push_back({std::move(job)});
   if (senders_ == max_in_flight_) return;  // a sending thread takes them after its round trip
   ++senders_;
   if (send_here) {
@@ -103,25 +104,27 @@ void CheckBatcher::SendHandedOver() {
 CheckBatcher::Batch CheckBatcher::TakeJobs() {
   Batch batch;
   std::unordered_set<std::string> taken, left;  // the features of the jobs taken, and left
-  std::deque<CheckJob> kept;
+  std::deque<Waiting> kept;
   size_t checks = 0, scanned = 0;
   std::vector<std::string> features;
   while (!waiting_.empty() && scanned < kJobsScanned) {
-    CheckJob& job = waiting_.front();
-    if (!batch.jobs.empty() && checks + job.checks.size() > max_checks_) break;
+    Waiting& w = waiting_.front();
+    if (!batch.jobs.empty() && checks + w.job.checks.size() > max_checks_) break;
     ++scanned;
     features.clear();
-    for (const OwnedCheck& check : job.checks) features.push_back(FeatureKey(check));
+    for (const OwnedCheck& check : w.job.checks) features.push_back(FeatureKey(check));
     const bool free = std::none_of(features.begin(), features.end(), [&](const std::string& f) {
       return at_store_.contains(f) || left.contains(f);
     });
     if (free) {
-      checks += job.checks.size();
+      checks += w.job.checks.size();
       taken.insert(features.begin(), features.end());
-      batch.jobs.push_back(std::move(job));
+      batch.jobs.push_back(std::move(w.job));
+      batch.left.push_back(w.left);
     } else {  // no job after it overtakes it on a feature they share
       left.insert(features.begin(), features.end());
-      kept.push_back(std::move(job));
+      w.left = true;
+      kept.push_back(std::move(w));
     }
     waiting_.pop_front();
   }
@@ -134,7 +137,24 @@ CheckBatcher::Batch CheckBatcher::TakeJobs() {
   return batch;
 }
 
+void CheckBatcher::AnswerLeftIfBlocked(Batch& batch) const {
+  std::vector<CheckJob>& jobs = batch.jobs;
+  size_t kept = 0;
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    std::optional<Engine::RequestDecision> decided;
+    if (batch.left[k]) decided = engine_.CheckAllIfBlocked(RequestsOf(jobs[k].checks));
+    if (!decided) {
+      if (kept != k) jobs[kept] = std::move(jobs[k]);
+      ++kept;
+      continue;
+    }
+    Done(jobs[k], std::move(*decided));
+  }
+  jobs.resize(kept);
+}
+
 void CheckBatcher::Send(Batch& batch) {
+  AnswerLeftIfBlocked(batch);
   std::vector<CheckJob>& jobs = batch.jobs;
   std::vector<std::vector<Engine::CheckRequest>> requests;
   requests.reserve(jobs.size());
@@ -144,17 +164,22 @@ void CheckBatcher::Send(Batch& batch) {
     checks += job.checks.size();
   }
   std::vector<std::span<const Engine::CheckRequest>> spans(requests.begin(), requests.end());
-  if (on_batch_) on_batch_(checks);
-  std::vector<Result<Engine::RequestDecision>> decided = engine_.CheckAllMany(spans);
+  std::vector<Result<Engine::RequestDecision>> decided;
+  if (!jobs.empty()) {
+    if (on_batch_) on_batch_(checks);
+    decided = engine_.CheckAllMany(spans);
+  }
   {
     std::lock_guard lock(mu_);
     for (const std::string& f : batch.features) at_store_.erase(f);
   }
-  for (size_t k = 0; k < jobs.size(); ++k) {
-    try {
-      jobs[k].done(std::move(jobs[k].checks), std::move(decided[k]));
-    } catch (...) {  // one callback's failure must not stop the others or the batcher
-    }
+  for (size_t k = 0; k < jobs.size(); ++k) Done(jobs[k], std::move(decided[k]));
+}
+
+void CheckBatcher::Done(CheckJob& job, Result<Engine::RequestDecision> decided) {
+  try {
+    job.done(std::move(job.checks), std::move(decided));
+  } catch (...) {  // one callback's failure must not stop the others or the batcher
   }
 }
 

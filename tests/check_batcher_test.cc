@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -199,6 +200,58 @@ TEST_F(CheckBatcherTest, AJobWhoseFeatureIsAtTheStoreWaitsAndOthersGoOn) {
   EXPECT_EQ(sizes, (std::vector<size_t>{1, 2, 4}));
   EXPECT_EQ(answered,
             (std::vector<std::string>{"held-c", "held-d", "held-a", "held-a", "held-a", "held-b"}));
+}
+
+// A job left while its feature was at the store, in a batch that then denied its client, is
+// answered from the blocked-client cache, without the store.
+TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
+  std::mutex mu;
+  std::condition_variable changed;
+  bool held = false, released = false;
+  std::vector<size_t> sizes;
+  std::vector<std::optional<Result<Engine::RequestDecision>>> got(3);
+  const Policy one{*ParseLimits("1/h")};
+  const auto job = [&](size_t i) {
+    CheckJob j{{{"e", "left-denied", one, 1}}, nullptr};
+    j.done = [&, i](std::vector<OwnedCheck>, Result<Engine::RequestDecision> decided) {
+      std::lock_guard lock(mu);
+      got[i] = std::move(decided);
+    };
+    return j;
+  };
+  {
+    CheckBatcher batcher(
+        *engine_, 64,
+        [&](size_t checks) {
+          std::unique_lock lock(mu);
+          sizes.push_back(checks);
+          held = true;
+          changed.notify_all();
+          changed.wait(lock, [&] { return released; });
+        },
+        /*max_in_flight=*/2);
+    std::vector<CheckJob> first;
+    first.push_back(job(0));  // admitted
+    first.push_back(job(1));  // denied: its client is blocked
+    batcher.SubmitAll(std::move(first), /*send_here=*/false);
+    {
+      std::unique_lock lock(mu);
+      changed.wait(lock, [&] { return held; });
+    }
+    batcher.Submit(job(2));  // left: its feature is at the store
+    {
+      std::lock_guard lock(mu);
+      EXPECT_FALSE(got[2].has_value());
+      released = true;
+    }
+    changed.notify_all();
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{2})) << "one batch went to the store";
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].has_value() && got[i]->ok()) << i;
+    EXPECT_EQ((*got[i])->allowed, i == 0) << i;
+  }
+  EXPECT_EQ((*got[2])->decisions[0].cost.blocked_hits, 1u) << "answered by the cache";
 }
 
 TEST_F(CheckBatcherTest, JobsHandedOverTogetherGoInOneBatchOffTheSubmittingThread) {

@@ -90,9 +90,15 @@ class CheckBatcher {
   void SubmitAll(std::vector<CheckJob> jobs, bool send_here = true);
 
  private:
+  // A job waiting, and whether it was left out of a batch (it waited for its feature's).
+  struct Waiting {
+    CheckJob job;
+    bool left = false;
+  };
   // Jobs taken to be sent together, and their features (FeatureKey), at the store until Sent.
   struct Batch {
     std::vector<CheckJob> jobs;
+    std::vector<bool> left;  // per job: Waiting::left
     std::vector<std::string> features;
   };
   // Takes the jobs to send next (up to max_checks_ checks; a larger one alone), in submission
@@ -100,8 +106,15 @@ class CheckBatcher {
   // them; no job when every waiting one is left. Holds mu_.
   Batch TakeJobs();
   // Decides `batch` (taken by TakeJobs), lets its features leave the store (taking mu_), then
-  // calls its jobs' `done`. Called without mu_.
+  // calls its jobs' `done`. A job that was left is answered first, without the store, when the
+  // blocked-client cache now denies it (Engine::CheckAllIfBlocked): the batch it waited for may
+  // have denied its client. Called without mu_.
   void Send(Batch& batch);
+  // Answers the jobs of `batch` that were left and that the blocked-client cache now denies, and
+  // takes them out of it.
+  void AnswerLeftIfBlocked(Batch& batch) const;
+  // Calls `job.done` with `decided`; a callback that throws stops nothing else.
+  static void Done(CheckJob& job, Result<Engine::RequestDecision> decided);
   // A batcher's thread: sends while jobs wait, after a submitter handed its place over.
   void SendHandedOver();
 
@@ -110,7 +123,7 @@ class CheckBatcher {
   const std::function<void(size_t)> on_batch_;
   const size_t max_in_flight_;
   mutable std::mutex mu_;
-  std::deque<CheckJob> waiting_;              // guarded by mu_
+  std::deque<Waiting> waiting_;               // guarded by mu_
   std::unordered_set<std::string> at_store_;  // the features of the batches at the store; mu_
   // Threads sending, each of which sends what waits before it stops; guarded by mu_.
   size_t senders_ = 0;

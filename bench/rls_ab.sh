@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Two builds of `hourglass serve` on Envoy's protocol, side by side on one memcached: the same
+# driver (bench/rls_load, 64 in flight) against each in turn, alternated, so that a change is
+# judged by a ratio measured in one run on this noisy machine. Three services per build: one
+# descriptor remote_address 5/minute with the real log's addresses (mix), the same for one
+# client (one), and 1000000/second (admit: every request reaches memcached). Prints a line per
+# run (round, server, requests/s, p99 µs, the server's CPU µs per request, admitted), then per mix
+# the median over rounds of new/old in the same round.
+#   OLD=path/to/hourglass NEW=path/to/hourglass bash bench/rls_ab.sh
+#   (HOURGLASS_BENCH_SECONDS=8 by default; ROUNDS=3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD:-build}"
+seconds="${HOURGLASS_BENCH_SECONDS:-8}"
+rounds="${ROUNDS:-3}"
+threads="${THREADS:-$(nproc)}"
+log="$(cd .. && pwd)/shared/data/apache_access_2015.log"
+: "${OLD:?OLD=path of the hourglass binary to compare against}"
+: "${NEW:?NEW=path of the hourglass binary to judge}"
+source bench/lib.sh
+source scripts/serve.sh
+bench_scratch rls-ab
+bench_memcached 1024
+declare -A port grpc pid
+# start NAME BINARY DESCRIPTORS: one `hourglass serve` of BINARY in namespace NAME.
+start() {
+  printf 'domain: ab\ndescriptors:\n%s\n' "$3" >"$tmp/$1-envoy.yaml"
+  port[$1]=$(free_port)
+  grpc[$1]=$(free_port)
+  "$2" serve --envoy-config "$tmp/$1-envoy.yaml" --servers "127.0.0.1:$mc" --namespace "$1" \
+    --listen "127.0.0.1:${port[$1]}" --grpc-listen "127.0.0.1:${grpc[$1]}" \
+    --threads "$threads" 2>"$tmp/$1.log" &
+  pid[$1]=$!
+  pids+=("${pid[$1]}")
+}
+for v in old new; do
+  binary=$OLD
+  [ "$v" = new ] && binary=$NEW
+  start "$v-mix" "$binary" "$(envoy_limit remote_address minute 5)"
+  start "$v-one" "$binary" "$(envoy_limit remote_address minute 5)"
+  start "$v-admit" "$binary" "$(envoy_limit remote_address second 1000000)"
+done
+for name in "${!pid[@]}"; do
+  for _ in $(seq 100); do
+    serve_ready "$tmp/$name.log" "${port[$name]}" && continue 2
+    sleep 0.1
+  done
+  echo "rls_ab: $name did not become ready:" >&2
+  tail -n 5 "$tmp/$name.log" >&2
+  exit 1
+done
+# run ROUND SERVER [VALUE]: one rls_load run, a line.
+run() {
+  local source="--log $log" result before after
+  [ -n "${3:-}" ] && source="--value $3"
+  before=$(ticks "${pid[$2]}")
+  # shellcheck disable=SC2086
+  result=$("$build/bench/rls_load" --target "127.0.0.1:${grpc[$2]}" --domain ab \
+    --key remote_address $source --prefix "r$1." --concurrency 64 --seconds "$seconds")
+  after=$(ticks "${pid[$2]}")
+  python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+cpu = (int(sys.argv[5]) - int(sys.argv[4])) / int(sys.argv[6]) * 1e6 / max(r["requests"], 1)
+print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
+      r["requests"] - r["over_limit"])' "$result" "$1" "$2" "$before" "$after" "$hz"
+}
+for round in $(seq "$rounds"); do
+  for mix in mix one admit; do
+    value=""
+    [ "$mix" = one ] && value="10.99.0.$round"
+    if [ $((round % 2)) = 1 ]; then
+      run "$round" "old-$mix" "$value"
+      run "$round" "new-$mix" "$value"
+    else
+      run "$round" "new-$mix" "$value"
+      run "$round" "old-$mix" "$value"
+    fi
+  done
+done | tee "$tmp/runs.txt"
+# The median over rounds of new/old in the same round: requests/s, p99, server CPU per request.
+python3 - "$tmp/runs.txt" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    rnd, server, rps, p99, cpu, _ = line.split()
+    runs[(rnd, server)] = (float(rps), float(p99), float(cpu))
+for mix in ("mix", "one", "admit"):
+    rounds = sorted({r for r, s in runs if s == f"new-{mix}"})
+    ratios = [[runs[(r, f"new-{mix}")][i] / runs[(r, f"old-{mix}")][i] for r in rounds]
+              for i in range(3)]
+    print(f"{mix}: new/old median requests/s {statistics.median(ratios[0]):.2f}, "
+          f"p99 {statistics.median(ratios[1]):.2f}, CPU/request {statistics.median(ratios[2]):.2f} "
+          f"({len(rounds)} rounds)")
+PY
