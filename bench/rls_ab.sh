@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Two builds of `hourglass serve` on Envoy's protocol, side by side on one memcached: the same
 # driver (bench/rls_load, 64 in flight) against each in turn, alternated, so that a change is
-# judged by a ratio measured in one run on this noisy machine. Three services per build: one
+# judged by a ratio measured in one run on this noisy machine. Four services per build: one
 # descriptor remote_address 5/minute with the real log's addresses (mix), the same for one
-# client (one), and 1000000/second (admit: every request reaches memcached). Prints a line per
-# run (round, server, requests/s, p99 µs, the server's CPU µs per request, admitted), then per mix
-# the median over rounds of new/old in the same round.
+# client (one), 1000000/second (admit: every request reaches memcached), and 2/s, 5/m, 10/h,
+# 100/d as four descriptors of the log's addresses (four). Prints a line per run (round, server,
+# requests/s, p99 µs, the server's CPU µs per request, admitted), then per mix the median over
+# rounds of new/old in the same round.
 #   OLD=path/to/hourglass NEW=path/to/hourglass bash bench/rls_ab.sh
 #   (HOURGLASS_BENCH_SECONDS=8 by default; ROUNDS=3)
 set -euo pipefail
@@ -22,6 +23,9 @@ source scripts/serve.sh
 bench_scratch rls-ab
 bench_memcached 1024
 declare -A port grpc pid
+# 2/s, 5/m, 10/h, 100/d as Envoy's configurations write it: a descriptor per limit.
+four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
+        envoy_limit per_hour hour 10; envoy_limit per_day day 100)"
 # start NAME BINARY DESCRIPTORS: one `hourglass serve` of BINARY in namespace NAME.
 start() {
   printf 'domain: ab\ndescriptors:\n%s\n' "$3" >"$tmp/$1-envoy.yaml"
@@ -39,6 +43,7 @@ for v in old new; do
   start "$v-mix" "$binary" "$(envoy_limit remote_address minute 5)"
   start "$v-one" "$binary" "$(envoy_limit remote_address minute 5)"
   start "$v-admit" "$binary" "$(envoy_limit remote_address second 1000000)"
+  start "$v-four" "$binary" "$four"
 done
 for name in "${!pid[@]}"; do
   for _ in $(seq 100); do
@@ -51,12 +56,13 @@ for name in "${!pid[@]}"; do
 done
 # run ROUND SERVER [VALUE]: one rls_load run, a line.
 run() {
-  local source="--log $log" result before after
+  local source="--log $log" keys="--key remote_address" result before after
   [ -n "${3:-}" ] && source="--value $3"
+  [[ "$2" == *-four ]] && keys="--key per_second --key per_minute --key per_hour --key per_day"
   before=$(ticks "${pid[$2]}")
   # shellcheck disable=SC2086
-  result=$("$build/bench/rls_load" --target "127.0.0.1:${grpc[$2]}" --domain ab \
-    --key remote_address $source --prefix "r$1." --concurrency 64 --seconds "$seconds")
+  result=$("$build/bench/rls_load" --target "127.0.0.1:${grpc[$2]}" --domain ab $keys \
+    $source --prefix "r$1." --concurrency 64 --seconds "$seconds")
   after=$(ticks "${pid[$2]}")
   python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
@@ -65,7 +71,7 @@ print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
       r["requests"] - r["over_limit"])' "$result" "$1" "$2" "$before" "$after" "$hz"
 }
 for round in $(seq "$rounds"); do
-  for mix in mix one admit; do
+  for mix in mix one admit four; do
     value=""
     [ "$mix" = one ] && value="10.99.0.$round"
     if [ $((round % 2)) = 1 ]; then
@@ -84,7 +90,7 @@ runs = {}
 for line in open(sys.argv[1]):
     rnd, server, rps, p99, cpu, _ = line.split()
     runs[(rnd, server)] = (float(rps), float(p99), float(cpu))
-for mix in ("mix", "one", "admit"):
+for mix in ("mix", "one", "admit", "four"):
     rounds = sorted({r for r, s in runs if s == f"new-{mix}"})
     ratios = [[runs[(r, f"new-{mix}")][i] / runs[(r, f"old-{mix}")][i] for r in rounds]
               for i in range(3)]

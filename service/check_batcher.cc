@@ -142,7 +142,8 @@ void CheckBatcher::AnswerLeftIfBlocked(Batch& batch) const {
   size_t kept = 0;
   for (size_t k = 0; k < jobs.size(); ++k) {
     std::optional<Engine::RequestDecision> decided;
-    if (batch.left[k]) decided = engine_.CheckAllIfBlocked(RequestsOf(jobs[k].checks));
+    if (batch.left[k])
+      decided = engine_.CheckAllIfBlocked(RequestsOf(jobs[k].checks), jobs[k].local);
     if (!decided) {
       if (kept != k) jobs[kept] = std::move(jobs[k]);
       ++kept;

@@ -64,7 +64,7 @@ void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done, Engine::Lo
     return done(std::move(checks), std::move(*decided));
   }
   impl_->in_flight.fetch_add(1, std::memory_order_relaxed);
-  CheckJob job{std::move(checks), nullptr};
+  CheckJob job{std::move(checks), nullptr, local};
   // Requests handed over whole are answered on the sending thread: their protocol's answers are
   // cheap and go to their connection's own thread anyway.
   const bool handed = gathering != nullptr && &gathering->front_ == this && gathering->hand_over_;

@@ -203,16 +203,20 @@ TEST_F(CheckBatcherTest, AJobWhoseFeatureIsAtTheStoreWaitsAndOthersGoOn) {
 }
 
 // A job left while its feature was at the store, in a batch that then denied its client, is
-// answered from the blocked-client cache, without the store.
+// answered from the blocked-client cache, without the store, per its own scope: every check
+// blocked (the default), or one binding check (Envoy's).
 TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
   std::mutex mu;
   std::condition_variable changed;
   bool held = false, released = false;
   std::vector<size_t> sizes;
-  std::vector<std::optional<Result<Engine::RequestDecision>>> got(3);
+  std::vector<std::optional<Result<Engine::RequestDecision>>> got(5);
   const Policy one{*ParseLimits("1/h")};
-  const auto job = [&](size_t i) {
-    CheckJob j{{{"e", "left-denied", one, 1}}, nullptr};
+  const Policy roomy{*ParseLimits("1000/h")};
+  const auto job = [&](size_t i, std::string other = "",
+                       Engine::LocalScope local = Engine::LocalScope::kEveryCheck) {
+    CheckJob j{{{"e", "left-denied", one, 1}}, nullptr, local};
+    if (!other.empty()) j.checks.push_back({"e", other, roomy, 1});
     j.done = [&, i](std::vector<OwnedCheck>, Result<Engine::RequestDecision> decided) {
       std::lock_guard lock(mu);
       got[i] = std::move(decided);
@@ -238,7 +242,12 @@ TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
       std::unique_lock lock(mu);
       changed.wait(lock, [&] { return held; });
     }
-    batcher.Submit(job(2));  // left: its feature is at the store
+    // Left, as their feature is at the store:
+    std::vector<CheckJob> left;
+    left.push_back(job(2));  // every check blocked: the cache answers
+    left.push_back(job(3, "roomy-any", Engine::LocalScope::kAnyBindingDenial));  // the cache
+    left.push_back(job(4, "roomy-every"));  // one of two blocked: the store
+    batcher.SubmitAll(std::move(left));
     {
       std::lock_guard lock(mu);
       EXPECT_FALSE(got[2].has_value());
@@ -246,12 +255,14 @@ TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
     }
     changed.notify_all();
   }
-  EXPECT_EQ(sizes, (std::vector<size_t>{2})) << "one batch went to the store";
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 2})) << "the first batch, then job 4's";
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_TRUE(got[i].has_value() && got[i]->ok()) << i;
     EXPECT_EQ((*got[i])->allowed, i == 0) << i;
   }
   EXPECT_EQ((*got[2])->decisions[0].cost.blocked_hits, 1u) << "answered by the cache";
+  EXPECT_TRUE((*got[3])->decisions[1].unread) << "answered by the cache, the other check unread";
+  EXPECT_FALSE((*got[4])->decisions[1].unread) << "read at the store";
 }
 
 TEST_F(CheckBatcherTest, JobsHandedOverTogetherGoInOneBatchOffTheSubmittingThread) {

@@ -69,6 +69,9 @@ struct CheckJob {
   std::vector<OwnedCheck> checks;  // one request: decided by Engine::CheckAll
   // Called once with the checks and their request's decision (or the error refusing it).
   std::function<void(std::vector<OwnedCheck>, Result<Engine::RequestDecision>)> done;
+  // Which decisions of the blocked-client cache may answer it once it waited for a batch of its
+  // feature (Engine::CheckAllIfBlocked).
+  Engine::LocalScope local = Engine::LocalScope::kEveryCheck;
 };
 
 class CheckBatcher {
@@ -107,8 +110,8 @@ class CheckBatcher {
   Batch TakeJobs();
   // Decides `batch` (taken by TakeJobs), lets its features leave the store (taking mu_), then
   // calls its jobs' `done`. A job that was left is answered first, without the store, when the
-  // blocked-client cache now denies it (Engine::CheckAllIfBlocked): the batch it waited for may
-  // have denied its client. Called without mu_.
+  // blocked-client cache now denies it (Engine::CheckAllIfBlocked, per its `local`): the batch it
+  // waited for may have denied its client. Called without mu_.
   void Send(Batch& batch);
   // Answers the jobs of `batch` that were left and that the blocked-client cache now denies, and
   // takes them out of it.
