@@ -58,6 +58,7 @@ EngineOptions EngineOptionsFor(const Globals& g, EngineUse use) {
       use == EngineUse::kOneShotExact || use == EngineUse::kLongRunningExact;
   const bool long_running = use == EngineUse::kLongRunning || use == EngineUse::kLongRunningExact;
   options.hot_path = long_running ? HotPathOptions::LongRunning() : HotPathOptions::OneShot();
+  options.confirm_take_backs = long_running;
   if (g.exact_cover) options.hot_path = HotPathOptions::Off();
   return options;
 }

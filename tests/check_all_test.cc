@@ -218,6 +218,38 @@ INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest,
                                            "lmdb"),
                          [](const auto& param_info) { return param_info.param; });
 
+// A denied request's take-backs go out fire-and-forget by default (Store::Send) and are awaited
+// with confirm_take_backs (Store::ApplyMany), so that no later check of the feature, sent on
+// another connection, can read the hit before it is taken back. The counts are the same either way.
+TEST(CheckAllTakeBacks, ConfirmedTakeBacksAreAwaitedAndLeaveTheSameCounts) {
+  int extra_applies[2] = {0, 0};
+  for (const bool confirm : {false, true}) {
+    SCOPED_TRACE(confirm ? "confirmed" : "fire-and-forget");
+    testing::MemcachedHarness harness;
+    testing::CountingStore counting(harness.store());
+    EngineOptions options;
+    options.confirm_take_backs = confirm;
+    const Engine engine = *Engine::Create(counting, harness.clock(), std::move(options));
+    const Policy one{*ParseLimits("1/m"), CountingMode::kAdmitted};
+    const std::vector<Engine::CheckRequest> request = {{"per_ip", "10.0.0.1", one},
+                                                       {"per_account", "ann", kAdmitted}};
+    ASSERT_TRUE(engine.CheckAll(request)->allowed);
+    const int applies = counting.applies + counting.apply_manys;
+    ASSERT_FALSE(engine.CheckAll(request)->allowed) << "per_ip denied: both hits taken back";
+    extra_applies[confirm] = counting.applies + counting.apply_manys - applies;
+    EXPECT_EQ(counting.sends().empty(), confirm);
+    harness.store().Flush();
+    const Window minute = *Window::Sliding(Seconds{60});
+    for (const char* event : {"per_ip", "per_account"}) {
+      Result<Counts> counts =
+          engine.Count(event, event == std::string("per_ip") ? "10.0.0.1" : "ann", {&minute, 1});
+      ASSERT_TRUE(counts.ok());
+      EXPECT_EQ(counts->windows[0].count, 1u) << event << ": the first request's hit only";
+    }
+  }
+  EXPECT_EQ(extra_applies[1], extra_applies[0] + 1) << "the take-backs, awaited";
+}
+
 // 8 threads send requests of two checks, one shared 30/h feature and one of their own, through
 // real memcached: never more than 30 requests admitted, and afterwards every count equals what was
 // admitted exactly (denied requests took back their own checks' hits, whatever the interleaving).

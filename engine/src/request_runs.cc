@@ -15,6 +15,17 @@ Result<std::vector<uint64_t>> AsAnswer(const Status& sent) {
   return sent.error();
 }
 
+// Sends take-backs: awaited with EngineOptions::confirm_take_backs, else fire-and-forget.
+std::vector<Status> SendTakeBacks(const EngineCore& core, std::span<const Batch> undo) {
+  if (!core.options.confirm_take_backs) return core.store->Send(undo);
+  std::vector<Status> sent;
+  sent.reserve(undo.size());
+  for (Result<std::vector<uint64_t>>& answer : core.store->ApplyMany(undo)) {
+    sent.push_back(answer.ok() ? Status() : Status(answer.error()));
+  }
+  return sent;
+}
+
 }  // namespace
 
 Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run, Instant now) {
@@ -31,7 +42,7 @@ Decision RequestRuns::DecideAlone(const EngineCore& core, CheckRun& run, Instant
     }
   }
   if (std::optional<TakeBackIntent> undo = run.TakeBack(false)) {
-    run.TookBack(*undo, core.store->Send({&undo->batch, 1}).front().ok());
+    run.TookBack(*undo, SendTakeBacks(core, {&undo->batch, 1}).front().ok());
   }
   return run.Finish();
 }
@@ -221,7 +232,7 @@ void RequestRuns::TakeBack(const std::vector<size_t>& round, size_t layer) {
     }
   }
   if (undo.empty()) return;
-  std::vector<Status> sent = core_.store->Send(undo);
+  std::vector<Status> sent = SendTakeBacks(core_, undo);
   for (size_t k = 0; k < owners.size(); ++k) owners[k]->TookBack(intents[k], sent[k].ok());
 }
 

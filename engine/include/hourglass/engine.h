@@ -103,6 +103,13 @@ struct EngineOptions {
   // racing for a limit's last units are never denied spuriously; the exact cover is read in the
   // same round trip (no bounds step). Off, or on other stores: increment, read, take back.
   bool atomic_checks = true;
+  // A denied request's take-backs wait for the store's answer (Store::ApplyMany) instead of going
+  // out fire-and-forget (Store::Send). A store that orders a client's writes only per connection
+  // (memcached) may otherwise apply a later check of the feature, sent on another connection,
+  // before them: that check reads the hit still counted and may be denied while there is room.
+  // For a process whose checks of one feature follow each other closely (a service); costs a
+  // round trip after the checks of a batch that takes back.
+  bool confirm_take_backs = false;
   // The losses the store's servers told of (a restart, a flush), or null. A check or count whose
   // windows reach back before a loss on one of its feature's servers (Store::ServersOf) says so:
   // those windows are inexact, the decision degraded with kDataLoss naming the loss, and
@@ -257,11 +264,12 @@ class Engine {
   // check refuses the whole request (its error names the check by its label) and nothing is
   // counted. Otherwise each check is decided as CheckMany decides it, and when a binding check is
   // denied, nothing of the request stays counted in admitted mode: the admitted checks' hits are
-  // taken back together with the denied ones' in one Store::Send, and their decisions say
-  // `recorded` false with counts that leave their hit out (`allowed` still says whether the check
-  // itself fit). Attempts-mode checks keep their hits; peeks and degraded checks count nothing
-  // that could be taken back. A take-back that cannot be sent leaves that hit counted (its
-  // decision says `recorded`, and cost.failed_take_backs).
+  // taken back together with the denied ones' in one Store::Send (awaited, with
+  // EngineOptions::confirm_take_backs), and their decisions say `recorded` false with counts that
+  // leave their hit out (`allowed` still says whether the check itself fit). Attempts-mode checks
+  // keep their hits; peeks and degraded checks count nothing that could be taken back. A take-back
+  // that cannot be sent leaves that hit counted (its decision says `recorded`, and
+  // cost.failed_take_backs).
   Result<RequestDecision> CheckAll(std::span<const CheckRequest> checks) const;
   // Several requests sharing their round trips: results[i] is exactly CheckAll(requests[i])'s had
   // the requests been decided one after another in order at one instant of the clock.
