@@ -8,10 +8,13 @@
 #   ticks PID                  # the process's user + system time so far, in clock ticks ($hz/s)
 #   envoy_limit KEY UNIT N     # one descriptor of Envoy's (the reference's) YAML: N per UNIT
 #   envoy_rate_limits KEY      # one descriptor with hourglass's rate_limits: 2/s, 5/m, 10/h, 100/d
+#   envoy_four_descriptors     # the same as Envoy writes it: a descriptor per limit (per_second,
+#                              # per_minute, per_hour, per_day)
 #   bench_serve NAME ARGS...   # `hourglass serve` in namespace NAME on $mc with ARGS, $threads
 #                              # threads: HTTP on ${port[NAME]}, gRPC on ${grpc[NAME]}, PID
 #                              # ${pid[NAME]}, log $tmp/NAME.log (needs `declare -A port grpc pid`
-#                              # and $build)
+#                              # and $build; $hourglass, if set, is the binary instead of
+#                              # $build/cli/hourglass)
 source scripts/memcached.sh
 
 bench_scratch() {
@@ -44,12 +47,19 @@ envoy_rate_limits() {
   done
 }
 
+envoy_four_descriptors() {
+  envoy_limit per_second second 2
+  envoy_limit per_minute minute 5
+  envoy_limit per_hour hour 10
+  envoy_limit per_day day 100
+}
+
 bench_serve() {
   local name=$1
   shift
   port[$name]=$(free_port)
   grpc[$name]=$(free_port)
-  "$build/cli/hourglass" serve "$@" --servers "127.0.0.1:$mc" --namespace "$name" \
+  "${hourglass:-$build/cli/hourglass}" serve "$@" --servers "127.0.0.1:$mc" --namespace "$name" \
     --listen "127.0.0.1:${port[$name]}" --grpc-listen "127.0.0.1:${grpc[$name]}" \
     --threads "$threads" 2>"$tmp/$name.log" &
   pid[$name]=$!

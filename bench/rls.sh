@@ -39,8 +39,7 @@ serve() {
   bench_serve "$1" --policy "$tmp/$1.yaml" --envoy-config "$tmp/$1-envoy.yaml"
 }
 # 2/s, 5/m, 10/h, 100/d as the reference writes it: a descriptor per limit.
-four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
-        envoy_limit per_hour hour 10; envoy_limit per_day day 100)"
+four="$(envoy_four_descriptors)"
 serve policy "2/s, 5/m, 10/h, 100/d" "$four"
 serve policy-one "2/s, 5/m, 10/h, 100/d" "$(envoy_rate_limits client)"
 serve admit-all "1000000/s, 100000000/d" "$(envoy_limit client second 1000000)"

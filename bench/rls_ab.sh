@@ -23,19 +23,10 @@ source scripts/serve.sh
 bench_scratch rls-ab
 bench_memcached 1024
 declare -A port grpc pid
-# 2/s, 5/m, 10/h, 100/d as Envoy's configurations write it: a descriptor per limit.
-four="$(envoy_limit per_second second 2; envoy_limit per_minute minute 5
-        envoy_limit per_hour hour 10; envoy_limit per_day day 100)"
 # start NAME BINARY DESCRIPTORS: one `hourglass serve` of BINARY in namespace NAME.
 start() {
   printf 'domain: ab\ndescriptors:\n%s\n' "$3" >"$tmp/$1-envoy.yaml"
-  port[$1]=$(free_port)
-  grpc[$1]=$(free_port)
-  "$2" serve --envoy-config "$tmp/$1-envoy.yaml" --servers "127.0.0.1:$mc" --namespace "$1" \
-    --listen "127.0.0.1:${port[$1]}" --grpc-listen "127.0.0.1:${grpc[$1]}" \
-    --threads "$threads" 2>"$tmp/$1.log" &
-  pid[$1]=$!
-  pids+=("${pid[$1]}")
+  hourglass=$2 bench_serve "$1" --envoy-config "$tmp/$1-envoy.yaml"
 }
 for v in old new; do
   binary=$OLD
@@ -43,7 +34,7 @@ for v in old new; do
   start "$v-mix" "$binary" "$(envoy_limit remote_address minute 5)"
   start "$v-one" "$binary" "$(envoy_limit remote_address minute 5)"
   start "$v-admit" "$binary" "$(envoy_limit remote_address second 1000000)"
-  start "$v-four" "$binary" "$four"
+  start "$v-four" "$binary" "$(envoy_four_descriptors)"
 done
 for name in "${!pid[@]}"; do
   for _ in $(seq 100); do
