@@ -240,11 +240,10 @@ TEST(CheckAllTakeBacks, ConfirmedTakeBacksAreAwaitedAndLeaveTheSameCounts) {
     EXPECT_EQ(counting.sends().empty(), confirm);
     harness.store().Flush();
     const Window minute = *Window::Sliding(Seconds{60});
-    for (const char* event : {"per_ip", "per_account"}) {
-      Result<Counts> counts =
-          engine.Count(event, event == std::string("per_ip") ? "10.0.0.1" : "ann", {&minute, 1});
+    for (const Engine::CheckRequest& check : request) {
+      Result<Counts> counts = engine.Count(check.event, check.feature, {&minute, 1});
       ASSERT_TRUE(counts.ok());
-      EXPECT_EQ(counts->windows[0].count, 1u) << event << ": the first request's hit only";
+      EXPECT_EQ(counts->windows[0].count, 1u) << check.event << ": the first request's hit only";
     }
   }
   EXPECT_EQ(extra_applies[1], extra_applies[0] + 1) << "the take-backs, awaited";

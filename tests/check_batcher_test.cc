@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -144,28 +145,53 @@ TEST_F(CheckBatcherTest, TwoBatchesInFlightAdmitExactlyTheLimitAndTakeEveryDenia
   EXPECT_EQ(counts->windows[0].count, 40u) << "the store counts exactly the admitted hits";
 }
 
+// Holds the first batch at the store: its on_batch callback records every batch's checks and
+// waits in the first until Release. The batcher's jobs meanwhile see its features at the store.
+class FirstBatchHeld {
+ public:
+  std::function<void(size_t)> OnBatch() {
+    return [this](size_t checks) {
+      std::unique_lock lock(mu_);
+      sizes_.push_back(checks);
+      if (sizes_.size() > 1) return;
+      held_ = true;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return released_; });
+    };
+  }
+  void WaitUntilHeld() {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return held_; });
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    changed_.notify_all();
+  }
+  std::vector<size_t> sizes() {
+    std::lock_guard lock(mu_);
+    return sizes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool held_ = false, released_ = false;
+  std::vector<size_t> sizes_;  // guarded by mu_
+};
+
 // A batch held at the store (in on_batch) keeps its feature: a job of it waits, and so does a
 // later job sharing another feature with that one; jobs of other features go on in a second batch.
 // Once the first is back, its sender takes the jobs left, in their order, as one batch.
 TEST_F(CheckBatcherTest, AJobWhoseFeatureIsAtTheStoreWaitsAndOthersGoOn) {
+  FirstBatchHeld store;
   std::mutex mu;
-  std::condition_variable changed;
-  bool held = false, released = false;
-  std::vector<size_t> sizes;
   std::vector<std::string> answered;  // the first check's feature of each job, in answer order
   const Policy roomy{*ParseLimits("1000/h")};
   {
-    CheckBatcher batcher(
-        *engine_, 64,
-        [&](size_t checks) {
-          std::unique_lock lock(mu);
-          sizes.push_back(checks);
-          if (sizes.size() > 1) return;
-          held = true;
-          changed.notify_all();
-          changed.wait(lock, [&] { return released; });
-        },
-        /*max_in_flight=*/2);
+    CheckBatcher batcher(*engine_, 64, store.OnBatch(), /*max_in_flight=*/2);
     const auto job = [&](std::vector<std::string> features) {
       CheckJob j;
       for (const std::string& f : features) j.checks.push_back({"e", "held-" + f, roomy, 1});
@@ -179,10 +205,7 @@ TEST_F(CheckBatcherTest, AJobWhoseFeatureIsAtTheStoreWaitsAndOthersGoOn) {
     std::vector<CheckJob> first;
     first.push_back(job({"a"}));
     batcher.SubmitAll(std::move(first), /*send_here=*/false);
-    {
-      std::unique_lock lock(mu);
-      changed.wait(lock, [&] { return held; });
-    }
+    store.WaitUntilHeld();
     std::vector<CheckJob> next;
     next.push_back(job({"a"}));       // waits: its feature is at the store
     next.push_back(job({"c"}));       // goes
@@ -193,11 +216,10 @@ TEST_F(CheckBatcherTest, AJobWhoseFeatureIsAtTheStoreWaitsAndOthersGoOn) {
     {
       std::lock_guard lock(mu);
       EXPECT_EQ(answered, (std::vector<std::string>{"held-c", "held-d"}));
-      released = true;
     }
-    changed.notify_all();
+    store.Release();
   }  // waits for every job
-  EXPECT_EQ(sizes, (std::vector<size_t>{1, 2, 4}));
+  EXPECT_EQ(store.sizes(), (std::vector<size_t>{1, 2, 4}));
   EXPECT_EQ(answered,
             (std::vector<std::string>{"held-c", "held-d", "held-a", "held-a", "held-a", "held-b"}));
 }
@@ -206,10 +228,8 @@ TEST_F(CheckBatcherTest, AJobWhoseFeatureIsAtTheStoreWaitsAndOthersGoOn) {
 // answered from the blocked-client cache, without the store, per its own scope: every check
 // blocked (the default), or one binding check (Envoy's).
 TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
+  FirstBatchHeld store;
   std::mutex mu;
-  std::condition_variable changed;
-  bool held = false, released = false;
-  std::vector<size_t> sizes;
   std::vector<std::optional<Result<Engine::RequestDecision>>> got(5);
   const Policy one{*ParseLimits("1/h")};
   const Policy roomy{*ParseLimits("1000/h")};
@@ -224,24 +244,12 @@ TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
     return j;
   };
   {
-    CheckBatcher batcher(
-        *engine_, 64,
-        [&](size_t checks) {
-          std::unique_lock lock(mu);
-          sizes.push_back(checks);
-          held = true;
-          changed.notify_all();
-          changed.wait(lock, [&] { return released; });
-        },
-        /*max_in_flight=*/2);
+    CheckBatcher batcher(*engine_, 64, store.OnBatch(), /*max_in_flight=*/2);
     std::vector<CheckJob> first;
     first.push_back(job(0));  // admitted
     first.push_back(job(1));  // denied: its client is blocked
     batcher.SubmitAll(std::move(first), /*send_here=*/false);
-    {
-      std::unique_lock lock(mu);
-      changed.wait(lock, [&] { return held; });
-    }
+    store.WaitUntilHeld();
     // Left, as their feature is at the store:
     std::vector<CheckJob> left;
     left.push_back(job(2));  // every check blocked: the cache answers
@@ -251,11 +259,10 @@ TEST_F(CheckBatcherTest, AJobLeftBehindADenialIsAnsweredWithoutTheStore) {
     {
       std::lock_guard lock(mu);
       EXPECT_FALSE(got[2].has_value());
-      released = true;
     }
-    changed.notify_all();
+    store.Release();
   }
-  EXPECT_EQ(sizes, (std::vector<size_t>{2, 2})) << "the first batch, then job 4's";
+  EXPECT_EQ(store.sizes(), (std::vector<size_t>{2, 2})) << "the first batch, then job 4's";
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_TRUE(got[i].has_value() && got[i]->ok()) << i;
     EXPECT_EQ((*got[i])->allowed, i == 0) << i;
