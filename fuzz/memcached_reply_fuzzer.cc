@@ -2,10 +2,11 @@
 // end of a socketpair and read through a real connection from the other, as the answer to a
 // batch of increments and a get, as the answer to the packed layout's gets (each pack value then
 // folded and compacted), as the answers to unread no-ops, and as the answer to `stats`; the bytes
-// themselves are also folded as one pack. Every answer is values or an error; nothing crashes,
-// hangs past the I/O timeout or reads past the bytes sent; a compacted pack folds to the same
-// values and is no shorter than the lower bound that lets the store skip building it; a fold
-// without seconds accepts the same bytes and answers the same minutes and hour.
+// themselves are also folded as one pack, with an empty base when they name one. Every answer is
+// values or an error; nothing crashes, hangs past the I/O timeout or reads past the bytes sent; a
+// compacted pack folds to the same values and is no shorter than the lower bound that lets the
+// store skip building it; a fold without seconds accepts the same bytes and answers the same
+// minutes and hour.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,8 +31,15 @@ Batch CheckBatch() {
   return batch;
 }
 
-// Folds `value` as a pack; if it is one, its compaction must fold to the same values.
+// Folds `value` as a pack; if it is one, its compaction must fold to the same values. A pack that
+// names a base is refused alone, and folds with an empty base as its own records do.
 void FoldPack(std::string_view value) {
+  if (std::optional<packed::BaseRef> ref = packed::BaseRefOf("fuzz", value)) {
+    FUZZ_CHECK(!packed::PackFold::Parse("fuzz", value).ok());
+    FUZZ_CHECK(ref->tail_at <= value.size());
+    FoldPack(packed::WithBase(value.substr(0, packed::kPackHeaderBytes), value, ref->tail_at));
+    return;
+  }
   Result<packed::PackFold> fold = packed::PackFold::Parse("fuzz", value);
   Result<packed::PackFold> shallow =
       packed::PackFold::Parse("fuzz", value, packed::PackFold::Depth::kMinutesAndHour);

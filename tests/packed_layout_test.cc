@@ -18,6 +18,13 @@ std::string Key(int64_t width, int64_t t) {
   return kGroup + ":" + std::to_string(width) + ":" + std::to_string(t / width);
 }
 
+uint32_t GetExpiry(std::string_view header) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i)
+    v = v << 8 | static_cast<unsigned char>(header[static_cast<size_t>(i)]);
+  return v;
+}
+
 // The value memcached would hold after `plan`'s appends to a fresh pack: header and records.
 std::string Stored(const WireBatch& plan, size_t append = 0) {
   return PackHeader(FromUnix(kT), plan.appends[append].create_ttl) + plan.appends[append].records;
@@ -593,6 +600,52 @@ TEST(PackedLayoutTest, BytesThatAreNotAPackAreRefusedByName) {
     EXPECT_NE(fold.error().message().find("\"hg:e:f:p:1\""), std::string::npos);
   }
   EXPECT_TRUE(PackFold::Parse("k", header).ok());
+}
+
+// A pack that names its base folds the base's records, then its own: the same values as the
+// records all in one pack. Unread with its base, it is refused, never read as less.
+TEST(PackedLayoutTest, APackWithABaseFoldsTheBaseThenItsOwnRecords) {
+  const auto hits = [](int64_t from, int64_t count, int64_t delta) {
+    Batch batch{kGroup, {}, {}};
+    for (int64_t t = from; t < from + count; ++t) {
+      batch.increments.push_back({Key(1, t), delta, Seconds{86460}});
+      batch.increments.push_back({Key(60, t), delta, Seconds{90000}});
+      batch.increments.push_back({Key(3600, t), delta, Seconds{176400}});
+    }
+    return PlanPacked(batch).appends[0].records;
+  };
+  const std::string header = PackHeader(FromUnix(kT), Seconds{176400});
+  const std::string before = hits(kHour * 3600, 600, 1);
+  const std::string since = hits(kHour * 3600 + 300, 400, -1) + hits(kHour * 3600 + 3000, 5, 1);
+  const std::string base = PackFold::Parse("p", header + before)->Compacted();
+  const uint64_t token = 0xfedcba987654321;  // its low 48 bits name the base
+  const std::string pack = PackWithBase(GetExpiry(header), token) + since;
+  const std::string key = kGroup + ":p:" + std::to_string(kHour);
+
+  const std::optional<BaseRef> ref = BaseRefOf(key, pack);
+  ASSERT_TRUE(ref.has_value());
+  EXPECT_EQ(ref->key, key + ":bcba987654321");
+  EXPECT_EQ(ref->key, BaseKey(key, token));
+  EXPECT_EQ(ref->tail_at, kPackHeaderBytes + kBaseRefBytes);
+  EXPECT_FALSE(BaseRefOf(key, header + before).has_value());
+  EXPECT_FALSE(BaseRefOf(key, base).has_value()) << "a base names no base";
+
+  Result<PackFold> whole = PackFold::Parse(key, WithBase(base, pack, ref->tail_at));
+  Result<PackFold> all_in_one = PackFold::Parse(key, header + before + since);
+  ASSERT_TRUE(whole.ok()) << whole.error().ToString();
+  for (int64_t t = kHour * 3600; t < kHour * 3600 + 3600; t += 7) {
+    const PackedSlot second = *PackedSlotOf(kGroup, Key(1, t));
+    const PackedSlot minute = *PackedSlotOf(kGroup, Key(60, t));
+    EXPECT_EQ(whole->Value(second), all_in_one->Value(second)) << t;
+    EXPECT_EQ(whole->Value(minute), all_in_one->Value(minute)) << t;
+  }
+  const PackedSlot hour = *PackedSlotOf(kGroup, Key(3600, kT));
+  EXPECT_EQ(whole->Value(hour), 600u - 400u + 5u) << "a counter of its own, floored at 0 only";
+
+  Result<PackFold> alone = PackFold::Parse(key, pack);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().message().find("names a base"), std::string::npos)
+      << alone.error().message();
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ enum Kind : uint8_t {
   kAddAllU8 = 11,   // kAddAll by the u8 that follows (2..255): a busy second compacted
   kAddAllU16 = 12,  // kAddAll by the u16 LE that follows (256..65535)
   kRun = 13,        // a stretch of seconds' values, each a kAddAll (RunSpec follows)
+  kBase = 14,       // the pack's base: a u48 LE token follows (first record only)
   kExtended = 15,   // a byte of kind (kAddAll..kSubHour) and a u32 magnitude follow
 };
 
@@ -278,6 +279,36 @@ std::vector<PackAppend> PlanPackedDelete(const std::string& group,
   return partial;
 }
 
+std::optional<BaseRef> BaseRefOf(std::string_view pack_key, std::string_view value) {
+  if (value.size() < kPackHeaderBytes + kBaseRefBytes) return std::nullopt;
+  const std::string_view record = value.substr(kPackHeaderBytes, kBaseRefBytes);
+  if (GetU16(record) != kBase << 12) return std::nullopt;
+  uint64_t token = 0;
+  for (size_t i = kBaseRefBytes; i-- > 2;)
+    token = token << 8 | static_cast<unsigned char>(record[i]);
+  return BaseRef{BaseKey(pack_key, token), kPackHeaderBytes + kBaseRefBytes};
+}
+
+std::string BaseKey(std::string_view pack_key, uint64_t token) {
+  return fmt::format("{}:b{:012x}", pack_key, token & 0xffff'ffff'ffffu);
+}
+
+std::string PackWithBase(uint32_t expiry, uint64_t token) {
+  std::string out;
+  PutU32(out, expiry);
+  PutU16(out, static_cast<uint16_t>(kBase << 12));
+  for (int shift = 0; shift < 48; shift += 8) out += static_cast<char>((token >> shift) & 0xff);
+  return out;
+}
+
+std::string WithBase(std::string_view base, std::string_view value, size_t tail_at) {
+  std::string out;
+  out.reserve(base.size() + value.size() - std::min(tail_at, value.size()));
+  out += base;
+  if (tail_at < value.size()) out += value.substr(tail_at);
+  return out;
+}
+
 std::string PackHeader(Instant now, Seconds ttl) {
   std::string header;
   const int64_t expiry = ToUnix(now) + ttl.count();
@@ -331,6 +362,8 @@ Result<PackFold> PackFold::Parse(std::string_view key, std::string_view value, D
       at += 2 + bytes;
       ++fold.records_;
       continue;
+    } else if (kind == kBase) {
+      return bad("it names a base that was not read with it");
     } else if (kind == kAddAllU8 || kind == kAddAllU16) {
       const size_t width = kind == kAddAllU8 ? 1 : 2;
       if (value.size() - at < width) return bad("a record cut short");

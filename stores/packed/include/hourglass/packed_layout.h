@@ -15,6 +15,8 @@
 //           (bits 0-11 how many seconds, 1..3600; bits 12-13 the width of a value, 4, 8 or 16
 //           bits) and the values (4-bit ones two to a byte, the earlier low); a busy stretch
 //           compacted, half a byte a second when each holds at most 15;
+//           14: the pack's base (memcached only; first record only): a u48 LE token follows,
+//           naming the item `<pack key>:b<token as 12 hex digits>` whose records come first;
 //           15: a byte of kind (0..7) and a u32 LE magnitude follow (any other delta but 1).
 //
 // A bucket's value is its records folded in append order: v = max(0, v + delta), or 0 for a
@@ -23,6 +25,14 @@
 // and writer sees counters, and the engine's exactness arguments carry over unchanged. Appends
 // are atomic and ordered per item, like increments. Other keys (the generation, other widths,
 // any key not shaped `<group>:<1|60|3600>:<i>`) stay counters.
+//
+// A base: memcached returns an item whole, so a pack that every check reads would cost bytes per
+// check in proportion to its hour's traffic. Where a compaction is long, memcached writes it once
+// to a new item, the pack's base (header and records, never changed), and rewrites the pack to
+// its header, a kind-14 record naming the base, and nothing else; appends follow as ever. A reader
+// folds the base's records, then the pack's own: the same values in the same order. A reader that
+// keeps bases it has read (a service) reads the records appended since the last compaction, a
+// few hundred bytes whatever the limit.
 //
 // Thread-safety: pure functions and values.
 #pragma once
@@ -62,6 +72,27 @@ struct PackedSlot {
 // The slot of `key` if it is a second, minute or hour bucket of `group` (`<group>:1:<i>`,
 // `<group>:60:<i>`, `<group>:3600:<i>`), else nullopt: the key stays a counter.
 std::optional<PackedSlot> PackedSlotOf(std::string_view group, std::string_view key);
+
+// Bases (see above). A compaction of at least kBaseAfterBytes goes to a base; a pack with a base
+// is compacted again once its own records reach kBaseTailBytes.
+constexpr size_t kBaseRefBytes = 8;  // the kind-14 head and its u48 token
+constexpr size_t kBaseAfterBytes = 512;
+constexpr size_t kBaseTailBytes = 256;
+
+// The base a pack refers to.
+struct BaseRef {
+  std::string key;     // the base's item: `<pack key>:b<12 hex digits>`
+  size_t tail_at = 0;  // where the pack's own records start
+};
+// The base `value`, the pack under `pack_key`, refers to; nullopt when it has none.
+std::optional<BaseRef> BaseRefOf(std::string_view pack_key, std::string_view value);
+// The key of the base of `pack_key` named by `token` (its low 48 bits).
+std::string BaseKey(std::string_view pack_key, uint64_t token);
+// The pack that a compaction into a base writes: a header of `expiry`, the record naming `token`.
+std::string PackWithBase(uint32_t expiry, uint64_t token);
+// The pack whole, ready for PackFold::Parse: `base` (header and records), then `value`'s records
+// from `tail_at` on.
+std::string WithBase(std::string_view base, std::string_view value, size_t tail_at);
 
 // Appends to one pack: `records` after an add of the header when `create_ttl` > 0 (an increment
 // may create the pack; a decrement or a zero never does).
