@@ -36,6 +36,7 @@ struct Globals {
   size_t replicas = 1;             // memcached: copies of every count (ReplicatedStore)
   std::string layout = "packed";   // how memcached keeps buckets (MemcachedLayout)
   bool read_both_layouts = false;  // while clients switch layout
+  bool no_pack_bases = false;      // memcached: compactions stay in their packs
   std::string store = "memcached";  // a kind (memcached, redis, ...) or a store URL
   std::string name_space = "hg";
   bool json = false;

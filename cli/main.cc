@@ -78,6 +78,10 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
                "while clients switch --layout: write as --layout says, read buckets "
                "from both layouts; give it to every client from before the first switches until "
                "--retention after the last did");
+  app.add_flag("--no-pack-bases", g.no_pack_bases,
+               "memcached: keep a busy hour's compacted records in its pack, which every check "
+               "then reads whole, instead of in a base item that each client reads once; give "
+               "it to every client while a fleet upgrades from a version without bases");
   app.add_option("--namespace", g.name_space, "first part of every key")->capture_default_str();
   app.add_flag("--json", g.json, "machine-readable output on stdout");
   app.add_option("--timeout-ms", g.timeout_ms, "connect and I/O timeout per server")

@@ -20,6 +20,7 @@ std::unique_ptr<Store> OpenCliStore(const Globals& g, const Clock& clock,
   options.network.io_timeout = std::chrono::milliseconds{g.timeout_ms};
   options.network.layout = Unwrap(ParseLayout(g.layout));
   options.network.read_both_layouts = g.read_both_layouts;
+  options.network.write_bases = !g.no_pack_bases;
   options.network.on_transition = std::move(on_transition);
   options.network.on_loss = std::move(on_loss);
   options.previous_servers = g.previous_servers;

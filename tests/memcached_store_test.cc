@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "dripping_server.h"
 #include "hourglass/engine.h"
+#include "hourglass/packed_layout.h"
 #include "store_harness.h"
 
 namespace hourglass {
@@ -239,6 +241,184 @@ TEST_F(MemcachedPackedLayoutTest, CompactionsRacingAppendsLoseNothing) {
   ASSERT_TRUE(values.ok()) << values.error().ToString();
   EXPECT_EQ(*values, (std::vector<uint64_t>{expected, expected, expected}));
   EXPECT_LT(PackBytes(), 4 + 200) << "compacted along the way";
+}
+
+// Bases: a busy hour's compacted records go to an item of their own that readers keep, so a
+// check reads what was appended since the last compaction, not the hour.
+class MemcachedPackBasesTest : public MemcachedPackedLayoutTest {
+ protected:
+  // Another client of the same server, with nothing read yet.
+  std::unique_ptr<MemcachedStore> Reader() {
+    MemcachedOptions options{.io_timeout = milliseconds{2000}, .layout = MemcachedLayout::kPacked};
+    options.servers = {server().address()};
+    return std::move(*MemcachedStore::Create(options));
+  }
+  // `times` hits in each of `count` seconds from `from` on, sent without waiting (the store
+  // compacts what it sent), then waited for.
+  void HitSeconds(MemcachedStore& to, int64_t from, int64_t count, int times) {
+    std::vector<Batch> hits;
+    for (int64_t i = 0; i < count; ++i) {
+      for (int k = 0; k < times; ++k) hits.push_back(Hit(from + i));
+    }
+    for (size_t at = 0; at < hits.size(); at += 100) {
+      const size_t n = std::min<size_t>(100, hits.size() - at);
+      for (const Status& s : to.Send({hits.data() + at, n})) {
+        ASSERT_TRUE(s.ok()) << s.error().ToString();
+      }
+    }
+    EXPECT_EQ(to.Flush(), 0u);
+  }
+  static Batch Probe() {
+    return Batch{"g", {}, {Second(kHourStart + 5), Minute(kHourStart + 60), Hour(kHourStart)}};
+  }
+  std::vector<uint64_t> Read(MemcachedStore& from) {
+    Result<std::vector<uint64_t>> values = from.Apply(Probe());
+    EXPECT_TRUE(values.ok()) << values.error().ToString();
+    EXPECT_EQ(from.Flush(), 0u);  // the compactions it sent were applied
+    return values.ok() ? *values : std::vector<uint64_t>{};
+  }
+  // The pack's value as the server holds it.
+  std::string PackValue() {
+    const std::string answer = server().Raw("mg " + Pack() + " v\r\n");
+    const size_t data = answer.find("\r\n");
+    if (!answer.starts_with("VA ") || data == std::string::npos) return {};
+    return answer.substr(data + 2, std::stoul(answer.substr(3)));
+  }
+  std::string BaseKey() {
+    std::optional<packed::BaseRef> ref = packed::BaseRefOf(Pack(), PackValue());
+    return ref ? ref->key : std::string();
+  }
+  // The bytes the server sent while `read` ran, less what a `stats` costs.
+  long long BytesSentFor(const std::function<void()>& read) {
+    const long long a = server().Stat("bytes_written");
+    const long long b = server().Stat("bytes_written");
+    read();
+    const long long c = server().Stat("bytes_written");
+    return (c - b) - (b - a);
+  }
+};
+
+TEST_F(MemcachedPackBasesTest, ABusyHourGoesToABaseThatAReaderReadsOnce) {
+  // 2,400 busy seconds: 1,200 bytes compacted as runs of 4-bit values, 9,600 as they came.
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 4800}));
+  ASSERT_FALSE(BaseKey().empty()) << "the pack names a base";
+  EXPECT_EQ(server().Stat("curr_items"), 2) << "the pack and one base: none left behind";
+  EXPECT_EQ(PackBytes(), 4 + 8) << "the pack holds its header and its base's name";
+  const std::string base = server().Raw("mg " + BaseKey() + " s\r\n");
+  ASSERT_TRUE(base.starts_with("HD s")) << base;
+  const long long base_bytes = std::stoll(base.substr(4));
+  EXPECT_GE(base_bytes, static_cast<long long>(packed::kBaseAfterBytes));
+  EXPECT_LT(base_bytes, 4 + 1300);
+
+  std::unique_ptr<MemcachedStore> reader = Reader();
+  long long first = BytesSentFor([&] { EXPECT_EQ(Read(*reader), Read(store())); });
+  long long again = BytesSentFor([&] {
+    EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800}));
+  });
+  EXPECT_GE(first - again, base_bytes) << "the base is read once";
+  EXPECT_LT(again, 100) << "a read of the pack alone: its header and the base's name";
+
+  // Hits appended after the base are read on top of it, by every reader.
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart + 5, 1, 3));
+  EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{5, 120, 4803}));
+  EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{5, 120, 4803}));
+  EXPECT_EQ(PackBytes(), 4 + 8 + 3 * 2);
+}
+
+TEST_F(MemcachedPackBasesTest, ANewBaseReplacesTheOldOneForEveryReader) {
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 4800}));
+  const std::string first = BaseKey();
+  std::unique_ptr<MemcachedStore> reader = Reader();
+  EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800})) << "it keeps the first base";
+
+  // 300 hits in new seconds: 600 bytes of records after the base, a compaction into a new one.
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart + 2400, 300, 1));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 5100}));
+  EXPECT_NE(BaseKey(), first);
+  EXPECT_EQ(PackBytes(), 4 + 8);
+  EXPECT_EQ(server().Raw("mg " + first + " s\r\n"), "EN\r\n") << "the old base is deleted";
+  EXPECT_EQ(server().Stat("curr_items"), 2);
+  EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 5100})) << "it reads the new base";
+  EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{2, 120, 5100}));
+}
+
+// Once its hour has passed for a client (a batch of it writes the next hour), a pack with a base
+// is read rarely: it goes back to one item, which holds it in less memory than two.
+TEST_F(MemcachedPackBasesTest, APastHourGoesBackToOneItem) {
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 4800}));
+  const std::string base = BaseKey();
+  ASSERT_FALSE(base.empty());
+  Batch next_hour = Hit(kHourStart + 3600);
+  next_hour.reads = {Hour(kHourStart)};
+  ASSERT_EQ(*store().Apply(next_hour), (std::vector<uint64_t>{4800}));
+  EXPECT_EQ(store().Flush(), 0u);
+  EXPECT_TRUE(BaseKey().empty()) << "the pack names no base";
+  EXPECT_EQ(server().Raw("mg " + base + " s\r\n"), "EN\r\n") << "and the base is deleted";
+  EXPECT_EQ(server().Stat("curr_items"), 2) << "this hour's pack and the next one's";
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 4800}));
+  EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{2, 120, 4800}));
+}
+
+// A base deleted by hand (or evicted: memcached keeps it like any item) is lost like an evicted
+// pack: a reader that never read it counts what the pack holds itself, and says nothing false.
+TEST_F(MemcachedPackBasesTest, ALostBaseReadsAsTheRecordsAppendedSince) {
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 4800}));
+  ASSERT_EQ(server().Raw("md " + BaseKey() + "\r\n"), "HD\r\n");
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart + 5, 1, 3));
+  EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{3, 0, 3}));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{5, 120, 4803})) << "its own copy stays";
+}
+
+// Threads hit spread seconds (and take some back) while their reads keep compacting the pack
+// into bases: a compaction that loses its race to an append deletes the base it wrote, and no hit
+// is lost or counted twice.
+TEST_F(MemcachedPackBasesTest, CompactionsIntoBasesRacingAppendsLoseNothing) {
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  constexpr int kThreads = 4, kRounds = 600;
+  std::vector<std::unique_ptr<MemcachedStore>> clients;
+  for (int t = 0; t < kThreads; ++t) clients.push_back(t % 2 == 0 ? nullptr : Reader());
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  const auto second = [](int t, int r) { return kHourStart + (r * 7 + t * 13) % 3000; };
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      MemcachedStore& to = clients[t] ? *clients[t] : store();
+      for (int r = 0; r < kRounds; ++r) {
+        Batch batch = Hit(second(t, r));
+        batch.reads = {Second(second(t, r)), Hour(kHourStart)};
+        if (!to.Apply(batch).ok()) ++errors;
+        if (t % 2 == 1 && r % 4 == 0 && !to.Apply(Hit(second(t, r), -1)).ok()) ++errors;
+      }
+      to.Flush();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  std::map<int64_t, uint64_t> expected;
+  for (int64_t i = 0; i < 2400; ++i) expected[kHourStart + i] = 2;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int r = 0; r < kRounds; ++r) {
+      ++expected[second(t, r)];
+      if (t % 2 == 1 && r % 4 == 0) --expected[second(t, r)];
+    }
+  }
+  uint64_t hour = 0;
+  for (const auto& [t, n] : expected) hour += n;
+  Batch all{"g", {}, {Hour(kHourStart)}};
+  for (const auto& [t, n] : expected) all.reads.push_back(Second(t));
+  for (int k = 0; k < 2; ++k) {
+    Result<std::vector<uint64_t>> values = Reader()->Apply(all);
+    ASSERT_TRUE(values.ok()) << values.error().ToString();
+    EXPECT_EQ((*values)[0], hour);
+    size_t i = 1;
+    for (const auto& [t, n] : expected) EXPECT_EQ((*values)[i++], n) << "second " << t;
+  }
+  EXPECT_FALSE(BaseKey().empty());
+  EXPECT_EQ(server().Stat("curr_items"), 2) << "the pack and its base: every other base deleted";
 }
 
 TEST_F(MemcachedPackedLayoutTest, BytesThatAreNotAPackAreNamedAndAResetDeletesThem) {

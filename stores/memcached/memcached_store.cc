@@ -14,6 +14,7 @@
 #include "hourglass/net/pool.h"
 #include "hourglass/packed_layout.h"
 #include "hourglass/saturating.h"
+#include "pack_bases.h"
 #include "protocol.h"
 #include "ring.h"
 
@@ -82,6 +83,7 @@ struct Outgoing {
   const std::string* raw = nullptr;           // instead of `wire`: these bytes, ending in "mn"
   // Its server: the one `replica` places after its group's own in ring order (0: its own).
   size_t replica = 0;
+  size_t index = 0;  // its place among the requests of its exchange
   std::span<const packed::PackAppend> appends() const {
     return packed ? std::span<const packed::PackAppend>(packed->appends)
                   : std::span<const packed::PackAppend>{};
@@ -98,18 +100,83 @@ struct Outgoing {
   }
 };
 
-// The compaction of `pack` (read with `cas` by a batch that appended `appends` and got `reads`)
-// into `out`, when it is worth it. Whether the pack is settled is asked only of packs with records
-// enough to compact, not of the sparse ones most checks read.
+// A pack as a batch read it, for its compaction: the batch's appends and reads (to tell whether
+// the pack is settled), and whether a long compaction goes to a base.
+// What a store keeps of bases, and whether it writes them.
+struct Bases {
+  memcached::BaseCache& cache;
+  memcached::Compacting& compacting;
+  std::atomic<uint64_t>& unconfirmed;
+  bool write = true;
+};
+
+struct ReadContext {
+  std::span<const packed::PackAppend> appends;
+  std::span<const std::string> reads;
+  const Bases& bases;
+};
+
+// `compaction`, its value `compacted`, as a base that the pack names (replacing `old_base`, if
+// any).
+memcached::PackCompaction IntoBase(memcached::PackCompaction compaction, std::string compacted,
+                                   std::string old_base) {
+  const uint64_t token = memcached::NewBaseToken();
+  compaction.base_key = packed::BaseKey(compaction.key, token);
+  compaction.base_value = std::move(compacted);
+  compaction.value = packed::PackWithBase(compaction.expiry, token);
+  compaction.old_base = std::move(old_base);
+  return compaction;
+}
+
+// The compaction of `pack` (read whole with `cas`; its base `base` and its own item `own` bytes
+// long) into `out`, when it is worth it. A pack with a base is compacted into a new one once its
+// own records reach kBaseTailBytes, or back into one item once settled (its hour is past: read
+// rarely, one item holds it in less memory than two); one without, as CompactionOf says, into a
+// base when that is long and the pack open. Whether the pack is settled is asked only of packs
+// with a base or records enough to compact, not of the sparse ones most checks read.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
-                  const packed::PackFold& fold, std::span<const packed::PackAppend> appends,
-                  std::span<const std::string> reads, std::vector<memcached::PackCompaction>& out) {
+                  const packed::PackFold& fold, const std::string& base, size_t own,
+                  const ReadContext& context, std::vector<memcached::PackCompaction>& out) {
   if (cas == 0) return;
-  const bool settled =
-      fold.records() >= packed::kCompactAfterRecords && packed::SettledBy(key, appends, reads);
+  memcached::PackCompaction compaction;
+  compaction.key = key;
+  compaction.cas = cas;
+  compaction.expiry = fold.expiry();
+  if (!base.empty()) {
+    const bool settled = packed::SettledBy(key, context.appends, context.reads);
+    // Another thread's compaction of it may still win: none of this one's could be named.
+    if ((!settled && own < packed::kBaseTailBytes) || context.bases.compacting.Busy(key, own)) {
+      return;
+    }
+    std::optional<packed::PackFold> full;
+    if (fold.depth() != packed::PackFold::Depth::kSeconds) {
+      Result<packed::PackFold> parsed = packed::PackFold::Parse(key, pack);
+      if (!parsed.ok()) return;
+      full = std::move(*parsed);
+    }
+    compaction.own = own;
+    std::string compacted = (full ? *full : fold).Compacted();
+    if (settled) {
+      compaction.value = std::move(compacted);
+      compaction.old_base = base;
+      out.push_back(std::move(compaction));
+      return;
+    }
+    out.push_back(IntoBase(std::move(compaction), std::move(compacted), base));
+    return;
+  }
+  const bool settled = fold.records() >= packed::kCompactAfterRecords &&
+                       packed::SettledBy(key, context.appends, context.reads);
   std::optional<std::string> compact = packed::CompactionOf(pack, fold, settled);
-  if (compact)
-    out.push_back(memcached::PackCompaction{key, cas, fold.expiry(), std::move(*compact)});
+  if (!compact) return;
+  if (context.bases.write && !settled && compact->size() >= packed::kBaseAfterBytes) {
+    if (context.bases.compacting.Busy(key, pack.size())) return;
+    compaction.own = pack.size();
+    out.push_back(IntoBase(std::move(compaction), std::move(*compact), {}));
+    return;
+  }
+  compaction.value = std::move(*compact);
+  out.push_back(std::move(compaction));
 }
 
 // What `batches` send: themselves (plain counters: no `plan`), or plans[i] holds batches[i]'s
@@ -133,16 +200,20 @@ std::vector<Outgoing> Prepare(const std::optional<packed::PlanOptions>& plan,
 // The values of the caller's reads from the answer to `o`'s gets; packs worth compacting go to
 // `compactions`.
 Result<std::vector<uint64_t>> Resolve(std::string_view server, const Outgoing& o,
-                                      memcached::GetAnswer&& answer,
+                                      memcached::GetAnswer&& answer, const Bases& bases,
                                       std::vector<memcached::PackCompaction>& compactions) {
   if (answer.error) return *answer.error;
   if (o.packed == nullptr) return std::move(answer.values);
   const packed::WireBatch& plan = *o.packed;
+  const ReadContext context{plan.appends, plan.counters.reads, bases};
+  static const std::string kNoBase;
   return packed::ResolveReads(
       server, plan, answer.values, answer.packs,
       [&](size_t get, const std::string& pack, const packed::PackFold& fold) {
-        MaybeCompact(plan.counters.reads[get], pack, answer.pack_cas[get], fold, plan.appends,
-                     plan.counters.reads, compactions);
+        const bool based = !answer.pack_base.empty() && !answer.pack_base[get].empty();
+        MaybeCompact(plan.counters.reads[get], pack, answer.pack_cas[get], fold,
+                     based ? answer.pack_base[get] : kNoBase, based ? answer.pack_own[get] : 0,
+                     context, compactions);
       });
 }
 
@@ -165,24 +236,34 @@ Status Ready(net::ServerPool& pool, net::Lease& c, std::atomic<uint64_t>& unconf
   });
 }
 
-// Sends `request` (ending in a get of `batch.reads`) on the ready connection `c` and reads its
-// answer, after what earlier requests left unread. On an error `c` is failed (out of step).
-Result<memcached::GetAnswer> SendAndRead(net::ServerPool& pool, net::Lease& c,
-                                         const std::string& request, const Batch& batch,
-                                         std::span<const uint8_t> is_pack,
-                                         std::atomic<uint64_t>& unconfirmed) {
-  if (Status s = c->socket->Send(request); !s.ok()) return c.Fail(s.error());
-  if (Status s = ReadUnread(pool.name(), *c, unconfirmed); !s.ok()) return c.Fail(s.error());
-  Result<memcached::GetAnswer> answer =
-      memcached::ReadGetAnswer(pool.name(), *c->socket, batch, is_pack);
-  if (!answer.ok()) return c.Fail(answer.error());
-  return answer;
-}
-
-// Sends `compactions` on `c`, their answers left to its next user. A failure to send drops the
+// Makes `compactions` on `c`, which owes no answer to a request of its current user: those into a
+// base or out of one at once (a pack never names a base not stored, and a base is deleted only
+// once no pack names it; `bases` keeps the new ones), then the others sent, their answers left to
+// its next user. A failure drops the
 // connection; the packs simply stay as they are.
-void SendCompactions(net::Lease& c, std::span<const memcached::PackCompaction> compactions) {
-  if (compactions.empty()) return;
+void MakeCompactions(std::string_view server, net::Lease& c,
+                     std::span<const memcached::PackCompaction> compactions, const Bases& bases) {
+  bool inline_ones = false;
+  for (const memcached::PackCompaction& compaction : compactions) {
+    if (!compaction.WithBases()) {
+      inline_ones = true;
+      continue;
+    }
+    if (!bases.compacting.Claim(compaction.key)) continue;
+    c->socket->BeginExchange();
+    Status s = c->unread > 0 ? ReadUnread(server, *c, bases.unconfirmed) : Status();
+    bool named = false;
+    if (s.ok()) s = memcached::RewriteWithBases(server, *c->socket, compaction, c->unread, named);
+    bases.compacting.Release(compaction.key, compaction.own, named);
+    if (!s.ok()) {
+      (void)c.Fail(s.error());
+      return;
+    }
+    if (named && !compaction.base_key.empty()) {
+      bases.cache.Put(compaction.base_key, compaction.base_value);
+    }
+  }
+  if (!inline_ones) return;
   thread_local std::string request;
   memcached::BuildCompactions(compactions, request);
   if (Status s = c->socket->Send(request); !s.ok()) {
@@ -191,6 +272,14 @@ void SendCompactions(net::Lease& c, std::span<const memcached::PackCompaction> c
   }
   ++c->unread;
 }
+
+// A request whose answer named bases the store had not read: resolved after its exchange.
+struct PendingRead {
+  size_t request = 0;
+  net::ServerPool* pool = nullptr;
+  memcached::GetAnswer answer;
+  std::vector<size_t> missing;  // the packs whose bases are still to read
+};
 
 // The memcached protocol as net::Pipeline drives it.
 struct Codec {
@@ -202,6 +291,8 @@ struct Codec {
   const std::vector<std::unique_ptr<net::ServerPool>>& pools;  // in ring order
   std::atomic<uint64_t>& unconfirmed;
   Instant now;
+  Bases bases;
+  std::vector<PendingRead>& pending;
 
   Result<net::ServerPool*> Route(const Request& r) const {
     return pools[(ring.PositionOf(r.group) + r.encoded.replica) % pools.size()].get();
@@ -234,10 +325,19 @@ struct Codec {
     Result<memcached::GetAnswer> answer =
         memcached::ReadGetAnswer(pool.name(), *c.socket, *o.wire, o.is_pack());
     if (!answer.ok()) return net::Answer::Broken(answer.error());
-    return {net::Answer::Kind::kResult, Resolve(pool.name(), o, std::move(*answer), compactions),
-            std::nullopt};
+    if (o.packed != nullptr && !answer->error) {
+      std::vector<size_t> missing = AssembleFromCache(bases.cache, o.wire->reads, *answer);
+      if (!missing.empty()) {
+        pending.push_back({o.index, &pool, std::move(*answer), std::move(missing)});
+        return {};
+      }
+    }
+    return {net::Answer::Kind::kResult,
+            Resolve(pool.name(), o, std::move(*answer), bases, compactions), std::nullopt};
   }
-  void Finish(net::Lease& c, Scratch& compactions) const { SendCompactions(c, compactions); }
+  void Finish(net::Lease& c, Scratch& compactions) const {
+    MakeCompactions(c.pool().name(), c, compactions, bases);
+  }
   void Owe(net::PooledConnection& c, const Request&) const { ++c.unread; }
   void Moved(const net::Redirect&) const {}  // memcached never redirects
 };
@@ -262,7 +362,12 @@ struct MemcachedStore::Impl {
   std::unique_ptr<memcached::HashRing> ring;
   std::vector<std::unique_ptr<net::ServerPool>> pools;  // in ring order
   std::atomic<uint64_t> unconfirmed_failures{0};
-  packed::SentBytesTally sent;  // what writes that read nothing appended to each pack
+  packed::SentBytesTally sent;       // what writes that read nothing appended to each pack
+  memcached::BaseCache bases;        // the packs' bases read or written
+  memcached::Compacting compacting;  // packs being compacted into bases
+  bool write_bases = true;           // long compactions go to bases
+
+  Bases BaseRules() { return Bases{bases, compacting, unconfirmed_failures, write_bases}; }
 
   std::chrono::milliseconds io_timeout{};
 
@@ -297,6 +402,7 @@ struct MemcachedStore::Impl {
       for (size_t i = 0; i < batches.size(); ++i) {
         if (!valid[i]) continue;
         out[i].replica = r;
+        out[i].index = requests.size();
         requests.push_back({batches[i].group, out[i], !batches[i].increments.empty(), {}});
         requests_of.push_back(r * batches.size() + i);
       }
@@ -304,7 +410,45 @@ struct MemcachedStore::Impl {
     return requests;
   }
 
-  Codec CodecAt(Instant now) { return Codec{*ring, pools, unconfirmed_failures, now}; }
+  // A codec for one exchange at `now`: requests whose bases are still to read go to `pending`.
+  Codec CodecAt(Instant now, std::vector<PendingRead>& pending) {
+    return Codec{*ring, pools, unconfirmed_failures, now, BaseRules(), pending};
+  }
+
+  // The answers of `pending` (requests of `requests` whose packs named bases not read yet) into
+  // `answers`: each such pack read whole, on a connection of the server that answered.
+  void ResolvePending(std::vector<PendingRead>& pending,
+                      std::span<const net::Request<Outgoing>> requests,
+                      std::vector<Result<std::vector<uint64_t>>>& answers) {
+    for (PendingRead& p : pending) {
+      const net::Request<Outgoing>& r = requests[p.request];
+      Result<std::vector<uint64_t>> values = ResolveWhole(p, r.encoded);
+      answers[p.request] =
+          values.ok() ? std::move(values)
+                      : Result<std::vector<uint64_t>>(net::MaybeApplied(values.error(), r.writes));
+    }
+  }
+
+  Result<std::vector<uint64_t>> ResolveWhole(PendingRead& p, const Outgoing& o) {
+    net::ServerPool& pool = *p.pool;
+    net::Lease c(pool);
+    if (Status s = Ready(pool, c, unconfirmed_failures); !s.ok()) return s.error();
+    if (c->unread > 0) {
+      if (Status s = ReadUnread(pool.name(), *c, unconfirmed_failures); !s.ok()) {
+        return c.Fail(s.error());
+      }
+    }
+    if (Status s = memcached::CompleteFromServer(pool.name(), *c->socket, o.wire->reads, p.missing,
+                                                 bases, p.answer);
+        !s.ok()) {
+      return c.Fail(s.error());
+    }
+    std::vector<memcached::PackCompaction> compactions;
+    Result<std::vector<uint64_t>> values =
+        Resolve(pool.name(), o, std::move(p.answer), BaseRules(), compactions);
+    MakeCompactions(pool.name(), c, compactions, BaseRules());
+    return values;
+  }
 
   // Compacts the packs `requests` appended to that are due for it (their counts start again).
   // Batches that read are not counted: their reads compact what they find.
@@ -324,19 +468,22 @@ struct MemcachedStore::Impl {
     net::ServerPool& pool = PoolOf(group);
     net::Lease c(pool);
     if (!Ready(pool, c, unconfirmed_failures).ok()) return;
-    const Batch read{group, {}, {pack}};
-    const uint8_t is_pack[] = {1};
-    std::string request;
-    memcached::BuildRequest(read, clock.Now(), request, {}, /*with_cas=*/true);
-    Result<memcached::GetAnswer> answer =
-        SendAndRead(pool, c, request, read, is_pack, unconfirmed_failures);
-    if (!answer.ok() || !answer->packs[0]) return;
-    Result<packed::PackFold> fold = packed::PackFold::Parse(pack, *answer->packs[0]);
+    if (c->unread > 0 && !ReadUnread(pool.name(), *c, unconfirmed_failures).ok()) {
+      (void)c.Fail(Error(ErrorCode::kUnavailable, "out of step"));
+      return;
+    }
+    Result<memcached::WholePack> whole = memcached::ReadWhole(pool.name(), *c->socket, pack, bases);
+    if (!whole.ok()) {
+      (void)c.Fail(whole.error());
+      return;
+    }
+    if (!whole->value) return;
+    Result<packed::PackFold> fold = packed::PackFold::Parse(pack, *whole->value);
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
-    MaybeCompact(pack, *answer->packs[0], answer->pack_cas[0], *fold, /*appends=*/{}, /*reads=*/{},
-                 compactions);
-    SendCompactions(c, compactions);
+    MaybeCompact(pack, *whole->value, whole->cas, *fold, whole->base, whole->own,
+                 ReadContext{{}, {}, BaseRules()}, compactions);
+    MakeCompactions(pool.name(), c, compactions, BaseRules());
   }
 
   // Reads what fire-and-forget requests left unread on every idle connection; a connection that
@@ -380,6 +527,7 @@ Result<std::unique_ptr<MemcachedStore>> MemcachedStore::Create(const MemcachedOp
   }
   impl->ring = std::move(*ring);
   impl->io_timeout = options.io_timeout;
+  impl->write_bases = options.write_bases;
   return std::unique_ptr<MemcachedStore>(new MemcachedStore(std::move(impl)));
 }
 
@@ -408,9 +556,11 @@ BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches, size_t 
   std::vector<size_t> requests_of;
   std::vector<net::Request<Outgoing>> requests =
       impl_->Requests(*this, batches, copies, /*send_only=*/false, errors, plans, requests_of);
-  Codec codec = impl_->CodecAt(impl_->clock.Now());
+  std::vector<PendingRead> pending;
+  Codec codec = impl_->CodecAt(impl_->clock.Now(), pending);
   std::vector<Result<std::vector<uint64_t>>> answers =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange(requests);
+  impl_->ResolvePending(pending, requests, answers);
   BatchResults results;
   results.reserve(batches.size() * copies);
   for (size_t r = 0; r < copies; ++r) {
@@ -437,7 +587,8 @@ std::vector<Status> MemcachedStore::SendAt(std::span<const Batch> batches, size_
   std::vector<Status> results;
   results.reserve(batches.size() * copies);
   for (size_t r = 0; r < copies; ++r) results.insert(results.end(), errors.begin(), errors.end());
-  Codec codec = impl_->CodecAt(impl_->clock.Now());
+  std::vector<PendingRead> pending;  // none: nothing is read
+  Codec codec = impl_->CodecAt(impl_->clock.Now(), pending);
   std::vector<Status> sent =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).SendOnly(requests);
   for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(sent[k]);
@@ -462,7 +613,8 @@ Status MemcachedStore::DeleteAt(const std::string& group, std::span<const std::s
   const Instant now = impl_->clock.Now();
   const std::string request = memcached::BuildDeleteRequest(keys, appends, now);
   net::Request<Outgoing> r{group, Outgoing{.raw = &request, .replica = replica}, false, {}};
-  Codec codec = impl_->CodecAt(now);
+  std::vector<PendingRead> pending;  // none: nothing is read
+  Codec codec = impl_->CodecAt(now, pending);
   Result<std::vector<uint64_t>> answer =
       std::move(net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange({&r, 1})[0]);
   if (!answer.ok()) return answer.error();

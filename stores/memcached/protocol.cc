@@ -133,6 +133,7 @@ void BuildRequest(const Batch& batch, Instant now, std::string& out,
 void BuildCompactions(std::span<const PackCompaction> compactions, std::string& out) {
   out.clear();
   for (const PackCompaction& c : compactions) {
+    if (c.WithBases()) continue;
     fmt::format_to(std::back_inserter(out), FMT_COMPILE("ms {} {} C{} T{} q\r\n"), c.key,
                    c.value.size(), c.cas, c.expiry);
     out += c.value;
@@ -275,7 +276,8 @@ Status ReadNoops(std::string_view server, net::Connection& c, int noops, bool ow
 
 Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, const Batch& batch,
                                 std::span<const uint8_t> is_pack) {
-  GetAnswer answer{std::vector<uint64_t>(batch.reads.size(), 0), {}, {}, std::nullopt};
+  GetAnswer answer;
+  answer.values.assign(batch.reads.size(), 0);
   if (!is_pack.empty()) answer.packs.resize(batch.reads.size());
   if (!is_pack.empty()) answer.pack_cas.resize(batch.reads.size());
   KeyMatcher matcher(batch.reads);

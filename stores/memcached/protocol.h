@@ -40,14 +40,22 @@ void BuildRequest(const Batch& batch, Instant now, std::string& out,
                   std::span<const PackAppend> appends = {}, bool with_cas = false,
                   size_t appends_at = SIZE_MAX);
 
-// A pack rewritten in fewer records, if nothing was appended since it was read (CAS): `ms <key>
-// <n> C<cas> T<expiry> q` per compaction, then `mn`. A lost race answers "EX", harmlessly.
+// A pack rewritten in fewer records, if nothing was appended since it was read (CAS). Into its
+// own item: `ms <key> <n> C<cas> T<expiry> q` per compaction, then `mn`; a lost race answers
+// "EX", harmlessly. Into a base (base_key set): pack_bases.h.
 struct PackCompaction {
   std::string key;
   uint64_t cas = 0;
-  uint32_t expiry = 0;  // Unix seconds
-  std::string value;
+  uint32_t expiry = 0;     // Unix seconds
+  std::string value;       // the pack's new value
+  std::string base_key;    // a base to store first ("" none)
+  std::string base_value;  // its value
+  std::string old_base;    // the base the pack named when read ("" none), deleted after
+  size_t own = 0;          // the bytes of the pack's own item when read
+  // Into a base, or out of one: a rewrite of pack_bases.h, not BuildCompactions'.
+  bool WithBases() const { return !base_key.empty() || !old_base.empty(); }
 };
+// The compactions not WithBases().
 void BuildCompactions(std::span<const PackCompaction> compactions, std::string& out);
 // `md <key> q` per key, then `appends` (never creating a pack), then `mn`: one round trip
 // confirms every delete.
@@ -91,6 +99,10 @@ struct GetAnswer {
   // packs[i]: the bytes of reads[i] when it is a pack (nullopt: missing)
   std::vector<std::optional<std::string>> packs;
   std::vector<uint64_t> pack_cas;  // pack_cas[i]: the CAS of packs[i] (from `gets`)
+  // Set when packs[i] was made whole with its base (pack_bases.h): the base's key, and the bytes
+  // of the pack's own item.
+  std::vector<std::string> pack_base;
+  std::vector<size_t> pack_own;
   // An answer that was unexpected but kept the connection in step (e.g. a non-numeric value).
   std::optional<Error> error;
 };

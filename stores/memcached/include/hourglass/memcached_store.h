@@ -67,6 +67,11 @@ struct MemcachedOptions {
   // hours in both layouts, adding the two. Every client runs with it from before the first one
   // switches until the retention has passed after the last one did; checks stay exact throughout.
   bool read_both_layouts = false;
+  // Packed layout: a long compaction of a pack goes to a base, a second item that readers keep,
+  // so a check reads the bytes appended since, not its hour's (packed_layout.h, "A base"). Every
+  // client reads bases whatever this says; a client older than bases fails on a pack that names
+  // one, so a fleet upgrading from one turns this off until every client is upgraded.
+  bool write_bases = true;
   // Told when a server fails (a transport error: refused, reset, timed out; a pooled connection
   // closed or reset by the server only when connecting again fails too) and when it answers
   // again: once per change, however many requests see it. Empty: nobody is told.

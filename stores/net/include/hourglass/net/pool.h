@@ -112,6 +112,7 @@ class Lease {
   Status Acquire();
   PooledConnection& operator*() const { return *connection_; }
   PooledConnection* operator->() const { return connection_.get(); }
+  ServerPool& pool() const { return pool_; }
 
   // Drops the connection (its state is unknown after `error`); a transport failure also drops the
   // pool's idle connections, which are likely dead too, and makes the server fail fast for
