@@ -51,6 +51,7 @@ struct Options {
   // `month_stores` (memcached, redis) with the retention a calendar month needs.
   int month_days = 0;
   std::vector<std::string> month_stores = {"memcached"};
+  bool no_bases = false;  // memcached: compactions stay in their packs (a baseline)
 };
 
 // The store's own figures: CPU seconds it spent, bytes it sent, bytes it holds.
@@ -129,8 +130,9 @@ void Fill(const Engine& engine, const std::string& event, const std::string& fea
   }
 }
 
-std::unique_ptr<Store> OpenOn(const Server& server) {
+std::unique_ptr<Store> OpenOn(const Server& server, const Options& o) {
   MemcachedOptions mo;
+  mo.write_bases = !o.no_bases;
   mo.pool_size = 1;
   mo.io_timeout = std::chrono::milliseconds{2000};
   Result<std::unique_ptr<Store>> store =
@@ -142,7 +144,7 @@ std::unique_ptr<Store> OpenOn(const Server& server) {
 Row RunHourglass(const Server& server, const Options& o, const std::string& spec, bool hot_path,
                  int run) {
   const Limit limit = *ParseLimit(spec);
-  const std::unique_ptr<Store> store = OpenOn(server);
+  const std::unique_ptr<Store> store = OpenOn(server, o);
   EngineOptions eo;
   eo.name_space = fmt::format("growth{}", run);
   eo.hot_path = hot_path ? HotPathOptions::LongRunning() : HotPathOptions::Off();
@@ -331,7 +333,7 @@ void FeaturesTable(const Options& o) {
   const uint64_t most = *std::max_element(o.feature_counts.begin(), o.feature_counts.end());
   const Server server =
       StartMemcached(static_cast<int>(std::max<uint64_t>(1024, 256 + most * 400 / (1 << 20))));
-  const std::unique_ptr<Store> store = OpenOn(server);
+  const std::unique_ptr<Store> store = OpenOn(server, o);
   const int64_t hour = (ToUnix(SystemClock::Get().Now()) / 3600 - 2) * 3600;  // an hour gone
   ManualClock clock(FromUnix(hour));
   EngineOptions eo;
@@ -411,7 +413,7 @@ Reading ReadUnder(const Server& server, const Engine& engine, ManualClock& clock
 // One store's rows of the month's table (MonthTable).
 void MonthRows(const Options& o, const std::string& kind) {
   const Server server = kind == "redis" ? StartRedis() : StartMemcached(2048);
-  const std::unique_ptr<Store> store = OpenOn(server);
+  const std::unique_ptr<Store> store = OpenOn(server, o);
   const int64_t days = o.month_days;
   const int64_t start = (ToUnix(SystemClock::Get().Now()) / 86400 - days - 1) * 86400;
   const int64_t end = start + days * 86400;
@@ -503,6 +505,9 @@ int main(int argc, char** argv) {
                  "also: one feature hit every second for this many days (1 to 31) with --retention "
                  "31d, and what reading a month costs")
       ->check(CLI::Range(0, 31));
+  app.add_flag("--no-bases", o.no_bases,
+               "memcached: keep compactions in their packs (read whole by every check), as before "
+               "bases");
   app.add_option("--month-stores", o.month_stores,
                  "the stores of the month's table, among memcached and redis")
       ->check(CLI::IsMember({"memcached", "redis"}))
