@@ -138,10 +138,14 @@ void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
                   const packed::PackFold& fold, const std::string& base, size_t own,
                   const ReadContext& context, std::vector<memcached::PackCompaction>& out) {
   if (cas == 0) return;
-  memcached::PackCompaction compaction;
-  compaction.key = key;
-  compaction.cas = cas;
-  compaction.expiry = fold.expiry();
+  // Built only once a compaction is decided: most reads decide none.
+  const auto start = [&] {
+    memcached::PackCompaction compaction;
+    compaction.key = key;
+    compaction.cas = cas;
+    compaction.expiry = fold.expiry();
+    return compaction;
+  };
   if (!base.empty()) {
     const bool settled = packed::SettledBy(key, context.appends, context.reads);
     // Another thread's compaction of it may still win: none of this one's could be named.
@@ -154,6 +158,7 @@ void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
       if (!parsed.ok()) return;
       full = std::move(*parsed);
     }
+    memcached::PackCompaction compaction = start();
     compaction.own = own;
     std::string compacted = (full ? *full : fold).Compacted();
     if (settled) {
@@ -171,10 +176,12 @@ void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
   if (!compact) return;
   if (context.bases.write && !settled && compact->size() >= packed::kBaseAfterBytes) {
     if (context.bases.compacting.Busy(key, pack.size())) return;
+    memcached::PackCompaction compaction = start();
     compaction.own = pack.size();
     out.push_back(IntoBase(std::move(compaction), std::move(*compact), {}));
     return;
   }
+  memcached::PackCompaction compaction = start();
   compaction.value = std::move(*compact);
   out.push_back(std::move(compaction));
 }
