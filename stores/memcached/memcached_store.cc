@@ -100,8 +100,6 @@ struct Outgoing {
   }
 };
 
-// A pack as a batch read it, for its compaction: the batch's appends and reads (to tell whether
-// the pack is settled), and whether a long compaction goes to a base.
 // What a store keeps of bases, and whether it writes them.
 struct Bases {
   memcached::BaseCache& cache;
@@ -110,6 +108,8 @@ struct Bases {
   bool write = true;
 };
 
+// A pack as a batch read it, for its compaction: the batch's appends and reads (to tell whether
+// the pack is settled), and the store's bases.
 struct ReadContext {
   std::span<const packed::PackAppend> appends;
   std::span<const std::string> reads;
@@ -128,60 +128,66 @@ memcached::PackCompaction IntoBase(memcached::PackCompaction compaction, std::st
   return compaction;
 }
 
-// The compaction of `pack` (read whole with `cas`; its base `base` and its own item `own` bytes
-// long) into `out`, when it is worth it. A pack with a base is compacted into a new one once its
-// own records reach kBaseTailBytes, or back into one item once settled (its hour is past: read
-// rarely, one item holds it in less memory than two); one without, as CompactionOf says, into a
-// base when that is long and the pack open. Whether the pack is settled is asked only of packs
-// with a base or records enough to compact, not of the sparse ones most checks read.
+// A compaction of `key`, read with `cas`, once one is decided.
+memcached::PackCompaction CompactionStart(const std::string& key, uint64_t cas,
+                                          const packed::PackFold& fold, size_t own) {
+  memcached::PackCompaction compaction;
+  compaction.key = key;
+  compaction.cas = cas;
+  compaction.expiry = fold.expiry();
+  compaction.own = own;
+  return compaction;
+}
+
+// The compaction of `pack`, which names `base` (read whole with `cas`, its own item `own` bytes
+// long), into `out` when it is worth it: into a new base once its own records reach
+// kBaseTailBytes, or back into one item once settled (its hour is past: read rarely, one item
+// holds it in less memory than two).
+void MaybeCompactBased(const std::string& key, const std::string& pack, uint64_t cas,
+                       const packed::PackFold& fold, const std::string& base, size_t own,
+                       const ReadContext& context, std::vector<memcached::PackCompaction>& out) {
+  const bool settled = packed::SettledBy(key, context.appends, context.reads);
+  // Another thread's compaction of it may still win: none of this one's could be named.
+  if ((!settled && own < packed::kBaseTailBytes) || context.bases.compacting.Busy(key, own)) {
+    return;
+  }
+  std::optional<packed::PackFold> full;
+  if (fold.depth() != packed::PackFold::Depth::kSeconds) {
+    Result<packed::PackFold> parsed = packed::PackFold::Parse(key, pack);
+    if (!parsed.ok()) return;
+    full = std::move(*parsed);
+  }
+  memcached::PackCompaction compaction = CompactionStart(key, cas, fold, own);
+  std::string compacted = (full ? *full : fold).Compacted();
+  if (!settled) {
+    out.push_back(IntoBase(std::move(compaction), std::move(compacted), base));
+    return;
+  }
+  compaction.value = std::move(compacted);
+  compaction.old_base = base;
+  out.push_back(std::move(compaction));
+}
+
+// The compaction of `pack` (read whole with `cas`; its base `base`, if any, and its own item `own`
+// bytes long) into `out`, when it is worth it. One with a base: MaybeCompactBased. One without, as
+// CompactionOf says, into a base when that is long and the pack open. Whether the pack is settled
+// is asked only of packs with a base or records enough to compact, not of the sparse ones most
+// checks read.
 void MaybeCompact(const std::string& key, const std::string& pack, uint64_t cas,
                   const packed::PackFold& fold, const std::string& base, size_t own,
                   const ReadContext& context, std::vector<memcached::PackCompaction>& out) {
   if (cas == 0) return;
-  // Built only once a compaction is decided: most reads decide none.
-  const auto start = [&] {
-    memcached::PackCompaction compaction;
-    compaction.key = key;
-    compaction.cas = cas;
-    compaction.expiry = fold.expiry();
-    return compaction;
-  };
-  if (!base.empty()) {
-    const bool settled = packed::SettledBy(key, context.appends, context.reads);
-    // Another thread's compaction of it may still win: none of this one's could be named.
-    if ((!settled && own < packed::kBaseTailBytes) || context.bases.compacting.Busy(key, own)) {
-      return;
-    }
-    std::optional<packed::PackFold> full;
-    if (fold.depth() != packed::PackFold::Depth::kSeconds) {
-      Result<packed::PackFold> parsed = packed::PackFold::Parse(key, pack);
-      if (!parsed.ok()) return;
-      full = std::move(*parsed);
-    }
-    memcached::PackCompaction compaction = start();
-    compaction.own = own;
-    std::string compacted = (full ? *full : fold).Compacted();
-    if (settled) {
-      compaction.value = std::move(compacted);
-      compaction.old_base = base;
-      out.push_back(std::move(compaction));
-      return;
-    }
-    out.push_back(IntoBase(std::move(compaction), std::move(compacted), base));
-    return;
-  }
+  if (!base.empty()) return MaybeCompactBased(key, pack, cas, fold, base, own, context, out);
   const bool settled = fold.records() >= packed::kCompactAfterRecords &&
                        packed::SettledBy(key, context.appends, context.reads);
   std::optional<std::string> compact = packed::CompactionOf(pack, fold, settled);
   if (!compact) return;
   if (context.bases.write && !settled && compact->size() >= packed::kBaseAfterBytes) {
     if (context.bases.compacting.Busy(key, pack.size())) return;
-    memcached::PackCompaction compaction = start();
-    compaction.own = pack.size();
-    out.push_back(IntoBase(std::move(compaction), std::move(*compact), {}));
+    out.push_back(IntoBase(CompactionStart(key, cas, fold, pack.size()), std::move(*compact), {}));
     return;
   }
-  memcached::PackCompaction compaction = start();
+  memcached::PackCompaction compaction = CompactionStart(key, cas, fold, own);
   compaction.value = std::move(*compact);
   out.push_back(std::move(compaction));
 }
@@ -236,18 +242,25 @@ Status ReadUnread(std::string_view server, net::PooledConnection& c,
   return s;
 }
 
-// Takes a connection of `pool` ready for a request: no more unread answers than allowed.
-Status Ready(net::ServerPool& pool, net::Lease& c, std::atomic<uint64_t>& unconfirmed) {
-  return net::Ready(pool, c, [&](net::ServerPool& p, net::PooledConnection& connection) {
-    return ReadUnread(p.name(), connection, unconfirmed);
-  });
+// Reads every answer the leased `c` still owes (earlier fire-and-forget requests'), its exchange's
+// deadline started. A failure drops the connection.
+Status ReadAllOwed(std::string_view server, net::Lease& c, std::atomic<uint64_t>& unconfirmed) {
+  c->socket->BeginExchange();
+  if (c->unread == 0) return {};
+  if (Status s = ReadUnread(server, *c, unconfirmed); !s.ok()) return c.Fail(s.error());
+  return {};
+}
+
+// Takes a connection of `pool` into `c` with nothing owed on it (ReadAllOwed).
+Status InStep(net::ServerPool& pool, net::Lease& c, std::atomic<uint64_t>& unconfirmed) {
+  if (Status s = c.Acquire(); !s.ok()) return s;
+  return ReadAllOwed(pool.name(), c, unconfirmed);
 }
 
 // Makes `compactions` on `c`, which owes no answer to a request of its current user: those into a
 // base or out of one at once (a pack never names a base not stored, and a base is deleted only
 // once no pack names it; `bases` keeps the new ones), then the others sent, their answers left to
-// its next user. A failure drops the
-// connection; the packs simply stay as they are.
+// its next user. A failure drops the connection; the packs simply stay as they are.
 void MakeCompactions(std::string_view server, net::Lease& c,
                      std::span<const memcached::PackCompaction> compactions, const Bases& bases) {
   bool inline_ones = false;
@@ -257,15 +270,14 @@ void MakeCompactions(std::string_view server, net::Lease& c,
       continue;
     }
     if (!bases.compacting.Claim(compaction.key)) continue;
-    c->socket->BeginExchange();
-    Status s = c->unread > 0 ? ReadUnread(server, *c, bases.unconfirmed) : Status();
     bool named = false;
-    if (s.ok()) s = memcached::RewriteWithBases(server, *c->socket, compaction, c->unread, named);
-    bases.compacting.Release(compaction.key, compaction.own, named);
-    if (!s.ok()) {
-      (void)c.Fail(s.error());
-      return;
+    Status s = ReadAllOwed(server, c, bases.unconfirmed);  // drops `c` itself on a failure
+    if (s.ok()) {
+      s = memcached::RewriteWithBases(server, *c->socket, compaction, c->unread, named);
+      if (!s.ok()) (void)c.Fail(s.error());
     }
+    bases.compacting.Release(compaction.key, compaction.own, named);
+    if (!s.ok()) return;
     if (named && !compaction.base_key.empty()) {
       bases.cache.Put(compaction.base_key, compaction.base_value);
     }
@@ -439,12 +451,7 @@ struct MemcachedStore::Impl {
   Result<std::vector<uint64_t>> ResolveWhole(PendingRead& p, const Outgoing& o) {
     net::ServerPool& pool = *p.pool;
     net::Lease c(pool);
-    if (Status s = Ready(pool, c, unconfirmed_failures); !s.ok()) return s.error();
-    if (c->unread > 0) {
-      if (Status s = ReadUnread(pool.name(), *c, unconfirmed_failures); !s.ok()) {
-        return c.Fail(s.error());
-      }
-    }
+    if (Status s = InStep(pool, c, unconfirmed_failures); !s.ok()) return s.error();
     if (Status s = memcached::CompleteFromServer(pool.name(), *c->socket, o.wire->reads, p.missing,
                                                  bases, p.answer);
         !s.ok()) {
@@ -474,11 +481,7 @@ struct MemcachedStore::Impl {
   void Compact(const std::string& group, const std::string& pack) {
     net::ServerPool& pool = PoolOf(group);
     net::Lease c(pool);
-    if (!Ready(pool, c, unconfirmed_failures).ok()) return;
-    if (c->unread > 0 && !ReadUnread(pool.name(), *c, unconfirmed_failures).ok()) {
-      (void)c.Fail(Error(ErrorCode::kUnavailable, "out of step"));
-      return;
-    }
+    if (!InStep(pool, c, unconfirmed_failures).ok()) return;
     Result<memcached::WholePack> whole = memcached::ReadWhole(pool.name(), *c->socket, pack, bases);
     if (!whole.ok()) {
       (void)c.Fail(whole.error());
@@ -635,24 +638,8 @@ namespace {
 Status ExchangeWith(net::ServerPool& pool, std::atomic<uint64_t>& unconfirmed,
                     const std::function<Status(net::Connection&)>& exchange) {
   net::Lease c(pool);
-  Status s = c.Acquire();
-  if (!s.ok()) return s;
-  c->socket->BeginExchange();
-  // Answers of earlier fire-and-forget requests come first.
-  if (c->unread > 0) s = ReadUnread(pool.name(), *c, unconfirmed);
-  if (s.ok()) s = exchange(*c->socket);
-  if (!s.ok()) return c.Fail(s.error());
-  return s;
-}
-
-// The answer to `get <kNoteKey>`: its value, or nullopt when the server has none.
-Status ReadNote(std::string_view server, net::Connection& c, std::optional<std::string>& out) {
-  const Batch get{std::string(kNoteKey), {}, {std::string(kNoteKey)}};
-  const uint8_t as_bytes[] = {1};  // the note is text, kept as a pack's bytes are
-  Result<memcached::GetAnswer> answer = memcached::ReadGetAnswer(server, c, get, as_bytes);
-  if (!answer.ok()) return answer.error();
-  if (answer->error) return *answer->error;
-  out = std::move(answer->packs[0]);
+  if (Status s = InStep(pool, c, unconfirmed); !s.ok()) return s;
+  if (Status s = exchange(*c->socket); !s.ok()) return c.Fail(s.error());
   return {};
 }
 
@@ -684,9 +671,11 @@ std::vector<Result<ServerNote>> MemcachedStore::Notes() {
   for (const auto& pool : impl_->pools) {
     ServerNote note{"memcached", net::HostPort(pool->address()), std::nullopt};
     Status s = ExchangeWith(*pool, impl_->unconfirmed_failures, [&](net::Connection& c) {
-      Status sent = c.Send(fmt::format("get {}\r\n", kNoteKey));
-      if (sent.ok()) sent = ReadNote(pool->name(), c, note.text);
-      return sent;
+      // The note is text, kept as bytes as a pack is.
+      Result<std::optional<std::string>> got = memcached::GetOne(pool->name(), c, kNoteKey);
+      if (!got.ok()) return Status(got.error());
+      note.text = std::move(*got);
+      return Status();
     });
     if (s.ok()) {
       out.emplace_back(std::move(note));

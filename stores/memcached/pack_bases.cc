@@ -54,38 +54,28 @@ void Compacting::Release(const std::string& pack, size_t own, bool named) {
 
 namespace {
 
-// packs[i] made whole with `base`, as `answer` notes it.
-void Assemble(GetAnswer& answer, size_t i, const packed::BaseRef& ref, std::string_view base) {
+// Notes in `answer` that packs[i] was made whole with `base`, its own item `own` bytes long.
+void NoteBase(GetAnswer& answer, size_t i, std::string base, size_t own) {
   if (answer.pack_base.empty()) {
     answer.pack_base.resize(answer.packs.size());
     answer.pack_own.resize(answer.packs.size());
   }
-  std::string& pack = *answer.packs[i];
-  answer.pack_base[i] = ref.key;
-  answer.pack_own[i] = pack.size();
-  pack = packed::WithBase(base, pack, ref.tail_at);
+  answer.pack_base[i] = std::move(base);
+  answer.pack_own[i] = own;
 }
 
-// Reads the answer to a get of `key` alone: its value, or nullopt when missing.
-Result<std::optional<std::string>> ReadOne(std::string_view server, net::Connection& c,
-                                           const std::string& key, bool with_cas, uint64_t& cas) {
-  const std::string request = fmt::format("{} {}\r\n", with_cas ? "gets" : "get", key);
-  if (Status s = c.Send(request); !s.ok()) return s.error();
-  const Batch get{key, {}, {key}};
-  const uint8_t as_bytes[] = {1};
-  Result<GetAnswer> answer = ReadGetAnswer(server, c, get, as_bytes);
-  if (!answer.ok()) return answer.error();
-  if (answer->error) return *answer->error;
-  cas = answer->pack_cas[0];
-  return std::move(answer->packs[0]);
+// packs[i] made whole with `base`, as `answer` notes it.
+void Assemble(GetAnswer& answer, size_t i, const packed::BaseRef& ref, std::string_view base) {
+  std::string& pack = *answer.packs[i];
+  NoteBase(answer, i, ref.key, pack.size());
+  pack = packed::WithBase(base, pack, ref.tail_at);
 }
 
 // The base under `key`: `cache`'s copy, or the server's (then kept); nullopt when it is gone.
 Result<std::shared_ptr<const std::string>> ReadBase(std::string_view server, net::Connection& c,
                                                     const std::string& key, BaseCache& cache) {
   if (std::shared_ptr<const std::string> base = cache.Find(key)) return base;
-  uint64_t unused = 0;
-  Result<std::optional<std::string>> got = ReadOne(server, c, key, false, unused);
+  Result<std::optional<std::string>> got = GetOne(server, c, key);
   if (!got.ok()) return got.error();
   if (!*got) return std::shared_ptr<const std::string>();
   cache.Put(key, **got);
@@ -114,7 +104,7 @@ Result<WholePack> ReadWhole(std::string_view server, net::Connection& c, const s
                             BaseCache& cache) {
   WholePack whole;
   for (int read = 1;; ++read) {
-    Result<std::optional<std::string>> value = ReadOne(server, c, pack, true, whole.cas);
+    Result<std::optional<std::string>> value = GetOne(server, c, pack, &whole.cas);
     if (!value.ok()) return value.error();
     whole.value = std::move(*value);
     if (!whole.value) return whole;
@@ -149,12 +139,9 @@ Status CompleteFromServer(std::string_view server, net::Connection& c,
     }
     Result<WholePack> whole = ReadWhole(server, c, reads[i], cache);
     if (!whole.ok()) return whole.error();
-    answer.pack_base.resize(answer.packs.size());
-    answer.pack_own.resize(answer.packs.size());
     answer.packs[i] = std::move(whole->value);
     answer.pack_cas[i] = whole->cas;
-    answer.pack_base[i] = std::move(whole->base);
-    answer.pack_own[i] = whole->own;
+    NoteBase(answer, i, std::move(whole->base), whole->own);
   }
   return {};
 }

@@ -323,4 +323,18 @@ Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, con
   }
 }
 
+Result<std::optional<std::string>> GetOne(std::string_view server, net::Connection& c,
+                                          std::string_view key, uint64_t* cas) {
+  if (Status s = c.Send(fmt::format("{} {}\r\n", cas ? "gets" : "get", key)); !s.ok()) {
+    return s.error();
+  }
+  const Batch get{std::string(key), {}, {std::string(key)}};
+  const uint8_t as_bytes[] = {1};
+  Result<GetAnswer> answer = ReadGetAnswer(server, c, get, as_bytes);
+  if (!answer.ok()) return answer.error();
+  if (answer->error) return *answer->error;
+  if (cas) *cas = answer->pack_cas[0];
+  return std::move(answer->packs[0]);
+}
+
 }  // namespace hourglass::memcached

@@ -112,4 +112,10 @@ struct GetAnswer {
 Result<GetAnswer> ReadGetAnswer(std::string_view server, net::Connection& c, const Batch& batch,
                                 std::span<const uint8_t> is_pack = {});
 
+// Sends `get <key>` (`gets` with `cas` given) on `c` and reads its answer: the value as bytes, or
+// nullopt when the server has none; *cas its CAS. An error return other than the server's own
+// answer leaves the connection out of step: the caller drops it.
+Result<std::optional<std::string>> GetOne(std::string_view server, net::Connection& c,
+                                          std::string_view key, uint64_t* cas = nullptr);
+
 }  // namespace hourglass::memcached
