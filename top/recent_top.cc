@@ -62,7 +62,8 @@ void RecentTop::Record(std::string_view event, std::string_view feature, uint64_
                        bool allowed, Instant at) {
   EventTop& top = Of(event);
   const int64_t minute = MinuteOf(at);
-  const std::string key = KeyOf(feature);
+  const std::string cut = feature.size() > kMaxTopKey ? KeyOf(feature) : std::string();
+  const std::string_view key = feature.size() > kMaxTopKey ? std::string_view(cut) : feature;
   std::lock_guard lock(top.mu);
   Minute& m = top.minutes[static_cast<size_t>(minute % kMinutes)];
   if (m.minute < minute) {  // a minute older than the window: start it afresh

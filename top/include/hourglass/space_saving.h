@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,13 +59,25 @@ class SpaceSaving {
   void Clear();
 
  private:
-  void SiftDown(size_t i);
+  // Hashes a key given as a string or a string_view alike: a lookup makes no copy.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  uint64_t CountAt(size_t position) const { return slots_[heap_[position]].count; }
+  void SiftUp(size_t position);
+  void SiftDown(size_t position);
   void Swap(size_t a, size_t b);
+  // Makes slots_[slot] the newest heap leaf and sifts it up.
+  void Push(uint32_t slot);
 
   size_t capacity_;
   uint64_t total_ = 0;
-  std::vector<Entry> heap_;                        // a min-heap by count
-  std::unordered_map<std::string, size_t> where_;  // key -> index in heap_
+  // Entries stay in their slot for as long as they are monitored: the heap moves indices only.
+  std::vector<Entry> slots_;
+  std::vector<uint32_t> heap_;      // slot indices, a min-heap by count
+  std::vector<uint32_t> position_;  // slot -> its index in heap_
+  std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> where_;  // key -> slot
 };
 
 }  // namespace hourglass
