@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hourglass/adaptive_mutex.h"
 #include "hourglass/clock.h"
 #include "hourglass/space_saving.h"
 #include "hourglass/status.h"
@@ -110,7 +111,8 @@ class RecentTop {
     SpaceSaving denied;
   };
   struct EventTop {
-    mutable std::mutex mu;
+    // Every decision of the event takes it, on every I/O thread: held for a summary's update.
+    mutable AdaptiveMutex mu;
     std::vector<Minute> minutes;  // by minute % kMinutes; guarded by mu
   };
   EventTop& Of(std::string_view event);
