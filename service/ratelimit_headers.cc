@@ -1,18 +1,22 @@
 #include "hourglass/ratelimit_headers.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
+
+#include <iterator>
 
 namespace hourglass {
 namespace {
 
-// A structured-field string: the spec text, whose characters need no escaping but '"' and '\'.
-std::string SfString(const std::string& text) {
-  std::string out = "\"";
+// Appends a structured-field string: the spec text, whose characters need no escaping but '"'
+// and '\'.
+void AppendSfString(const std::string& text, std::string& out) {
+  out += '"';
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out + "\"";
+  out += '"';
 }
 
 }  // namespace
@@ -51,17 +55,22 @@ RateLimitFields RateLimitFieldsFor(const Decision& d) {
   RateLimitFields fields;
   for (const LimitOutcome& o : d.limits) {
     if (!fields.policy.empty()) fields.policy += ", ";
-    fields.policy += fmt::format("{};q={};w={}", SfString(o.limit.ToString()), o.limit.max_hits,
-                                 o.limit.window.length().count());
+    AppendSfString(o.limit.ToString(), fields.policy);
+    fmt::format_to(std::back_inserter(fields.policy), FMT_COMPILE(";q={};w={}"), o.limit.max_hits,
+                   o.limit.window.length().count());
   }
   if (!d.limits.empty()) {
     const LimitOutcome& o = d.limits[MostConstrainingLimit(d)];
     const bool never = !d.allowed && o.exceeded && !o.retry_after;  // a ban, or too costly
     const bool waits = !d.allowed && o.exceeded && o.retry_after.has_value();
     const int64_t t = waits ? o.retry_after->count() : o.limit.window.length().count();
-    fields.current =
-        never ? fmt::format("{};r={}", SfString(o.limit.ToString()), o.remaining)
-              : fmt::format("{};r={};t={}", SfString(o.limit.ToString()), o.remaining, t);
+    AppendSfString(o.limit.ToString(), fields.current);
+    auto out = std::back_inserter(fields.current);
+    if (never) {
+      fmt::format_to(out, FMT_COMPILE(";r={}"), o.remaining);
+    } else {
+      fmt::format_to(out, FMT_COMPILE(";r={};t={}"), o.remaining, t);
+    }
   }
   if (!d.allowed && d.retry_after) fields.retry_after = std::to_string(d.retry_after->count());
   return fields;

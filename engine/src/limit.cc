@@ -11,7 +11,10 @@ std::string Limit::ToString() const {
   // As people write it: "5/m" rather than "5/1m", "20/10m", "3/fixed 1h".
   std::string w = window.ToString();
   if (window.kind() == WindowKind::kSliding && w.size() == 2 && w[0] == '1') w.erase(0, 1);
-  return fmt::format("{}/{}", max_hits, w);
+  std::string out = std::to_string(max_hits);
+  out += '/';
+  out += w;
+  return out;
 }
 
 namespace {

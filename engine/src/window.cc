@@ -169,13 +169,12 @@ Result<std::vector<Window>> ParseSlidingWindows(std::span<const std::string> spe
 }
 
 std::string FormatDuration(Seconds d) {
+  // Built by hand: an answer formats each of its limits, and a short result allocates nothing.
   const int64_t s = d.count();
   for (auto [unit, size] : {std::pair{'w', kWeek}, {'d', kDay}, {'h', kHour}, {'m', kMinute}}) {
-    if (s != 0 && s % size == 0) {
-      return fmt::format("{}{}", s / size, unit);
-    }
+    if (s != 0 && s % size == 0) return std::to_string(s / size) + unit;
   }
-  return fmt::format("{}s", s);
+  return std::to_string(s) + 's';
 }
 
 Result<Window> Window::Sliding(Seconds length) {
