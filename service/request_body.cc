@@ -129,7 +129,93 @@ Result<CheckBody> ParseCheck(const json& j, const std::string& where) {
   return check;
 }
 
+// Reads a plain check, the body nearly every check sends: {"event": "...", "feature": "...",
+// "cost": N} in any order, cost optional, strings of printable ASCII without escapes. Anything
+// else (another field, an escape, a byte outside ASCII, an error to name) is nullopt, for the
+// full parse to take: so a body read here reads as the full parse would read it.
+class PlainCheck {
+ public:
+  explicit PlainCheck(std::string_view text) : text_(text) {}
+
+  std::optional<CheckBody> Read() {
+    CheckBody check;
+    bool event = false, feature = false, cost = false;
+    if (!Take('{')) return std::nullopt;
+    do {
+      std::string_view key;
+      if (!String(key) || !Take(':')) return std::nullopt;
+      if (key == "event" && !event) {
+        event = String(check.event) && !check.event.empty();
+        if (!event) return std::nullopt;
+      } else if (key == "feature" && !feature) {
+        feature = String(check.feature);
+        if (!feature) return std::nullopt;
+      } else if (key == "cost" && !cost) {
+        cost = Cost(check.cost);
+        if (!cost) return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+    } while (Take(','));
+    if (!Take('}') || !event || !feature) return std::nullopt;
+    Space();
+    if (at_ != text_.size()) return std::nullopt;
+    return check;
+  }
+
+ private:
+  void Space() {
+    while (at_ < text_.size() &&
+           (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' || text_[at_] == '\r')) {
+      ++at_;
+    }
+  }
+  bool Take(char c) {
+    Space();
+    if (at_ == text_.size() || text_[at_] != c) return false;
+    ++at_;
+    return true;
+  }
+  template <typename Out>
+  bool String(Out& out) {
+    if (!Take('"')) return false;
+    const size_t from = at_;
+    while (at_ < text_.size() && text_[at_] != '"') {
+      const char c = text_[at_];
+      if (c < 0x20 || c > 0x7e || c == '\\') return false;
+      ++at_;
+    }
+    if (at_ == text_.size()) return false;
+    out = text_.substr(from, at_++ - from);
+    return true;
+  }
+  // 1 to kMaxHitsPerCall, written as JSON writes a whole number.
+  bool Cost(uint64_t& out) {
+    Space();
+    const size_t from = at_;
+    uint64_t value = 0;
+    while (at_ < text_.size() && at_ - from < 10 && IsDigit(text_[at_])) {
+      value = value * 10 + static_cast<uint64_t>(text_[at_++] - '0');
+    }
+    const bool plain = at_ > from && text_[from] != '0' &&
+                       (at_ == text_.size() || (text_[at_] != '.' && text_[at_] != 'e' &&
+                                                text_[at_] != 'E' && !IsDigit(text_[at_])));
+    if (!plain || value > kMaxHitsPerCall) return false;
+    out = value;
+    return true;
+  }
+
+  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+  std::string_view text_;
+  size_t at_ = 0;
+};
+
 }  // namespace
+
+std::optional<CheckBody> ParsePlainCheckBody(std::string_view text) {
+  return PlainCheck(text).Read();
+}
 
 Result<json> ParseJsonBody(std::string_view text) {
   std::vector<std::set<std::string, std::less<>>> open;  // the keys of each open object
@@ -156,6 +242,11 @@ Result<json> ParseJsonBody(std::string_view text) {
 }
 
 Result<std::vector<CheckBody>> ParseCheckBodies(std::string_view text, size_t max) {
+  if (std::optional<CheckBody> plain = ParsePlainCheckBody(text)) {
+    std::vector<CheckBody> checks;
+    checks.push_back(std::move(*plain));
+    return checks;
+  }
   Result<json> body = ParseJsonBody(text);
   if (!body.ok()) return body.error();
   std::vector<CheckBody> checks;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "hourglass/engine.h"
 
 namespace hourglass {
@@ -96,6 +99,69 @@ TEST(RequestBody, ASettlementNamesItsDecisionByTokenAndTheTrueCost) {
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
   }
+}
+
+// Random bodies near the plain form (fields in any order, repeated, unknown; strings with
+// quotes, escapes, control and non-ASCII bytes; numbers in every JSON spelling; a byte cut or
+// changed): whatever the quick reading takes, the full parse takes the same, read inside a
+// "checks" list where only the full parse reads it.
+TEST(RequestBody, APlainCheckReadsAsTheFullParseReadsIt) {
+  std::mt19937 rng(20261130);
+  const auto pick = [&](const std::vector<std::string>& from) {
+    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+  };
+  const std::vector<std::string> spaces = {"", "", " ", "\n", "\t", "\r\n  "};
+  const std::vector<std::string> keys = {"event",  "feature", "cost",  "event",       "feature",
+                                         "record", "limits",  "Event", "ev\\u0065nt", ""};
+  const std::vector<std::string> strings = {"\"signup\"", "\"198.51.100.7\"", "\"\"",
+                                            "\"a b~!\"",  "\"t\\u00e9\"",     "\"\xc3\xa9\"",
+                                            "\"\x01\"",   "\"\x7f\"",         "\"\\\"q\\\"\"",
+                                            "\"\xff\"",   "\"open",           "7",
+                                            "null"};
+  const std::vector<std::string> numbers = {
+      "1",   "5",  "1000000000",  "1000000001", "0",    "01", "1.0",
+      "1e3", "-1", "99999999999", "\"3\"",      "true", "2 "};
+  size_t quick = 0;
+  for (int i = 0; i < 60000; ++i) {
+    // Half the bodies name event and feature, then perhaps more; in a random order.
+    std::vector<std::string> names;
+    if (rng() % 2 == 0) names = {"event", "feature"};
+    for (int more = std::uniform_int_distribution<int>(0, 3)(rng); more > 0; --more) {
+      names.push_back(rng() % 2 == 0 ? "cost" : pick(keys));
+    }
+    std::shuffle(names.begin(), names.end(), rng);
+    std::string body = pick(spaces) + "{";
+    for (size_t f = 0; f < names.size(); ++f) {
+      const std::string& key = names[f];
+      body += (f > 0 ? "," : "") + pick(spaces) + "\"" + key + "\"" + pick(spaces) + ":" +
+              pick(spaces) + (key == "cost" ? pick(numbers) : pick(strings)) + pick(spaces);
+    }
+    body += "}" + pick(spaces);
+    if (std::uniform_int_distribution<int>(0, 9)(rng) == 0 && !body.empty()) {
+      const size_t at = std::uniform_int_distribution<size_t>(0, body.size() - 1)(rng);
+      if (rng() % 2 == 0) {
+        body.resize(at);
+      } else {
+        body[at] = static_cast<char>(rng() % 256);
+      }
+    }
+    const std::optional<CheckBody> plain = ParsePlainCheckBody(body);
+    if (!plain) continue;
+    ++quick;
+    Result<std::vector<CheckBody>> full = ParseCheckBodies("{\"checks\":[" + body + "]}", 16);
+    ASSERT_TRUE(full.ok()) << body << ": " << full.error().message();
+    ASSERT_EQ(full->size(), 1u);
+    const CheckBody& c = full->front();
+    EXPECT_EQ(c.event, plain->event) << body;
+    EXPECT_EQ(c.feature, plain->feature) << body;
+    EXPECT_EQ(c.cost, plain->cost) << body;
+    EXPECT_EQ(c.record, plain->record) << body;
+    EXPECT_EQ(c.limits, plain->limits) << body;
+    Result<std::vector<CheckBody>> alone = ParseCheckBodies(body, 16);
+    ASSERT_TRUE(alone.ok()) << body;
+    EXPECT_EQ(alone->front().feature, plain->feature) << body;
+  }
+  EXPECT_GT(quick, 300u) << "the quick reading was tried";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,10 @@ struct SettleBody {
 Result<nlohmann::json> ParseJsonBody(std::string_view body);
 // One check, or {"checks": [...]} of 1 to `max` checks.
 Result<std::vector<CheckBody>> ParseCheckBodies(std::string_view body, size_t max);
+// ParseCheckBodies' quick reading of the body most checks send: one object of "event", "feature"
+// and an optional "cost", strings of printable ASCII without escapes. nullopt for any other body
+// (valid or not), which the full parse then reads; a body read here reads the same there.
+std::optional<CheckBody> ParsePlainCheckBody(std::string_view body);
 // One hit of POST /v1/hit: event, feature and cost only.
 Result<CheckBody> ParseHitBody(std::string_view body);
 Result<SettleBody> ParseSettleBody(std::string_view body);
