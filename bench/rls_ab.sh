@@ -4,16 +4,18 @@
 # judged by a ratio measured in one run on this noisy machine. Four services per build: one
 # descriptor remote_address 5/minute with the real log's addresses (mix), the same for one
 # client (one), 1000000/second (admit: every request reaches memcached), and 2/s, 5/m, 10/h,
-# 100/d as four descriptors of the log's addresses (four). Prints a line per run (round, server,
-# requests/s, p99 µs, the server's CPU µs per request, admitted), then per mix the median over
-# rounds of new/old in the same round.
+# 100/d as four descriptors of the log's addresses (four); and the HTTP API (http: wrk, 64
+# connections, POST /v1/check of the log's addresses under 2/s, 5/m, 10/h, 100/d). Prints a line
+# per run (round, server, requests/s, p99 µs, the server's CPU µs per request, admitted), then
+# per mix the median over rounds of new/old in the same round.
 #   OLD=path/to/hourglass NEW=path/to/hourglass bash bench/rls_ab.sh
-#   (HOURGLASS_BENCH_SECONDS=8 by default; ROUNDS=3)
+#   (HOURGLASS_BENCH_SECONDS=8 by default; ROUNDS=3; MIXES="mix one admit four http")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
 seconds="${HOURGLASS_BENCH_SECONDS:-8}"
 rounds="${ROUNDS:-3}"
+mixes="${MIXES:-mix one admit four http}"
 threads="${THREADS:-$(nproc)}"
 log="$(cd .. && pwd)/shared/data/apache_access_2015.log"
 : "${OLD:?OLD=path of the hourglass binary to compare against}"
@@ -35,6 +37,8 @@ for v in old new; do
   start "$v-one" "$binary" "$(envoy_limit remote_address minute 5)"
   start "$v-admit" "$binary" "$(envoy_limit remote_address second 1000000)"
   start "$v-four" "$binary" "$(envoy_four_descriptors)"
+  printf 'events:\n  url_shorten:\n    limits: [2/s, 5/m, 10/h, 100/d]\n' >"$tmp/$v-http.yaml"
+  hourglass=$binary bench_serve "$v-http" --policy "$tmp/$v-http.yaml"
 done
 for name in "${!pid[@]}"; do
   for _ in $(seq 100); do
@@ -45,8 +49,23 @@ for name in "${!pid[@]}"; do
   tail -n 5 "$tmp/$name.log" >&2
   exit 1
 done
+# run_http ROUND SERVER: one wrk run, a line.
+run_http() {
+  local before after result prefixed="$tmp/log-r$1"
+  [ -f "$prefixed" ] || sed "s/^/r$1./" "$log" >"$prefixed"
+  before=$(ticks "${pid[$2]}")
+  result=$(wrk -t2 -c64 -d"${seconds}s" --latency -s bench/wrk/check.lua \
+    "http://127.0.0.1:${port[$2]}" -- "$prefixed" | tail -1)
+  after=$(ticks "${pid[$2]}")
+  python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+cpu = (int(sys.argv[5]) - int(sys.argv[4])) / int(sys.argv[6]) * 1e6 / max(r["requests"], 1)
+print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
+      r["requests"] - r["non_2xx"])' "$result" "$1" "$2" "$before" "$after" "$hz"
+}
 # run ROUND SERVER [VALUE]: one rls_load run, a line.
 run() {
+  [[ "$2" == *-http ]] && { run_http "$1" "$2"; return; }
   local source="--log $log" keys="--key remote_address" result before after
   [ -n "${3:-}" ] && source="--value $3"
   [[ "$2" == *-four ]] && keys="--key per_second --key per_minute --key per_hour --key per_day"
@@ -62,7 +81,7 @@ print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
       r["requests"] - r["over_limit"])' "$result" "$1" "$2" "$before" "$after" "$hz"
 }
 for round in $(seq "$rounds"); do
-  for mix in mix one admit four; do
+  for mix in $mixes; do
     value=""
     [ "$mix" = one ] && value="10.99.0.$round"
     if [ $((round % 2)) = 1 ]; then
@@ -75,13 +94,13 @@ for round in $(seq "$rounds"); do
   done
 done | tee "$tmp/runs.txt"
 # The median over rounds of new/old in the same round: requests/s, p99, server CPU per request.
-python3 - "$tmp/runs.txt" <<'PY'
+python3 - "$tmp/runs.txt" "$mixes" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     rnd, server, rps, p99, cpu, _ = line.split()
     runs[(rnd, server)] = (float(rps), float(p99), float(cpu))
-for mix in ("mix", "one", "admit", "four"):
+for mix in sys.argv[2].split():
     rounds = sorted({r for r, s in runs if s == f"new-{mix}"})
     ratios = [[runs[(r, f"new-{mix}")][i] / runs[(r, f"old-{mix}")][i] for r in rounds]
               for i in range(3)]
