@@ -362,6 +362,35 @@ TEST_F(MemcachedPackBasesTest, APastHourGoesBackToOneItem) {
   EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{2, 120, 4800}));
 }
 
+// A reader that keeps a base reads only its pack on the server, which would see the base unused
+// and evict it before the pack. So a base read from a copy is fetched on the server once every
+// 30 s (on the store's clock), as one more get after its reader's next exchange.
+TEST_F(MemcachedPackBasesTest, ABaseReadFromACopyIsFetchedOnTheServerEveryHalfMinute) {
+  constexpr Seconds kTouchEvery{30};
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  EXPECT_EQ(Read(store()), (std::vector<uint64_t>{2, 120, 4800}));
+  ASSERT_FALSE(BaseKey().empty());
+  ManualClock clock(FromUnix(kHourStart + 3000));
+  MemcachedOptions options{.io_timeout = milliseconds{2000}, .layout = MemcachedLayout::kPacked};
+  options.servers = {server().address()};
+  std::unique_ptr<MemcachedStore> reader = std::move(*MemcachedStore::Create(options, clock));
+  EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800})) << "the base read, and kept";
+  const auto hits_for_a_read = [&] {
+    const long long before = server().Stat("get_hits");
+    EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800}));
+    return server().Stat("get_hits") - before;
+  };
+  const long long pack_only = hits_for_a_read();
+  EXPECT_EQ(pack_only, 1) << "the pack alone";
+  clock.Advance(kTouchEvery - Seconds{1});
+  EXPECT_EQ(hits_for_a_read(), pack_only) << "not due yet";
+  clock.Advance(Seconds{1});
+  EXPECT_EQ(hits_for_a_read(), pack_only + 1) << "the base fetched on the server";
+  EXPECT_EQ(hits_for_a_read(), pack_only) << "once";
+  clock.Advance(kTouchEvery);
+  EXPECT_EQ(hits_for_a_read(), pack_only + 1);
+}
+
 // A base deleted by hand (or evicted: memcached keeps it like any item) is lost like an evicted
 // pack: a reader that never read it counts what the pack holds itself, and says nothing false.
 TEST_F(MemcachedPackBasesTest, ALostBaseReadsAsTheRecordsAppendedSince) {

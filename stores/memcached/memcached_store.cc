@@ -106,6 +106,7 @@ struct Bases {
   memcached::Compacting& compacting;
   std::atomic<uint64_t>& unconfirmed;
   bool write = true;
+  Instant now{};  // of the exchange: when bases read or written were last used on the server
 };
 
 // A pack as a batch read it, for its compaction: the batch's appends and reads (to tell whether
@@ -279,12 +280,26 @@ void MakeCompactions(std::string_view server, net::Lease& c,
     bases.compacting.Release(compaction.key, compaction.own, named);
     if (!s.ok()) return;
     if (named && !compaction.base_key.empty()) {
-      bases.cache.Put(compaction.base_key, compaction.base_value);
+      bases.cache.Put(compaction.base_key, compaction.base_value, bases.now);
     }
   }
   if (!inline_ones) return;
   thread_local std::string request;
   memcached::BuildCompactions(compactions, request);
+  if (Status s = c->socket->Send(request); !s.ok()) {
+    (void)c.Fail(s.error());
+    return;
+  }
+  ++c->unread;
+}
+
+// Fetches `touches` (bases read from the store's copies) on `c`, which owes no answer to a request
+// of its current user, unanswered but for one "MN" left to its next user: memcached then counts
+// them as used, as their packs are. A failure drops the connection; the bases simply look unused.
+void SendTouches(net::Lease& c, std::span<const std::string> touches) {
+  thread_local std::string request;
+  request.clear();
+  memcached::BuildTouches(touches, request);
   if (Status s = c->socket->Send(request); !s.ok()) {
     (void)c.Fail(s.error());
     return;
@@ -303,7 +318,11 @@ struct PendingRead {
 // The memcached protocol as net::Pipeline drives it.
 struct Codec {
   using Encoded = Outgoing;
-  using Scratch = std::vector<memcached::PackCompaction>;
+  // What reading one connection's answers leaves to do on it.
+  struct Scratch {
+    std::vector<memcached::PackCompaction> compactions;
+    std::vector<std::string> touches;  // bases read from the store's copies, due to be fetched
+  };
   using Request = net::Request<Outgoing>;
 
   const memcached::HashRing& ring;
@@ -330,7 +349,7 @@ struct Codec {
     return ReadUnread(pool.name(), c, unconfirmed);
   }
   net::Answer Read(net::ServerPool& pool, net::PooledConnection& c, const Request& r,
-                   Scratch& compactions) const {
+                   Scratch& chores) const {
     const Outgoing& o = r.encoded;
     if (o.raw != nullptr || o.wire->reads.empty()) {  // its own failures come before its "MN"
       std::optional<Error> own;
@@ -345,17 +364,19 @@ struct Codec {
         memcached::ReadGetAnswer(pool.name(), *c.socket, *o.wire, o.is_pack());
     if (!answer.ok()) return net::Answer::Broken(answer.error());
     if (o.packed != nullptr && !answer->error) {
-      std::vector<size_t> missing = AssembleFromCache(bases.cache, o.wire->reads, *answer);
+      std::vector<size_t> missing =
+          AssembleFromCache(bases.cache, o.wire->reads, now, *answer, chores.touches);
       if (!missing.empty()) {
         pending.push_back({o.index, &pool, std::move(*answer), std::move(missing)});
         return {};
       }
     }
     return {net::Answer::Kind::kResult,
-            Resolve(pool.name(), o, std::move(*answer), bases, compactions), std::nullopt};
+            Resolve(pool.name(), o, std::move(*answer), bases, chores.compactions), std::nullopt};
   }
-  void Finish(net::Lease& c, Scratch& compactions) const {
-    MakeCompactions(c.pool().name(), c, compactions, bases);
+  void Finish(net::Lease& c, Scratch& chores) const {
+    MakeCompactions(c.pool().name(), c, chores.compactions, bases);
+    if (!chores.touches.empty() && c.held()) SendTouches(c, chores.touches);
   }
   void Owe(net::PooledConnection& c, const Request&) const { ++c.unread; }
   void Moved(const net::Redirect&) const {}  // memcached never redirects
@@ -386,7 +407,9 @@ struct MemcachedStore::Impl {
   memcached::Compacting compacting;  // packs being compacted into bases
   bool write_bases = true;           // long compactions go to bases
 
-  Bases BaseRules() { return Bases{bases, compacting, unconfirmed_failures, write_bases}; }
+  Bases BaseRules(Instant now) {
+    return Bases{bases, compacting, unconfirmed_failures, write_bases, now};
+  }
 
   std::chrono::milliseconds io_timeout{};
 
@@ -431,58 +454,61 @@ struct MemcachedStore::Impl {
 
   // A codec for one exchange at `now`: requests whose bases are still to read go to `pending`.
   Codec CodecAt(Instant now, std::vector<PendingRead>& pending) {
-    return Codec{*ring, pools, unconfirmed_failures, now, BaseRules(), pending};
+    return Codec{*ring, pools, unconfirmed_failures, now, BaseRules(now), pending};
   }
 
-  // The answers of `pending` (requests of `requests` whose packs named bases not read yet) into
-  // `answers`: each such pack read whole, on a connection of the server that answered.
+  // The answers of `pending` (requests of `requests`, exchanged at `now`, whose packs named bases
+  // not read yet) into `answers`: each such pack read whole, on a connection of the server that
+  // answered.
   void ResolvePending(std::vector<PendingRead>& pending,
-                      std::span<const net::Request<Outgoing>> requests,
+                      std::span<const net::Request<Outgoing>> requests, Instant now,
                       std::vector<Result<std::vector<uint64_t>>>& answers) {
     for (PendingRead& p : pending) {
       const net::Request<Outgoing>& r = requests[p.request];
-      Result<std::vector<uint64_t>> values = ResolveWhole(p, r.encoded);
+      Result<std::vector<uint64_t>> values = ResolveWhole(p, r.encoded, BaseRules(now));
       answers[p.request] =
           values.ok() ? std::move(values)
                       : Result<std::vector<uint64_t>>(net::MaybeApplied(values.error(), r.writes));
     }
   }
 
-  Result<std::vector<uint64_t>> ResolveWhole(PendingRead& p, const Outgoing& o) {
+  Result<std::vector<uint64_t>> ResolveWhole(PendingRead& p, const Outgoing& o,
+                                             const Bases& rules) {
     net::ServerPool& pool = *p.pool;
     net::Lease c(pool);
     if (Status s = InStep(pool, c, unconfirmed_failures); !s.ok()) return s.error();
     if (Status s = memcached::CompleteFromServer(pool.name(), *c->socket, o.wire->reads, p.missing,
-                                                 bases, p.answer);
+                                                 rules.now, bases, p.answer);
         !s.ok()) {
       return c.Fail(s.error());
     }
     std::vector<memcached::PackCompaction> compactions;
     Result<std::vector<uint64_t>> values =
-        Resolve(pool.name(), o, std::move(p.answer), BaseRules(), compactions);
-    MakeCompactions(pool.name(), c, compactions, BaseRules());
+        Resolve(pool.name(), o, std::move(p.answer), rules, compactions);
+    MakeCompactions(pool.name(), c, compactions, rules);
     return values;
   }
 
   // Compacts the packs `requests` appended to that are due for it (their counts start again).
   // Batches that read are not counted: their reads compact what they find.
-  void CompactDue(std::span<const net::Request<Outgoing>> requests) {
+  void CompactDue(std::span<const net::Request<Outgoing>> requests, Instant now) {
     std::vector<std::pair<std::string, std::string>> due;  // group, pack
     for (const net::Request<Outgoing>& r : requests) {
       // Another replica's packs are compacted by the reads that find them.
       if (r.encoded.replica != 0) continue;
       if (r.encoded.wire->reads.empty()) sent.Add(r.encoded.wire->group, r.encoded.appends(), due);
     }
-    for (const auto& [group, pack] : due) Compact(group, pack);
+    for (const auto& [group, pack] : due) Compact(group, pack, BaseRules(now));
   }
 
   // Reads `pack` of `group` and rewrites it in fewer records if that pays (one round trip; a
   // failure leaves the pack as it is).
-  void Compact(const std::string& group, const std::string& pack) {
+  void Compact(const std::string& group, const std::string& pack, const Bases& rules) {
     net::ServerPool& pool = PoolOf(group);
     net::Lease c(pool);
     if (!InStep(pool, c, unconfirmed_failures).ok()) return;
-    Result<memcached::WholePack> whole = memcached::ReadWhole(pool.name(), *c->socket, pack, bases);
+    Result<memcached::WholePack> whole =
+        memcached::ReadWhole(pool.name(), *c->socket, pack, rules.now, bases);
     if (!whole.ok()) {
       (void)c.Fail(whole.error());
       return;
@@ -492,8 +518,8 @@ struct MemcachedStore::Impl {
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
     MaybeCompact(pack, *whole->value, whole->cas, *fold, whole->base, whole->own,
-                 ReadContext{{}, {}, BaseRules()}, compactions);
-    MakeCompactions(pool.name(), c, compactions, BaseRules());
+                 ReadContext{{}, {}, rules}, compactions);
+    MakeCompactions(pool.name(), c, compactions, rules);
   }
 
   // Reads what fire-and-forget requests left unread on every idle connection; a connection that
@@ -567,10 +593,11 @@ BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches, size_t 
   std::vector<net::Request<Outgoing>> requests =
       impl_->Requests(*this, batches, copies, /*send_only=*/false, errors, plans, requests_of);
   std::vector<PendingRead> pending;
-  Codec codec = impl_->CodecAt(impl_->clock.Now(), pending);
+  const Instant now = impl_->clock.Now();
+  Codec codec = impl_->CodecAt(now, pending);
   std::vector<Result<std::vector<uint64_t>>> answers =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).Exchange(requests);
-  impl_->ResolvePending(pending, requests, answers);
+  impl_->ResolvePending(pending, requests, now, answers);
   BatchResults results;
   results.reserve(batches.size() * copies);
   for (size_t r = 0; r < copies; ++r) {
@@ -580,7 +607,7 @@ BatchResults MemcachedStore::ApplyManyAt(std::span<const Batch> batches, size_t 
     }
   }
   for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(answers[k]);
-  impl_->CompactDue(requests);
+  impl_->CompactDue(requests, now);
   return results;
 }
 
@@ -598,11 +625,12 @@ std::vector<Status> MemcachedStore::SendAt(std::span<const Batch> batches, size_
   results.reserve(batches.size() * copies);
   for (size_t r = 0; r < copies; ++r) results.insert(results.end(), errors.begin(), errors.end());
   std::vector<PendingRead> pending;  // none: nothing is read
-  Codec codec = impl_->CodecAt(impl_->clock.Now(), pending);
+  const Instant now = impl_->clock.Now();
+  Codec codec = impl_->CodecAt(now, pending);
   std::vector<Status> sent =
       net::Pipeline<Codec>(codec, impl_->clock, impl_->io_timeout).SendOnly(requests);
   for (size_t k = 0; k < requests.size(); ++k) results[requests_of[k]] = std::move(sent[k]);
-  impl_->CompactDue(requests);
+  impl_->CompactDue(requests, now);
   return results;
 }
 

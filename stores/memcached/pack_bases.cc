@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <random>
 
 #include "hourglass/packed_layout.h"
@@ -11,22 +13,33 @@ namespace hourglass::memcached {
 std::shared_ptr<const std::string> BaseCache::Find(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = bases_.find(key);
-  return it == bases_.end() ? nullptr : it->second;
+  return it == bases_.end() ? nullptr : it->second.value;
 }
 
-void BaseCache::Put(const std::string& key, std::string value) {
+void BaseCache::Put(const std::string& key, std::string value, Instant at) {
   if (value.size() > max_bytes_) return;
   std::lock_guard lock(mu_);
-  if (bases_.contains(key)) return;
+  if (auto it = bases_.find(key); it != bases_.end()) {
+    it->second.touched = std::max(it->second.touched, at);
+    return;
+  }
   bytes_ += value.size();
-  bases_.emplace(key, std::make_shared<const std::string>(std::move(value)));
+  bases_.emplace(key, Kept{std::make_shared<const std::string>(std::move(value)), at});
   order_.push_back(key);
   while (bytes_ > max_bytes_) {
     auto it = bases_.find(order_.front());
-    bytes_ -= it->second->size();
+    bytes_ -= it->second.value->size();
     bases_.erase(it);
     order_.pop_front();
   }
+}
+
+bool BaseCache::TouchDue(const std::string& key, Instant now) {
+  std::lock_guard lock(mu_);
+  auto it = bases_.find(key);
+  if (it == bases_.end() || now - it->second.touched < kTouchEvery) return false;
+  it->second.touched = now;
+  return true;
 }
 
 bool Compacting::Busy(const std::string& pack, size_t own) const {
@@ -71,21 +84,24 @@ void Assemble(GetAnswer& answer, size_t i, const packed::BaseRef& ref, std::stri
   pack = packed::WithBase(base, pack, ref.tail_at);
 }
 
-// The base under `key`: `cache`'s copy, or the server's (then kept); nullopt when it is gone.
+// The base under `key`: `cache`'s copy, or the server's (then kept, as read at `now`); nullopt
+// when it is gone.
 Result<std::shared_ptr<const std::string>> ReadBase(std::string_view server, net::Connection& c,
-                                                    const std::string& key, BaseCache& cache) {
+                                                    const std::string& key, Instant now,
+                                                    BaseCache& cache) {
   if (std::shared_ptr<const std::string> base = cache.Find(key)) return base;
   Result<std::optional<std::string>> got = GetOne(server, c, key);
   if (!got.ok()) return got.error();
   if (!*got) return std::shared_ptr<const std::string>();
-  cache.Put(key, **got);
+  cache.Put(key, **got, now);
   return std::make_shared<const std::string>(std::move(**got));
 }
 
 }  // namespace
 
-std::vector<size_t> AssembleFromCache(const BaseCache& cache, std::span<const std::string> reads,
-                                      GetAnswer& answer) {
+std::vector<size_t> AssembleFromCache(BaseCache& cache, std::span<const std::string> reads,
+                                      Instant now, GetAnswer& answer,
+                                      std::vector<std::string>& touch) {
   std::vector<size_t> missing;
   for (size_t i = 0; i < answer.packs.size(); ++i) {
     if (!answer.packs[i]) continue;
@@ -93,6 +109,7 @@ std::vector<size_t> AssembleFromCache(const BaseCache& cache, std::span<const st
     if (!ref) continue;
     if (std::shared_ptr<const std::string> base = cache.Find(ref->key)) {
       Assemble(answer, i, *ref, *base);
+      if (cache.TouchDue(ref->key, now)) touch.push_back(ref->key);
     } else {
       missing.push_back(i);
     }
@@ -100,8 +117,14 @@ std::vector<size_t> AssembleFromCache(const BaseCache& cache, std::span<const st
   return missing;
 }
 
+void BuildTouches(std::span<const std::string> bases, std::string& out) {
+  for (const std::string& base : bases)
+    fmt::format_to(std::back_inserter(out), "mg {} q\r\n", base);
+  out += "mn\r\n";
+}
+
 Result<WholePack> ReadWhole(std::string_view server, net::Connection& c, const std::string& pack,
-                            BaseCache& cache) {
+                            Instant now, BaseCache& cache) {
   WholePack whole;
   for (int read = 1;; ++read) {
     Result<std::optional<std::string>> value = GetOne(server, c, pack, &whole.cas);
@@ -112,7 +135,7 @@ Result<WholePack> ReadWhole(std::string_view server, net::Connection& c, const s
     std::optional<packed::BaseRef> ref = packed::BaseRefOf(pack, *whole.value);
     if (!ref) return whole;
     whole.base = ref->key;
-    Result<std::shared_ptr<const std::string>> base = ReadBase(server, c, ref->key, cache);
+    Result<std::shared_ptr<const std::string>> base = ReadBase(server, c, ref->key, now, cache);
     if (!base.ok()) return base.error();
     if (*base) {
       whole.value = packed::WithBase(**base, *whole.value, ref->tail_at);
@@ -128,16 +151,16 @@ Result<WholePack> ReadWhole(std::string_view server, net::Connection& c, const s
 
 Status CompleteFromServer(std::string_view server, net::Connection& c,
                           std::span<const std::string> reads, std::span<const size_t> missing,
-                          BaseCache& cache, GetAnswer& answer) {
+                          Instant now, BaseCache& cache, GetAnswer& answer) {
   for (size_t i : missing) {
     const packed::BaseRef ref = *packed::BaseRefOf(reads[i], *answer.packs[i]);
-    Result<std::shared_ptr<const std::string>> base = ReadBase(server, c, ref.key, cache);
+    Result<std::shared_ptr<const std::string>> base = ReadBase(server, c, ref.key, now, cache);
     if (!base.ok()) return base.error();
     if (*base) {
       Assemble(answer, i, ref, **base);
       continue;
     }
-    Result<WholePack> whole = ReadWhole(server, c, reads[i], cache);
+    Result<WholePack> whole = ReadWhole(server, c, reads[i], now, cache);
     if (!whole.ok()) return whole.error();
     answer.packs[i] = std::move(whole->value);
     answer.pack_cas[i] = whole->cas;

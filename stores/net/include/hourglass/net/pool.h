@@ -113,6 +113,8 @@ class Lease {
   PooledConnection& operator*() const { return *connection_; }
   PooledConnection* operator->() const { return connection_.get(); }
   ServerPool& pool() const { return pool_; }
+  // Whether it holds a connection: acquired, and not dropped by Fail since.
+  bool held() const { return connection_ != nullptr; }
 
   // Drops the connection (its state is unknown after `error`); a transport failure also drops the
   // pool's idle connections, which are likely dead too, and makes the server fail fast for
