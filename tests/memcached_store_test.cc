@@ -362,6 +362,22 @@ TEST_F(MemcachedPackBasesTest, APastHourGoesBackToOneItem) {
   EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{2, 120, 4800}));
 }
 
+// A store that only records (writes reading nothing) compacts a busy hour into a base as it
+// sends; no read comes to settle it. Its first write to the next hour does: the past hour goes
+// back to one item, and reads as before.
+TEST_F(MemcachedPackBasesTest, ARecordedPastHourGoesBackToOneItemAtTheNextHoursFirstWrite) {
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart, 2400, 2));
+  const std::string base = BaseKey();
+  ASSERT_FALSE(base.empty()) << "its sends compacted the hour into a base";
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart + 1800, 1, 1));
+  EXPECT_EQ(BaseKey(), base) << "the same hour: still open";
+  ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart + 3600, 1, 1));
+  EXPECT_TRUE(BaseKey().empty()) << "the pack names no base";
+  EXPECT_EQ(server().Raw("mg " + base + " s\r\n"), "EN\r\n") << "and the base is deleted";
+  EXPECT_EQ(server().Stat("curr_items"), 2) << "this hour's pack and the next one's";
+  EXPECT_EQ(Read(*Reader()), (std::vector<uint64_t>{2, 120, 4801}));
+}
+
 // A reader that keeps a base reads only its pack on the server, which would see the base unused
 // and evict it before the pack. So a base read from a copy is fetched on the server once every
 // 30 s (on the store's clock), as one more get after its reader's next exchange.

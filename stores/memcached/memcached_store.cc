@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "hourglass/net/pipeline.h"
@@ -406,6 +407,11 @@ struct MemcachedStore::Impl {
   memcached::BaseCache bases;        // the packs' bases read or written
   memcached::Compacting compacting;  // packs being compacted into bases
   bool write_bases = true;           // long compactions go to bases
+  // The packs with a base that writes reading nothing compacted, the latest of each group: no
+  // read comes to settle them (a service that only records), so the first such write to a later
+  // hour of the group does (CompactDue). Forgotten all at once past kMaxTrackedPacks.
+  std::mutex based_mu;
+  std::unordered_map<std::string, std::string> based;  // group -> pack; guarded by based_mu
 
   Bases BaseRules(Instant now) {
     return Bases{bases, compacting, unconfirmed_failures, write_bases, now};
@@ -492,18 +498,47 @@ struct MemcachedStore::Impl {
   // Compacts the packs `requests` appended to that are due for it (their counts start again).
   // Batches that read are not counted: their reads compact what they find.
   void CompactDue(std::span<const net::Request<Outgoing>> requests, Instant now) {
-    std::vector<std::pair<std::string, std::string>> due;  // group, pack
+    std::vector<std::pair<std::string, std::string>> due;                        // group, pack
+    std::vector<std::pair<std::string, const net::Request<Outgoing>*>> settled;  // pack, by
     for (const net::Request<Outgoing>& r : requests) {
       // Another replica's packs are compacted by the reads that find them.
-      if (r.encoded.replica != 0) continue;
-      if (r.encoded.wire->reads.empty()) sent.Add(r.encoded.wire->group, r.encoded.appends(), due);
+      if (r.encoded.replica != 0 || !r.encoded.wire->reads.empty()) continue;
+      sent.Add(r.encoded.wire->group, r.encoded.appends(), due);
+      if (std::optional<std::string> past =
+              SettledBase(r.encoded.wire->group, r.encoded.appends())) {
+        settled.emplace_back(std::move(*past), &r);
+      }
     }
-    for (const auto& [group, pack] : due) Compact(group, pack, BaseRules(now));
+    for (const auto& [group, pack] : due) Compact(group, pack, BaseRules(now), {});
+    for (const auto& [pack, by] : settled) {
+      Compact(by->encoded.wire->group, pack, BaseRules(now), by->encoded.appends());
+    }
+  }
+
+  // The pack of `group` with a base that `appends` (a write reading nothing) settle, forgotten
+  // once told; nullopt if none.
+  std::optional<std::string> SettledBase(const std::string& group,
+                                         std::span<const packed::PackAppend> appends) {
+    std::lock_guard lock(based_mu);
+    auto it = based.find(group);
+    if (it == based.end() || !packed::SettledBy(it->second, appends)) return std::nullopt;
+    std::string pack = std::move(it->second);
+    based.erase(it);
+    return pack;
+  }
+
+  // Notes that `pack` of `group` has a base, or is being given one.
+  void NoteBased(const std::string& group, const std::string& pack) {
+    std::lock_guard lock(based_mu);
+    if (based.size() >= packed::SentBytesTally::kMaxTrackedPacks) based.clear();
+    based[group] = pack;
   }
 
   // Reads `pack` of `group` and rewrites it in fewer records if that pays (one round trip; a
-  // failure leaves the pack as it is).
-  void Compact(const std::string& group, const std::string& pack, const Bases& rules) {
+  // failure leaves the pack as it is); `settling`, the appends of a write to a later hour of the
+  // group, settle it. A pack left with a base is noted (NoteBased).
+  void Compact(const std::string& group, const std::string& pack, const Bases& rules,
+               std::span<const packed::PackAppend> settling) {
     net::ServerPool& pool = PoolOf(group);
     net::Lease c(pool);
     if (!InStep(pool, c, unconfirmed_failures).ok()) return;
@@ -518,7 +553,10 @@ struct MemcachedStore::Impl {
     if (!fold.ok()) return;
     std::vector<memcached::PackCompaction> compactions;
     MaybeCompact(pack, *whole->value, whole->cas, *fold, whole->base, whole->own,
-                 ReadContext{{}, {}, rules}, compactions);
+                 ReadContext{settling, {}, rules}, compactions);
+    const bool based_now =
+        compactions.empty() ? !whole->base.empty() : !compactions.front().base_key.empty();
+    if (based_now && settling.empty()) NoteBased(group, pack);
     MakeCompactions(pool.name(), c, compactions, rules);
   }
 
