@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 
 namespace hourglass {
@@ -56,6 +57,33 @@ TEST(SpaceSaving, EveryEntryBracketsTheTruthAndEveryHeavyKeyIsMonitored) {
       if (count <= summary.min_count()) continue;
       EXPECT_NE(summary.Find(key), nullptr)
           << key << " weighs " << count << " > min " << summary.min_count() << " seed " << seed;
+    }
+  }
+}
+
+// Keys come and go through every counter many times over: a key is found exactly while it is
+// monitored, with its own entry.
+TEST(SpaceSaving, AKeyIsFoundExactlyWhileItIsMonitored) {
+  for (size_t capacity : {1u, 2u, 7u, 64u}) {
+    SpaceSaving summary(capacity);
+    std::mt19937 rng(static_cast<uint32_t>(capacity));
+    std::uniform_int_distribution<int> pick(0, 300);
+    std::set<std::string> seen;
+    for (int i = 0; i < 20000; ++i) {
+      const std::string key = "k" + std::to_string(pick(rng));
+      summary.Add(key, 1 + rng() % 3, {});
+      seen.insert(key);
+      if (i % 1000 != 999) continue;
+      std::set<std::string> monitored;
+      for (const SpaceSaving::Entry& e : summary.Entries()) monitored.insert(e.key);
+      ASSERT_EQ(monitored.size(), std::min<size_t>(capacity, seen.size()));
+      for (const std::string& k : seen) {
+        const SpaceSaving::Entry* found = summary.Find(k);
+        ASSERT_EQ(found != nullptr, monitored.contains(k)) << k << " capacity " << capacity;
+        if (found != nullptr) {
+          EXPECT_EQ(found->key, k);
+        }
+      }
     }
   }
 }

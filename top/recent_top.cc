@@ -64,6 +64,7 @@ void RecentTop::Record(std::string_view event, std::string_view feature, uint64_
   const int64_t minute = MinuteOf(at);
   const std::string cut = feature.size() > kMaxTopKey ? KeyOf(feature) : std::string();
   const std::string_view key = feature.size() > kMaxTopKey ? std::string_view(cut) : feature;
+  const size_t hash = SpaceSaving::HashOf(key);
   std::lock_guard lock(top.mu);
   Minute& m = top.minutes[static_cast<size_t>(minute % kMinutes)];
   if (m.minute < minute) {  // a minute older than the window: start it afresh
@@ -74,8 +75,8 @@ void RecentTop::Record(std::string_view event, std::string_view feature, uint64_
     return;  // a decision from a minute already gone round (a clock stepped back)
   }
   const LastDecision last{allowed, at};
-  m.hits.Add(key, cost, last);
-  if (!allowed) m.denied.Add(key, cost, last);
+  m.hits.Add(key, hash, cost, last);
+  if (!allowed) m.denied.Add(key, hash, cost, last);
 }
 
 RecentTop::State RecentTop::Save() const {

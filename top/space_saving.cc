@@ -1,6 +1,7 @@
 #include "hourglass/space_saving.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <tuple>
 
@@ -11,36 +12,69 @@ SpaceSaving::SpaceSaving(size_t capacity) : capacity_(capacity) {
   slots_.reserve(capacity_);
   heap_.reserve(capacity_);
   position_.reserve(capacity_);
-  where_.reserve(capacity_);
+  hashes_.reserve(capacity_);
+  index_.assign(std::bit_ceil(2 * capacity_), kNone);
 }
 
-void SpaceSaving::Add(std::string_view key, uint64_t weight, LastDecision last) {
+void SpaceSaving::Add(std::string_view key, size_t hash, uint64_t weight, LastDecision last) {
   total_ += weight;
-  if (auto it = where_.find(key); it != where_.end()) {
-    Entry& e = slots_[it->second];
+  if (const uint32_t slot = SlotOf(key, hash); slot != kNone) {
+    Entry& e = slots_[slot];
     e.count += weight;
     e.last = last;
-    SiftDown(position_[it->second]);
+    SiftDown(position_[slot]);
     return;
   }
   if (slots_.size() < capacity_) {
     slots_.push_back({std::string(key), weight, 0, last});
+    hashes_.push_back(hash);
     const auto slot = static_cast<uint32_t>(slots_.size() - 1);
-    where_.emplace(key, slot);
+    Index(slot);
     return Push(slot);
   }
-  // The least-counted key gives its counter up; the new key inherits its count as error. Its map
-  // node is reused: no allocation once keys fit the strings already there.
+  // The least-counted key gives its counter up; the new key inherits its count as error.
   const uint32_t slot = heap_.front();
+  Unindex(slot);
   Entry& least = slots_[slot];
-  auto node = where_.extract(where_.find(least.key));
-  node.key().assign(key);
-  where_.insert(std::move(node));
   least.key.assign(key);
+  hashes_[slot] = hash;
+  Index(slot);
   least.error = least.count;
   least.count += weight;
   least.last = last;
   SiftDown(0);
+}
+
+uint32_t SpaceSaving::SlotOf(std::string_view key, size_t hash) const {
+  const size_t mask = index_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint32_t slot = index_[i];
+    if (slot == kNone) return kNone;
+    if (hashes_[slot] == hash && slots_[slot].key == key) return slot;
+  }
+}
+
+void SpaceSaving::Index(uint32_t slot) {
+  const size_t mask = index_.size() - 1;
+  size_t i = hashes_[slot] & mask;
+  while (index_[i] != kNone) i = (i + 1) & mask;
+  index_[i] = slot;
+}
+
+void SpaceSaving::Unindex(uint32_t slot) {
+  const size_t mask = index_.size() - 1;
+  size_t hole = hashes_[slot] & mask;
+  while (index_[hole] != slot) hole = (hole + 1) & mask;
+  // Backward shift: each later cell of the run whose home is not in (hole, cell] moves into the
+  // hole, so that every key stays reachable from its home without tombstones.
+  for (size_t i = (hole + 1) & mask; index_[i] != kNone; i = (i + 1) & mask) {
+    const size_t home = hashes_[index_[i]] & mask;
+    const bool stays = hole < i ? (hole < home && home <= i) : (hole < home || home <= i);
+    if (stays) continue;
+    index_[hole] = index_[i];
+    hole = i;
+  }
+  index_[hole] = kNone;
 }
 
 SpaceSaving SpaceSaving::Restored(size_t capacity, std::vector<Entry> entries, uint64_t total) {
@@ -49,12 +83,14 @@ SpaceSaving SpaceSaving::Restored(size_t capacity, std::vector<Entry> entries, u
             [](const Entry& a, const Entry& b) { return a.count > b.count; });
   uint64_t counted = 0;
   for (Entry& e : entries) {
-    if (s.slots_.size() == capacity || s.where_.contains(e.key)) continue;
+    const size_t hash = HashOf(e.key);
+    if (s.slots_.size() == capacity || s.SlotOf(e.key, hash) != kNone) continue;
     e.error = std::min(e.error, e.count);
     counted += e.count - e.error;
     const auto slot = static_cast<uint32_t>(s.slots_.size());
-    s.where_.emplace(e.key, slot);
     s.slots_.push_back(std::move(e));
+    s.hashes_.push_back(hash);
+    s.Index(slot);
     s.heap_.push_back(slot);
     s.position_.push_back(slot);
   }
@@ -73,8 +109,8 @@ std::vector<SpaceSaving::Entry> SpaceSaving::Entries() const {
 }
 
 const SpaceSaving::Entry* SpaceSaving::Find(std::string_view key) const {
-  const auto it = where_.find(key);
-  return it == where_.end() ? nullptr : &slots_[it->second];
+  const uint32_t slot = SlotOf(key, HashOf(key));
+  return slot == kNone ? nullptr : &slots_[slot];
 }
 
 uint64_t SpaceSaving::min_count() const { return slots_.size() < capacity_ ? 0 : CountAt(0); }
@@ -83,7 +119,8 @@ void SpaceSaving::Clear() {
   slots_.clear();
   heap_.clear();
   position_.clear();
-  where_.clear();
+  hashes_.clear();
+  std::fill(index_.begin(), index_.end(), kNone);
   total_ = 0;
 }
 

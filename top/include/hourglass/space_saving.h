@@ -18,7 +18,6 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "hourglass/clock.h"
@@ -47,7 +46,12 @@ class SpaceSaving {
   // below their weights, are not a summary this one could have made: the total is raised to them.
   static SpaceSaving Restored(size_t capacity, std::vector<Entry> entries, uint64_t total);
 
-  void Add(std::string_view key, uint64_t weight, LastDecision last);
+  void Add(std::string_view key, uint64_t weight, LastDecision last) {
+    Add(key, HashOf(key), weight, last);
+  }
+  // The same, `hash` being HashOf(key): a caller adding one key to several summaries hashes once.
+  void Add(std::string_view key, size_t hash, uint64_t weight, LastDecision last);
+  static size_t HashOf(std::string_view key) { return std::hash<std::string_view>{}(key); }
   // The monitored keys, heaviest first (ties: least error first, then by key).
   std::vector<Entry> Entries() const;
   // The entry of `key`, or nullptr when it is not monitored.
@@ -59,11 +63,13 @@ class SpaceSaving {
   void Clear();
 
  private:
-  // Hashes a key given as a string or a string_view alike: a lookup makes no copy.
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
-  };
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // The slot of `key` (hashed to `hash`), or kNone.
+  uint32_t SlotOf(std::string_view key, size_t hash) const;
+  // Indexes slots_[slot], whose key is not indexed yet.
+  void Index(uint32_t slot);
+  // Removes slots_[slot] from the index.
+  void Unindex(uint32_t slot);
   uint64_t CountAt(size_t position) const { return slots_[heap_[position]].count; }
   void SiftUp(size_t position);
   void SiftDown(size_t position);
@@ -77,7 +83,10 @@ class SpaceSaving {
   std::vector<Entry> slots_;
   std::vector<uint32_t> heap_;      // slot indices, a min-heap by count
   std::vector<uint32_t> position_;  // slot -> its index in heap_
-  std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> where_;  // key -> slot
+  std::vector<size_t> hashes_;      // slot -> HashOf(its key)
+  // The index from keys to slots: open addressing, linear probing, a power of two at least twice
+  // the capacity long (so at most half full); each cell a slot, or kNone.
+  std::vector<uint32_t> index_;
 };
 
 }  // namespace hourglass
