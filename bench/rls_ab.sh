@@ -49,6 +49,15 @@ for name in "${!pid[@]}"; do
   tail -n 5 "$tmp/$name.log" >&2
   exit 1
 done
+# line RESULT ROUND SERVER TICKS_BEFORE TICKS_AFTER DENIED: a run's line from its driver's JSON
+# RESULT; DENIED names the field of the requests not admitted (over_limit, non_2xx).
+line() {
+  python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+cpu = (int(sys.argv[5]) - int(sys.argv[4])) / int(sys.argv[7]) * 1e6 / max(r["requests"], 1)
+print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
+      r["requests"] - r[sys.argv[6]])' "$@" "$hz"
+}
 # run_http ROUND SERVER: one wrk run, a line.
 run_http() {
   local before after result prefixed="$tmp/log-r$1"
@@ -57,11 +66,7 @@ run_http() {
   result=$(wrk -t2 -c64 -d"${seconds}s" --latency -s bench/wrk/check.lua \
     "http://127.0.0.1:${port[$2]}" -- "$prefixed" | tail -1)
   after=$(ticks "${pid[$2]}")
-  python3 -c 'import json, sys
-r = json.loads(sys.argv[1])
-cpu = (int(sys.argv[5]) - int(sys.argv[4])) / int(sys.argv[6]) * 1e6 / max(r["requests"], 1)
-print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
-      r["requests"] - r["non_2xx"])' "$result" "$1" "$2" "$before" "$after" "$hz"
+  line "$result" "$1" "$2" "$before" "$after" non_2xx
 }
 # run ROUND SERVER [VALUE]: one rls_load run, a line.
 run() {
@@ -74,11 +79,7 @@ run() {
   result=$("$build/bench/rls_load" --target "127.0.0.1:${grpc[$2]}" --domain ab $keys \
     $source --prefix "r$1." --concurrency 64 --seconds "$seconds")
   after=$(ticks "${pid[$2]}")
-  python3 -c 'import json, sys
-r = json.loads(sys.argv[1])
-cpu = (int(sys.argv[5]) - int(sys.argv[4])) / int(sys.argv[6]) * 1e6 / max(r["requests"], 1)
-print(sys.argv[2], sys.argv[3], round(r["rps"]), r["p99_us"], f"{cpu:.1f}",
-      r["requests"] - r["over_limit"])' "$result" "$1" "$2" "$before" "$after" "$hz"
+  line "$result" "$1" "$2" "$before" "$after" over_limit
 }
 for round in $(seq "$rounds"); do
   for mix in $mixes; do
