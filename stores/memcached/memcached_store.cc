@@ -509,9 +509,10 @@ struct MemcachedStore::Impl {
         settled.emplace_back(std::move(*past), &r);
       }
     }
-    for (const auto& [group, pack] : due) Compact(group, pack, BaseRules(now), {});
+    const Bases rules = BaseRules(now);
+    for (const auto& [group, pack] : due) Compact(group, pack, rules, {});
     for (const auto& [pack, by] : settled) {
-      Compact(by->encoded.wire->group, pack, BaseRules(now), by->encoded.appends());
+      Compact(by->encoded.wire->group, pack, rules, by->encoded.appends());
     }
   }
 

@@ -34,12 +34,17 @@ void BaseCache::Put(const std::string& key, std::string value, Instant at) {
   }
 }
 
-bool BaseCache::TouchDue(const std::string& key, Instant now) {
+std::shared_ptr<const std::string> BaseCache::Use(const std::string& key, Instant now,
+                                                  bool& fetch_due) {
   std::lock_guard lock(mu_);
   auto it = bases_.find(key);
-  if (it == bases_.end() || now - it->second.touched < kTouchEvery) return false;
-  it->second.touched = now;
-  return true;
+  fetch_due = false;
+  if (it == bases_.end()) return nullptr;
+  if (now - it->second.touched >= kTouchEvery) {
+    it->second.touched = now;
+    fetch_due = true;
+  }
+  return it->second.value;
 }
 
 bool Compacting::Busy(const std::string& pack, size_t own) const {
@@ -107,9 +112,10 @@ std::vector<size_t> AssembleFromCache(BaseCache& cache, std::span<const std::str
     if (!answer.packs[i]) continue;
     std::optional<packed::BaseRef> ref = packed::BaseRefOf(reads[i], *answer.packs[i]);
     if (!ref) continue;
-    if (std::shared_ptr<const std::string> base = cache.Find(ref->key)) {
+    bool fetch_due = false;
+    if (std::shared_ptr<const std::string> base = cache.Use(ref->key, now, fetch_due)) {
       Assemble(answer, i, *ref, *base);
-      if (cache.TouchDue(ref->key, now)) touch.push_back(ref->key);
+      if (fetch_due) touch.push_back(ref->key);
     } else {
       missing.push_back(i);
     }

@@ -41,7 +41,7 @@ namespace hourglass::memcached {
 // its pack, which every check reads: memcached evicts the least recently used items first, and
 // a base evicted loses its hour's counts for every reader without a copy (a CLI call, a service
 // just started). So each base a store reads from its copy is fetched on the server again once
-// kTouchEvery has passed since the store last read, wrote or fetched it (TouchDue): memcached
+// kTouchEvery has passed since the store last read, wrote or fetched it (Use): memcached
 // marks an item fetched again as active and moves it away from the cold end that eviction takes
 // from. (Measured on memcached 1.6 at -m 8: of two items set together, the one fetched once per
 // 2,000 sets of others outlived 31,000 evictions; the other, and the first without the fetches,
@@ -54,9 +54,10 @@ class BaseCache {
   std::shared_ptr<const std::string> Find(const std::string& key) const;
   // Keeps `value`, read from or written to the server at `at`.
   void Put(const std::string& key, std::string value, Instant at);
-  // Whether the copy of `key` was last read, written or fetched on the server kTouchEvery or more
-  // before `now`; if so it counts as fetched at `now` (the caller fetches it).
-  bool TouchDue(const std::string& key, Instant now);
+  // Find(key) for a reader at `now`, in one look: `fetch_due` tells whether the copy was last
+  // read, written or fetched on the server kTouchEvery or more before `now`; if so it counts as
+  // fetched at `now` (the caller fetches it).
+  std::shared_ptr<const std::string> Use(const std::string& key, Instant now, bool& fetch_due);
 
  private:
   struct Kept {
@@ -92,7 +93,7 @@ class Compacting {
 
 // Makes whole each pack of `answer` (to a get of `reads`, at `now`) whose base `cache` holds,
 // noting its base and own bytes in answer.pack_base and answer.pack_own, and the bases due to be
-// fetched on the server in `touch` (BaseCache::TouchDue). Returns the indices of the packs whose
+// fetched on the server in `touch` (BaseCache::Use). Returns the indices of the packs whose
 // base it lacks, left as they were.
 std::vector<size_t> AssembleFromCache(BaseCache& cache, std::span<const std::string> reads,
                                       Instant now, GetAnswer& answer,
