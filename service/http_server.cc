@@ -396,17 +396,22 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // `version`, `keep_alive` and `head`: the request's (HTTP/1.1, closing, when there was none).
+  // The bytes are sent once the handlers ready on this thread have run: the answers to the
+  // requests read together leave together, so a client that waits on many connections is woken
+  // once for them rather than once per answer (and per answer takes the core from this thread).
   void Write(HttpResponse response, unsigned version = 11, bool keep_alive = false,
              bool head = false) {
     auto bytes =
         std::make_shared<std::string>(Wire(std::move(response), version, keep_alive, head));
-    stream_.expires_after(server_->options.request_timeout);
-    net::async_write(stream_, net::buffer(*bytes),
-                     [self = shared_from_this(), bytes, keep_alive](beast::error_code ec, size_t) {
-                       if (ec || !keep_alive) return self->Close();
-                       self->answered_ = true;
-                       self->WaitForRequest();
-                     });
+    net::post(stream_.get_executor(), [self = shared_from_this(), bytes, keep_alive] {
+      self->stream_.expires_after(self->server_->options.request_timeout);
+      net::async_write(self->stream_, net::buffer(*bytes),
+                       [self, bytes, keep_alive](beast::error_code ec, size_t) {
+                         if (ec || !keep_alive) return self->Close();
+                         self->answered_ = true;
+                         self->WaitForRequest();
+                       });
+    });
   }
 
   void Close() {
