@@ -5,9 +5,9 @@
 # the client addresses of the real log at random, 64 connections. Policy 2/s, 5/m, 10/h, 100/d
 # (the Node peer: each a fixed window from the key's first hit). Rounds alternate which goes
 # first; each round asks for clients of its own (addresses prefixed r<round>.), so no round
-# starts from the counts of the one before. A third server, the floor, is nginx answering every
-# request with a denied client's answer as hourglass gives it, limiting nothing: the most any
-# limiter could answer over HTTP on this machine. Writes bench/results/http_peers.md.
+# starts from the counts of the one before. A third server is nginx answering every request with a
+# denied client's answer as hourglass gives it, limiting nothing: what HTTP alone costs, the most
+# any limiter could answer over HTTP on this machine. Writes bench/results/http_peers.md.
 #   bash bench/http_peers.sh   (HOURGLASS_BENCH_SECONDS=8; ROUNDS=2; THREADS=nproc; needs npm
 #   and node: `scripts/install-deps.sh bench`)
 set -euo pipefail
@@ -34,31 +34,31 @@ node bench/peers/rlf_service.js --port "${port[node]}" --servers "127.0.0.1:$mc"
 pid[node]=$!
 pids+=("${pid[node]}")
 sleep 2
-# The floor: nginx answering every request with the very bytes hourglass answers a denied client
+# nginx answering every request with the very bytes hourglass answers a denied client
 # (status, RateLimit headers, body), limiting nothing and reading no store: what HTTP alone costs
 # on this machine, so the ratios say how much of the gap is the limiter's own work.
-floor_conf() {
-  local feature='{"event":"url_shorten","feature":"floor.probe"}' i
+nginx_conf() {
+  local feature='{"event":"url_shorten","feature":"nginx.probe"}' i
   for i in 1 2 3 4 5 6 7; do
-    curl -s -o "$tmp/floor.body" -D "$tmp/floor.head" -H 'Content-Type: application/json' \
+    curl -s -o "$tmp/nginx.body" -D "$tmp/nginx.head" -H 'Content-Type: application/json' \
       -d "$feature" "http://127.0.0.1:${port[hourglass]}/v1/check"
   done
-  grep -q '^HTTP/1.1 429' "$tmp/floor.head" || { echo "http_peers.sh: no 429 to copy" >&2; exit 1; }
+  grep -q '^HTTP/1.1 429' "$tmp/nginx.head" || { echo "http_peers.sh: no 429 to copy" >&2; exit 1; }
   printf 'worker_processes %s;\ndaemon off;\npid %s/nginx.pid;\nevents { worker_connections 1024; }\n' \
     "$threads" "$tmp"
   printf 'http {\n  access_log off;\n  keepalive_requests 100000000;\n  server_tokens off;\n'
   printf '  client_body_temp_path %s/nginx-body;\n' "$tmp"
-  printf '  server {\n    listen 127.0.0.1:%s;\n    location /v1/check {\n' "${port[floor]}"
+  printf '  server {\n    listen 127.0.0.1:%s;\n    location /v1/check {\n' "${port[nginx]}"
   printf '      default_type application/json;\n'
-  tr -d '\r' <"$tmp/floor.head" | grep -iE '^(RateLimit-Policy|RateLimit|Retry-After):' |
+  tr -d '\r' <"$tmp/nginx.head" | grep -iE '^(RateLimit-Policy|RateLimit|Retry-After):' |
     sed -E "s/^([^:]+): (.*)$/      add_header \1 '\2' always;/"
-  printf "      return 429 '%s';\n    }\n  }\n}\n" "$(cat "$tmp/floor.body")"
+  printf "      return 429 '%s';\n    }\n  }\n}\n" "$(cat "$tmp/nginx.body")"
 }
-port[floor]=$(free_port)
-floor_conf >"$tmp/nginx.conf"
+port[nginx]=$(free_port)
+nginx_conf >"$tmp/nginx.conf"
 nginx -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/nginx.err" &
-pid[floor]=$!
-pids+=("${pid[floor]}")
+pid[nginx]=$!
+pids+=("${pid[nginx]}")
 sleep 1
 # The process's and its children's (Node's workers) CPU so far, in clock ticks.
 tree_ticks() {
@@ -84,7 +84,7 @@ r["driver_cpu_us"]=spent*1e6/n; print(json.dumps(r))' \
     "$result" "$1" "$2" "$before" "$after" "$hz"
 }
 for round in $(seq "$rounds"); do
-  if [ $((round % 2)) = 1 ]; then order="node hourglass floor"; else order="floor hourglass node"; fi
+  if [ $((round % 2)) = 1 ]; then order="node hourglass nginx"; else order="nginx hourglass node"; fi
   for server in $order; do run "$round" "$server"; done
 done >"$tmp/runs.jsonl"
 rlf_version=$(node -p "require('./bench/peers/node_modules/rate-limiter-flexible/package.json').version")
@@ -97,8 +97,8 @@ rlf_version=$(node -p "require('./bench/peers/node_modules/rate-limiter-flexible
   echo "threads, 64 connections, ${seconds} s) posts /v1/check for the log's client addresses at random;"
   echo "policy 2/s, 5/m, 10/h, 100/d; ${rounds} rounds, the order swapped each round. CPU: the server's"
   echo "user + system time per request (Node: its workers' too); wrk's own CPU is the same work for"
-  echo "both. Denied: the 429s. floor: nginx (${threads} workers) answering every request with the"
-  echo "bytes hourglass answers a denied client, limiting nothing: what HTTP alone costs here."
+  echo "both. Denied: the 429s. nginx (${threads} workers) answers every request with the bytes"
+  echo "hourglass answers a denied client, limiting nothing: what HTTP alone costs here."
   echo
   python3 - "$tmp/runs.jsonl" "$(nproc)" <<'PY'
 import json, sys
@@ -111,15 +111,15 @@ for r in rows:
           f"{r['cpu_us']:.1f} | {r['driver_cpu_us']:.1f} | {r['non_2xx']} | {r['socket_errors']} |")
 print()
 print("hourglass against rate-limiter-flexible in the same round (requests/s; p99 hourglass/peer).")
-print("Floor: the floor's requests/s over the peer's, the most a limiter answering over HTTP here")
-print("could reach. Ceiling: the ratio a server costing no CPU at all would reach, wrk alone")
+print("HTTP alone: nginx's requests/s over the peer's, the most a limiter answering over HTTP")
+print("here could reach. Ceiling: the ratio a server costing no CPU at all would reach, wrk alone")
 print(f"filling the {cores} cores at its CPU per request against hourglass:")
 for n in sorted({r["round"] for r in rows}):
     by = {r["server"]: r for r in rows if r["round"] == n}
-    h, p, f = by["hourglass"], by["node"], by["floor"]
+    h, p, f = by["hourglass"], by["node"], by["nginx"]
     ceiling = cores * 1e6 / h["driver_cpu_us"] / p["rps"]
     print(f"- round {n}: **{h['rps'] / p['rps']:.2f}x**, p99 {h['p99_us'] / max(p['p99_us'], 1):.2f}; "
-          f"floor {f['rps'] / p['rps']:.1f}x (hourglass at {h['rps'] / f['rps']:.0%} of it); "
+          f"HTTP alone {f['rps'] / p['rps']:.1f}x (hourglass at {h['rps'] / f['rps']:.0%} of it); "
           f"ceiling {ceiling:.1f}x")
 PY
 } | tee "$out"
