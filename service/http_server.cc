@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -11,6 +12,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -30,6 +34,11 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 class Session;
+
+std::chrono::milliseconds SweepEvery(const HttpServerOptions& o) {
+  const auto shortest = std::min({o.first_byte_timeout, o.idle_timeout, o.request_timeout});
+  return std::clamp(shortest / 10, std::chrono::milliseconds{10}, std::chrono::milliseconds{250});
+}
 
 }  // namespace
 
@@ -79,6 +88,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // A connection is gone (`was_leaving`: one closed to make room): accepting goes on if it waited
   // for that.
   void Gone(bool was_leaving);
+  // Closes the connections past their deadline, then again after sweep_every, until Stop() and
+  // every connection is gone: one timer for every connection rather than one per read and write.
+  // Runs on `accepting`.
+  void Sweep();
   void Register(Session* s, std::weak_ptr<Session> w) {
     std::lock_guard lock(mu);
     sessions.emplace(s, std::move(w));
@@ -103,7 +116,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   net::strand<net::io_context::executor_type> accepting = net::make_strand(*contexts[0]);
   tcp::acceptor acceptor{accepting};
   net::steady_timer accept_retry{accepting};  // after an accept error (RetryLater)
-  uint16_t port = 0;                          // as bound
+  net::steady_timer sweeper{accepting};       // Sweep's
+  // How often Sweep looks: a tenth of the shortest timeout, from 10 ms to 250 ms, so a timeout
+  // ends within a tenth (at most 250 ms) of its due time.
+  std::chrono::milliseconds sweep_every = SweepEvery(options);
+  uint16_t port = 0;  // as bound
   // Connections open (high 32 bits) and those of them MakeRoom() closed that are not gone yet (low
   // 32 bits): one word, so that a connection leaves both counts at once and no reader sees it
   // gone from one and not the other.
@@ -117,6 +134,16 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 };
 
 namespace {
+
+// The monotonic clock, coarse (to a few milliseconds, and cheaper to read than steady_clock), in
+// nanoseconds: a connection's deadline, read by Sweep on another thread. Coarse is enough: Sweep
+// looks every 10 ms or more.
+int64_t SteadyNow() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 
 // A 503 with Retry-After for a connection that cannot be served, then the connection closes.
 const std::string& BusyResponse() {
@@ -287,6 +314,16 @@ class Session : public std::enable_shared_from_this<Session> {
     return std::chrono::steady_clock::time_point(
         std::chrono::steady_clock::duration(waiting_since_.load()));
   }
+  // Past its deadline at `now` (SteadyNow()): waiting on its client too long. Any thread.
+  bool Late(int64_t now) const { return now >= deadline_.load(std::memory_order_relaxed); }
+  // Closes the connection, on its own thread, if it is past its deadline still: the pending read
+  // or write ends, and with it the connection. Any thread.
+  void Expire() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->Late(SteadyNow())) self->stream_.cancel();
+    });
+  }
+
   // Makes room for a new connection: closes this one if it waits on its client (idle, or its
   // request still arriving), or after the request it is answering. Counted in the server's
   // `leaving` until it is gone. Any thread; once.
@@ -312,8 +349,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is here already
     idle_ = true;
     // A new connection gets a short wait for its first byte; a kept-alive one the idle timeout.
-    stream_.expires_after(answered_ ? server_->options.idle_timeout
-                                    : server_->options.first_byte_timeout);
+    SetDeadline(answered_ ? server_->options.idle_timeout : server_->options.first_byte_timeout);
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
                               if (ec || self->server_->stopping || self->leaving_) {
@@ -331,7 +367,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
-    stream_.expires_after(server_->options.request_timeout);
+    SetDeadline(server_->options.request_timeout);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
@@ -339,6 +375,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRequest(beast::error_code ec) {
     reading_ = false;
+    deadline_ = kNoDeadline;  // the handler takes what it takes; the answer has its own
     const HttpServerOptions& o = server_->options;
     if (ec == http::error::header_limit) {
       return Write(
@@ -404,7 +441,7 @@ class Session : public std::enable_shared_from_this<Session> {
     auto bytes =
         std::make_shared<std::string>(Wire(std::move(response), version, keep_alive, head));
     net::post(stream_.get_executor(), [self = shared_from_this(), bytes, keep_alive] {
-      self->stream_.expires_after(self->server_->options.request_timeout);
+      self->SetDeadline(self->server_->options.request_timeout);
       net::async_write(self->stream_, net::buffer(*bytes),
                        [self, bytes, keep_alive](beast::error_code ec, size_t) {
                          if (ec || !keep_alive) return self->Close();
@@ -412,6 +449,12 @@ class Session : public std::enable_shared_from_this<Session> {
                          self->WaitForRequest();
                        });
     });
+  }
+
+  // The read or write about to start must end within `timeout` (Sweep closes the connection).
+  void SetDeadline(std::chrono::milliseconds timeout) {
+    deadline_.store(SteadyNow() + std::chrono::nanoseconds(timeout).count(),
+                    std::memory_order_relaxed);
   }
 
   void Close() {
@@ -429,8 +472,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool answered_ = false;             // a request was answered: the connection is kept alive
   std::atomic<bool> idle_{false};     // waiting for a request (read by MakeRoom)
   std::atomic<bool> reading_{false};  // a request is arriving, not yet whole (read by MakeRoom)
-  std::atomic<int64_t> waiting_since_{0};  // steady_clock ticks, set before idle_ and reading_
-  std::atomic<bool> leaving_{false};       // closed to make room (Leave)
+  std::atomic<int64_t> waiting_since_{0};       // steady_clock ticks, set before idle_ and reading_
+  std::atomic<bool> leaving_{false};            // closed to make room (Leave)
+  std::atomic<int64_t> deadline_{kNoDeadline};  // SteadyNow(): Sweep closes it after
 };
 
 bool OutOfDescriptors(const beast::error_code& ec) {
@@ -491,6 +535,26 @@ bool HttpServer::Impl::AcceptOrRefuse() {
   if (!RefuseWithReserve()) return false;
   Tell(ConnectionEvent::kRefusedDescriptors);
   return true;
+}
+
+void HttpServer::Impl::Sweep() {
+  const int64_t now = SteadyNow();
+  std::vector<std::shared_ptr<Session>> late;
+  bool any = false;
+  {
+    std::lock_guard lock(mu);
+    any = !sessions.empty();
+    for (auto& [raw, weak] : sessions) {
+      if (!raw->Late(now)) continue;
+      if (std::shared_ptr<Session> s = weak.lock()) late.push_back(std::move(s));
+    }
+  }
+  for (auto& s : late) s->Expire();
+  if (stopping && !any) return;  // nothing left to watch: the context may end
+  sweeper.expires_after(sweep_every);
+  sweeper.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (!ec) self->Sweep();
+  });
 }
 
 void HttpServer::Impl::RetryLater() {
@@ -602,6 +666,7 @@ size_t HttpServer::most_connections() const { return impl_->most; }
 
 void HttpServer::Run() {
   impl_->Accept();
+  net::post(impl_->accepting, [impl = impl_] { impl->Sweep(); });
   auto blocking_kept = net::make_work_guard(impl_->blocking);
   std::vector<std::thread> blocking;
   for (int i = 0; i < impl_->options.threads; ++i) {

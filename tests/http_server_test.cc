@@ -344,6 +344,33 @@ TEST_F(HttpServerTest, ANewConnectionThatSendsNothingIsClosedAfterTheFirstByteTi
   EXPECT_NE(kept.Exchange(kGet).find("200 OK"), std::string::npos);
 }
 
+TEST_F(HttpServerTest, AClientThatReadsNoAnswerIsClosedAfterTheRequestTimeout) {
+  // An answer far larger than loopback's socket buffers: its write waits on the client.
+  const std::string big(64 << 20, 'x');
+  HttpServerOptions options;
+  options.request_timeout = milliseconds{300};
+  Start(options, [&big](HttpRequest, HttpResponder respond) {
+    HttpResponse res(HttpStatus::kOk);
+    res.body() = big;
+    respond(std::move(res));
+  });
+  RawClient client(port());
+  ASSERT_TRUE(client.Send(kGet));
+  // The client reads nothing until the server has let the connection go (or 10 s have passed).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  bool seen = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const size_t open = server_->connections();
+    if (seen && open == 0) break;
+    seen = seen || open > 0;
+    std::this_thread::sleep_for(milliseconds{10});
+  }
+  EXPECT_EQ(server_->connections(), 0u) << "a connection whose answer is not read was kept 10 s";
+  const std::string got = client.ReadUntilClosed();
+  EXPECT_TRUE(client.closed());
+  EXPECT_LT(got.size(), big.size()) << "the answer went whole to a client that read nothing";
+}
+
 TEST_F(HttpServerTest, OutOfDescriptorsANewConnectionIsAnswered503NotLeftWaiting) {
   Start(HttpServerOptions{});
   // The client's socket exists before the process runs out of descriptors; connecting needs none.

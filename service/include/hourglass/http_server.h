@@ -13,7 +13,9 @@
 //
 // A slow or hostile client cannot hold the server: a new connection must send its first byte
 // within first_byte_timeout, an idle keep-alive connection is closed after idle_timeout, a request
-// must arrive whole within request_timeout once its first byte has, a header over
+// must arrive whole within request_timeout once its first byte has, and an answer must be taken
+// by its client within request_timeout (each to within a tenth of the shortest timeout, at most
+// 250 ms: one sweep over the connections keeps every deadline), a header over
 // max_header_bytes is answered 431 and a body over max_body_bytes 413. At max_connections, a new
 // connection takes the place of the connection idle longest (closed at once); only when every
 // connection is busy with a request is the new one answered 503 (Retry-After: 1) and closed. Out
