@@ -32,6 +32,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+// A socket bound to its I/O context's executor: no type-erased executor copied per operation.
+using Socket = tcp::socket::rebind_executor<net::io_context::executor_type>::other;
 
 class Session;
 
@@ -62,7 +64,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool RefuseWithReserve();
   // Accept() again after a pause, after an error that retrying at once would repeat.
   void RetryLater();
-  void OnAccepted(tcp::socket socket);
+  void OnAccepted(Socket socket);
   // The I/O context of the next connection: each in turn.
   net::io_context& NextContext() { return *contexts[next_context++ % contexts.size()]; }
   // Runs `task` on a thread for handlers that block.
@@ -157,8 +159,8 @@ const std::string& BusyResponse() {
   return busy;
 }
 
-void Refuse(tcp::socket socket) {
-  auto refused = std::make_shared<tcp::socket>(std::move(socket));
+void Refuse(Socket socket) {
+  auto refused = std::make_shared<Socket>(std::move(socket));
   net::async_write(*refused, net::buffer(BusyResponse()), [refused](beast::error_code, size_t) {
     beast::error_code ignored;
     refused->shutdown(tcp::socket::shutdown_send, ignored);
@@ -281,8 +283,8 @@ class PendingAnswer {
 // and again while the client keeps it alive. Runs on the one thread of its I/O context.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, net::io_context& context, std::shared_ptr<HttpServer::Impl> server)
-      : stream_(std::move(socket)), context_(context), server_(std::move(server)) {
+  Session(Socket socket, net::io_context& context, std::shared_ptr<HttpServer::Impl> server)
+      : socket_(std::move(socket)), context_(context), server_(std::move(server)) {
     RaiseHighWater(server_->most, (server_->counts += uint64_t{1} << 32) >> 32);
   }
   ~Session() {
@@ -292,14 +294,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Start() {
     beast::error_code ec;
-    const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+    const tcp::endpoint remote = socket_.remote_endpoint(ec);
     if (!ec) peer_ = remote.address().to_string();
     // Waiting on its client from now, not from when its thread first runs it: a busy thread must
     // not make a flood of new connections look busy to MakeRoom.
     waiting_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
     idle_ = true;
     server_->Register(this, weak_from_this());
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
   }
 
   // Closes the connection if it is waiting for a request; one being read or answered closes
@@ -319,8 +321,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Closes the connection, on its own thread, if it is past its deadline still: the pending read
   // or write ends, and with it the connection. Any thread.
   void Expire() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->Late(SteadyNow())) self->stream_.cancel();
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ignored;
+      if (self->Late(SteadyNow())) self->socket_.cancel(ignored);
     });
   }
 
@@ -338,8 +341,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Cancels, on the connection's thread, its wait for a request (and with `arriving_too`, the
   // reading of one not yet whole): the connection then closes.
   void CancelWaiting(bool arriving_too) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), arriving_too] {
-      if (self->idle_ || (arriving_too && self->reading_)) self->stream_.cancel();
+    net::post(socket_.get_executor(), [self = shared_from_this(), arriving_too] {
+      beast::error_code ignored;
+      if (self->idle_ || (arriving_too && self->reading_)) self->socket_.cancel(ignored);
     });
   }
 
@@ -350,7 +354,7 @@ class Session : public std::enable_shared_from_this<Session> {
     idle_ = true;
     // A new connection gets a short wait for its first byte; a kept-alive one the idle timeout.
     SetDeadline(answered_ ? server_->options.idle_timeout : server_->options.first_byte_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
+    socket_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
                               if (ec || self->server_->stopping || self->leaving_) {
                                 self->idle_ = false;
@@ -369,7 +373,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(server_->options.max_body_bytes);
     SetDeadline(server_->options.request_timeout);
     http::async_read(
-        stream_, buffer_, *parser_,
+        socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
   }
 
@@ -409,7 +413,7 @@ class Session : public std::enable_shared_from_this<Session> {
         [version, keep_alive, head, pending](HttpResponder::Builder build) {
           std::shared_ptr<Session> self = pending->Take();
           if (!self) return;  // a second answer is ignored
-          net::dispatch(self->stream_.get_executor(), [self, version, keep_alive, head,
+          net::dispatch(self->socket_.get_executor(), [self, version, keep_alive, head,
                                                        build = std::move(build)] {
             HttpResponse response;
             try {
@@ -440,9 +444,9 @@ class Session : public std::enable_shared_from_this<Session> {
              bool head = false) {
     auto bytes =
         std::make_shared<std::string>(Wire(std::move(response), version, keep_alive, head));
-    net::post(stream_.get_executor(), [self = shared_from_this(), bytes, keep_alive] {
+    net::post(socket_.get_executor(), [self = shared_from_this(), bytes, keep_alive] {
       self->SetDeadline(self->server_->options.request_timeout);
-      net::async_write(self->stream_, net::buffer(*bytes),
+      net::async_write(self->socket_, net::buffer(*bytes),
                        [self, bytes, keep_alive](beast::error_code ec, size_t) {
                          if (ec || !keep_alive) return self->Close();
                          self->answered_ = true;
@@ -459,11 +463,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  Socket socket_;
   net::io_context& context_;  // the socket's, run by one thread
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_{16 * 1024};
@@ -486,7 +490,7 @@ bool OutOfDescriptors(const beast::error_code& ec) {
 
 void HttpServer::Impl::Accept() {
   acceptor.async_accept(NextContext(),
-                        [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+                        [self = shared_from_this()](beast::error_code ec, Socket socket) {
                           if (!self->acceptor.is_open()) return;
                           if (OutOfDescriptors(ec)) return self->AwaitWaiting();
                           if (ec) return self->RetryLater();
@@ -524,7 +528,7 @@ void HttpServer::Impl::AwaitWaiting() {
 
 bool HttpServer::Impl::AcceptOrRefuse() {
   beast::error_code ec;
-  tcp::socket socket(NextContext());
+  Socket socket(NextContext());
   acceptor.non_blocking(true, ec);
   if (!ec) acceptor.accept(socket, ec);
   if (!ec) {
@@ -562,13 +566,13 @@ void HttpServer::Impl::RetryLater() {
   accept_retry.async_wait([self = shared_from_this()](beast::error_code) { self->Accept(); });
 }
 
-void HttpServer::Impl::OnAccepted(tcp::socket socket) {
+void HttpServer::Impl::OnAccepted(Socket socket) {
   if (Staying() >= options.max_connections) {
     const bool room = MakeRoom();
     Tell(room ? ConnectionEvent::kMadeRoom : ConnectionEvent::kRefusedBusy);
     if (!room) return Refuse(std::move(socket));
   }
-  auto& context = static_cast<net::io_context&>(socket.get_executor().context());
+  net::io_context& context = socket.get_executor().context();
   std::make_shared<Session>(std::move(socket), context, shared_from_this())->Start();
 }
 
