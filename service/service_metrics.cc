@@ -379,7 +379,19 @@ void ServiceMetrics::ObserveRequest(std::string_view endpoint,
                                     std::chrono::duration<double> elapsed) {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
-  latency_.Add({{"endpoint", std::string(endpoint)}}, kBuckets).Observe(elapsed.count());
+  prometheus::Histogram* histogram = nullptr;
+  {
+    std::lock_guard lock(latency_mu_);
+    auto it = latency_by_.find(endpoint);
+    if (it == latency_by_.end()) {
+      it = latency_by_
+               .emplace(std::string(endpoint),
+                        &latency_.Add({{"endpoint", std::string(endpoint)}}, kBuckets))
+               .first;
+    }
+    histogram = it->second;
+  }
+  histogram->Observe(elapsed.count());
 }
 
 void ServiceMetrics::CountBatch(size_t checks) {

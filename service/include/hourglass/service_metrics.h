@@ -211,6 +211,13 @@ class ServiceMetrics {
   CounterIndex near_limit_by_{near_limit_, {"event"}};
   CounterIndex ratelimit_hits_by_{ratelimit_hits_, {"domain", "descriptor", "result"}};
   CounterIndex ratelimit_near_by_{ratelimit_near_, {"domain", "descriptor"}};
+  // latency_'s histograms by endpoint (the family keeps them): Family::Add builds a histogram
+  // before it finds the one it has, too dear for every request. Guarded by latency_mu_.
+  struct NameHash : std::hash<std::string_view> {
+    using is_transparent = void;
+  };
+  std::mutex latency_mu_;
+  std::unordered_map<std::string, prometheus::Histogram*, NameHash, std::equal_to<>> latency_by_;
   // The store work of a decision, into keys_read_, round_trips_, local_denials_,
   // failed_take_backs_, store_errors_, data_loss_checks_.
   void CountWork(const Decision& decision);
