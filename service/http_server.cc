@@ -1,5 +1,6 @@
 #include "hourglass/http_server.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <pthread.h>
 
@@ -216,14 +217,24 @@ HttpRequest Plain(BeastRequest&& message) {
 std::string Wire(HttpResponse&& response, unsigned version, bool keep_alive, bool head) {
   const int code = static_cast<int>(response.status());
   const bool bodiless = (code >= 100 && code < 200) || code == 204 || code == 304;
+  size_t size = 96 + response.body().size();  // the status line, framing fields and body
+  for (const HttpField& field : response.fields())
+    size += field.name.size() + field.value.size() + 4;
   std::string out;
-  out.reserve(128 + response.body().size());
-  fmt::format_to(std::back_inserter(out), "HTTP/1.{} {} {}\r\n", version == 10 ? 0 : 1, code,
-                 http::obsolete_reason(static_cast<http::status>(code)));
+  out.reserve(size);
+  fmt::format_to(std::back_inserter(out), FMT_COMPILE("HTTP/1.{} {} "), version == 10 ? 0 : 1,
+                 code);
+  out += http::obsolete_reason(static_cast<http::status>(code));
+  out += "\r\n";
   for (const HttpField& field : response.fields()) {
     out += field.name;
     out += ": ";
-    for (const char c : field.value) out += (c == '\r' || c == '\n') ? ' ' : c;
+    const size_t value_at = out.size();
+    out += field.value;
+    // A line break in a value would end the header: each is sent as a space.
+    std::replace_if(
+        out.begin() + static_cast<std::ptrdiff_t>(value_at), out.end(),
+        [](char c) { return c == '\r' || c == '\n'; }, ' ');
     out += "\r\n";
   }
   if (version == 10 && keep_alive) out += "Connection: keep-alive\r\n";
