@@ -1,9 +1,7 @@
 #include "hourglass/json.h"
 
-#include <fmt/compile.h>
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 
 namespace hourglass {
@@ -59,9 +57,19 @@ void AppendString(std::string_view text, std::string& out) {
   out += '"';
 }
 
+// A number as JSON writes it.
+template <typename Number>
+void AppendNumber(Number n, std::string& out) {
+  char digits[24];
+  const char* end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  out.append(digits, static_cast<size_t>(end - digits));
+}
+
+void AppendBool(bool b, std::string& out) { out += b ? "true" : "false"; }
+
 void AppendSeconds(const std::optional<Seconds>& s, std::string& out) {
   if (s) {
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), s->count());
+    AppendNumber(s->count(), out);
   } else {
     out += "null";
   }
@@ -71,36 +79,57 @@ void AppendSeconds(const std::optional<Seconds>& s, std::string& out) {
 
 void AppendDecisionJson(const Decision& d, bool shadow_denied, std::string& out) {
   // nlohmann::json objects keep their keys sorted: so are these.
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, FMT_COMPILE("{{\"allowed\":{},\"at\":{},\"blocked_hits\":{},"), d.allowed,
-                 ToUnix(d.at), d.cost.blocked_hits);
+  out.reserve(out.size() + 256 + 160 * d.limits.size());
+  out += "{\"allowed\":";
+  AppendBool(d.allowed, out);
+  out += ",\"at\":";
+  AppendNumber(ToUnix(d.at), out);
+  out += ",\"blocked_hits\":";
+  AppendNumber(d.cost.blocked_hits, out);
   if (d.blocked_until) {
-    fmt::format_to(it, FMT_COMPILE("\"blocked_until\":{},"), ToUnix(*d.blocked_until));
+    out += ",\"blocked_until\":";
+    AppendNumber(ToUnix(*d.blocked_until), out);
   }
-  fmt::format_to(it, FMT_COMPILE("\"cache_hits\":{},\"degraded\":{},"), d.cost.cache_hits,
-                 d.degraded);
+  out += ",\"cache_hits\":";
+  AppendNumber(d.cost.cache_hits, out);
+  out += ",\"degraded\":";
+  AppendBool(d.degraded, out);
   if (d.store_error) {
-    out += "\"error\":";
+    out += ",\"error\":";
     AppendString(d.store_error->ToString(), out);
-    out += ',';
   }
-  fmt::format_to(it, FMT_COMPILE("\"keys_read\":{},\"keys_written\":{},\"limits\":["),
-                 d.cost.keys_read, d.cost.keys_written);
+  out += ",\"keys_read\":";
+  AppendNumber(d.cost.keys_read, out);
+  out += ",\"keys_written\":";
+  AppendNumber(d.cost.keys_written, out);
+  out += ",\"limits\":[";
   for (size_t i = 0; i < d.limits.size(); ++i) {
     const LimitOutcome& o = d.limits[i];
-    fmt::format_to(it,
-                   FMT_COMPILE("{}{{\"count\":{},\"count_min\":{},\"exact\":{},\"limit\":{},"
-                               "\"remaining\":{},\"retry_after\":"),
-                   i == 0 ? "" : ",", o.count, o.count_min, o.exact, o.limit.max_hits, o.remaining);
+    out += i == 0 ? "{\"count\":" : ",{\"count\":";
+    AppendNumber(o.count, out);
+    out += ",\"count_min\":";
+    AppendNumber(o.count_min, out);
+    out += ",\"exact\":";
+    AppendBool(o.exact, out);
+    out += ",\"limit\":";
+    AppendNumber(o.limit.max_hits, out);
+    out += ",\"remaining\":";
+    AppendNumber(o.remaining, out);
+    out += ",\"retry_after\":";
     AppendSeconds(o.retry_after, out);
     out += ",\"spec\":";
     AppendString(o.limit.ToString(), out);
-    fmt::format_to(it, FMT_COMPILE(",\"window\":{}}}"), o.limit.window.length().count());
+    out += ",\"window\":";
+    AppendNumber(o.limit.window.length().count(), out);
+    out += '}';
   }
   out += d.local ? "],\"local\":true," : "],";
-  fmt::format_to(it, FMT_COMPILE("\"recorded\":{},\"retry_after\":"), d.recorded);
+  out += "\"recorded\":";
+  AppendBool(d.recorded, out);
+  out += ",\"retry_after\":";
   AppendSeconds(d.retry_after, out);
-  fmt::format_to(it, FMT_COMPILE(",\"round_trips\":{}"), d.cost.round_trips);
+  out += ",\"round_trips\":";
+  AppendNumber(d.cost.round_trips, out);
   if (shadow_denied) out += ",\"shadow_denied\":true";
   out += '}';
 }
