@@ -243,23 +243,6 @@ bool NearLimit(const LimitOutcome& o) {
 
 }  // namespace
 
-prometheus::Counter& CounterIndex::Get(std::initializer_list<std::string_view> values) {
-  std::string key;
-  for (std::string_view v : values) {
-    key.append(v);
-    key.push_back('\x1f');
-  }
-  std::lock_guard lock(mu_);
-  auto it = counters_.find(key);
-  if (it != counters_.end()) return *it->second;
-  prometheus::Labels labels;
-  size_t i = 0;
-  for (std::string_view v : values) labels.emplace(names_[i++], std::string(v));
-  prometheus::Counter& counter = family_.Add(labels);
-  counters_.emplace(std::move(key), &counter);
-  return counter;
-}
-
 void ServiceMetrics::CountDecision(std::string_view event, const Decision& d, bool shadow) {
   std::string_view result = d.degraded ? (d.allowed ? "degraded_allowed"
                                           : shadow  ? "degraded_shadow_denied"
@@ -377,21 +360,7 @@ void ServiceMetrics::CountStoreError(const Error& error) {
 
 void ServiceMetrics::ObserveRequest(std::string_view endpoint,
                                     std::chrono::duration<double> elapsed) {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
-  prometheus::Histogram* histogram = nullptr;
-  {
-    std::lock_guard lock(latency_mu_);
-    auto it = latency_by_.find(endpoint);
-    if (it == latency_by_.end()) {
-      it = latency_by_
-               .emplace(std::string(endpoint),
-                        &latency_.Add({{"endpoint", std::string(endpoint)}}, kBuckets))
-               .first;
-    }
-    histogram = it->second;
-  }
-  histogram->Observe(elapsed.count());
+  latency_by_.Get({endpoint}).Observe(elapsed.count());
 }
 
 void ServiceMetrics::CountBatch(size_t checks) {

@@ -97,24 +97,47 @@
 
 namespace hourglass {
 
-// The counters of a family by their label values, found without building labels each time
-// (prometheus::Family::Add copies a map of strings per call): for the per-request counters.
-// Label values come from configuration (events, domains, descriptors), never counted values.
+// The metrics of a family by their label values, found without building labels each time
+// (prometheus::Family::Add copies a map of strings per call, and builds the metric before it
+// finds the one it has): for the per-request metrics. Label values come from configuration
+// (events, domains, descriptors, endpoints), never counted values. `args` are what Family::Add
+// needs beside the labels (a histogram's bucket boundaries).
 // Thread-safety: Get may be called from many threads at once.
-class CounterIndex {
+template <typename Metric>
+class MetricIndex {
  public:
-  CounterIndex(prometheus::Family<prometheus::Counter>& family, std::vector<std::string> names)
-      : family_(family), names_(std::move(names)) {}
-  // The counter with these values of the names given at construction, in order.
-  prometheus::Counter& Get(std::initializer_list<std::string_view> values);
+  template <typename... Args>
+  MetricIndex(prometheus::Family<Metric>& family, std::vector<std::string> names, Args... args)
+      : names_(std::move(names)),
+        add_([&family, args...](const prometheus::Labels& labels) -> Metric& {
+          return family.Add(labels, args...);
+        }) {}
+  // The metric with these values of the names given at construction, in order.
+  Metric& Get(std::initializer_list<std::string_view> values) {
+    std::string key;
+    for (std::string_view v : values) {
+      key.append(v);
+      key.push_back('\x1f');
+    }
+    std::lock_guard lock(mu_);
+    auto it = metrics_.find(key);
+    if (it != metrics_.end()) return *it->second;
+    prometheus::Labels labels;
+    size_t i = 0;
+    for (std::string_view v : values) labels.emplace(names_[i++], std::string(v));
+    Metric& metric = add_(labels);
+    metrics_.emplace(std::move(key), &metric);
+    return metric;
+  }
 
  private:
-  prometheus::Family<prometheus::Counter>& family_;
   const std::vector<std::string> names_;
+  const std::function<Metric&(const prometheus::Labels&)> add_;
   std::mutex mu_;
-  // By the values joined with '\x1f'; the family keeps the counters. Guarded by mu_.
-  std::unordered_map<std::string, prometheus::Counter*> counters_;
+  // By the values joined with '\x1f'; the family keeps the metrics. Guarded by mu_.
+  std::unordered_map<std::string, Metric*> metrics_;
 };
+using CounterIndex = MetricIndex<prometheus::Counter>;
 
 class ServiceMetrics {
  public:
@@ -211,13 +234,10 @@ class ServiceMetrics {
   CounterIndex near_limit_by_{near_limit_, {"event"}};
   CounterIndex ratelimit_hits_by_{ratelimit_hits_, {"domain", "descriptor", "result"}};
   CounterIndex ratelimit_near_by_{ratelimit_near_, {"domain", "descriptor"}};
-  // latency_'s histograms by endpoint (the family keeps them): Family::Add builds a histogram
-  // before it finds the one it has, too dear for every request. Guarded by latency_mu_.
-  struct NameHash : std::hash<std::string_view> {
-    using is_transparent = void;
-  };
-  std::mutex latency_mu_;
-  std::unordered_map<std::string, prometheus::Histogram*, NameHash, std::equal_to<>> latency_by_;
+  // Request latency, in seconds.
+  static inline const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+  MetricIndex<prometheus::Histogram> latency_by_{latency_, {"endpoint"}, kLatencyBuckets};
   // The store work of a decision, into keys_read_, round_trips_, local_denials_,
   // failed_take_backs_, store_errors_, data_loss_checks_.
   void CountWork(const Decision& decision);
