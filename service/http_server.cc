@@ -141,7 +141,7 @@ namespace {
 // The monotonic clock, coarse (to a few milliseconds, and cheaper to read than steady_clock), in
 // nanoseconds: a connection's deadline, read by Sweep on another thread. Coarse is enough: Sweep
 // looks every 10 ms or more.
-int64_t SteadyNow() {
+int64_t CoarseNow() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
   return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
@@ -327,14 +327,14 @@ class Session : public std::enable_shared_from_this<Session> {
     return std::chrono::steady_clock::time_point(
         std::chrono::steady_clock::duration(waiting_since_.load()));
   }
-  // Past its deadline at `now` (SteadyNow()): waiting on its client too long. Any thread.
+  // Past its deadline at `now` (CoarseNow()): waiting on its client too long. Any thread.
   bool Late(int64_t now) const { return now >= deadline_.load(std::memory_order_relaxed); }
   // Closes the connection, on its own thread, if it is past its deadline still: the pending read
   // or write ends, and with it the connection. Any thread.
   void Expire() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
-      if (self->Late(SteadyNow())) self->socket_.cancel(ignored);
+      if (self->Late(CoarseNow())) self->socket_.cancel(ignored);
     });
   }
 
@@ -468,7 +468,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // The read or write about to start must end within `timeout` (Sweep closes the connection).
   void SetDeadline(std::chrono::milliseconds timeout) {
-    deadline_.store(SteadyNow() + std::chrono::nanoseconds(timeout).count(),
+    deadline_.store(CoarseNow() + std::chrono::nanoseconds(timeout).count(),
                     std::memory_order_relaxed);
   }
 
@@ -489,7 +489,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> reading_{false};  // a request is arriving, not yet whole (read by MakeRoom)
   std::atomic<int64_t> waiting_since_{0};       // steady_clock ticks, set before idle_ and reading_
   std::atomic<bool> leaving_{false};            // closed to make room (Leave)
-  std::atomic<int64_t> deadline_{kNoDeadline};  // SteadyNow(): Sweep closes it after
+  std::atomic<int64_t> deadline_{kNoDeadline};  // CoarseNow(): Sweep closes it after
 };
 
 bool OutOfDescriptors(const beast::error_code& ec) {
@@ -553,7 +553,7 @@ bool HttpServer::Impl::AcceptOrRefuse() {
 }
 
 void HttpServer::Impl::Sweep() {
-  const int64_t now = SteadyNow();
+  const int64_t now = CoarseNow();
   std::vector<std::shared_ptr<Session>> late;
   bool any = false;
   {
