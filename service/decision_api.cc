@@ -52,11 +52,10 @@ HttpStatus StatusFor(const Error& e) {
 
 HttpResponse ErrorResponse(const Error& e) { return ErrorResponse(StatusFor(e), e.message()); }
 
-void SetDecisionFields(HttpResponse& res, const Decision& d) {
-  const RateLimitFields fields = RateLimitFieldsFor(d);
-  if (!fields.policy.empty()) res.Set("RateLimit-Policy", fields.policy);
-  if (!fields.current.empty()) res.Set("RateLimit", fields.current);
-  if (fields.retry_after) res.Set("Retry-After", *fields.retry_after);
+void SetFields(HttpResponse& res, RateLimitFields fields) {
+  if (!fields.policy.empty()) res.Set("RateLimit-Policy", std::move(fields.policy));
+  if (!fields.current.empty()) res.Set("RateLimit", std::move(fields.current));
+  if (fields.retry_after) res.Set("Retry-After", std::move(*fields.retry_after));
 }
 
 // An answer given by the failure mode because the store failed says so in a header, so that an
@@ -382,15 +381,24 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
     }
     shadow_denied.push_back(LetThrough(*pending.policies, checks[i].event, decisions[i]));
   }
+  const Decision& binding = decisions[BindingDecision(decisions)];
   if (pending.auth) {
     HttpResponse res(allowed ? HttpStatus::kNoContent : HttpStatus::kForbidden);
-    SetDecisionFields(res, decisions[BindingDecision(decisions)]);
+    SetFields(res, DenialAnswers::Keeps(binding) ? denials_.Render(binding).fields
+                                                 : RateLimitFieldsFor(binding));
     SetDegraded(res, decisions);
     return res;
   }
   HttpResponse res(allowed ? HttpStatus::kOk : HttpStatus::kTooManyRequests);
   res.Set("Content-Type", "application/json");
   std::string& body = res.body();
+  if (checks.size() == 1 && DenialAnswers::Keeps(decisions[0])) {  // no token, nothing degraded
+    DenialAnswers::Answer answer = denials_.Render(decisions[0]);
+    body = std::move(answer.json);
+    body += '\n';
+    SetFields(res, std::move(answer.fields));
+    return res;
+  }
   const auto append = [&](size_t i) {
     AppendDecisionJson(decisions[i], shadow_denied[i], body);
     AppendSettleToken(*pending.policies, checks[i], decisions[i], body);
@@ -406,7 +414,7 @@ HttpResponse DecisionApi::Decided(const PendingChecks& pending,
     body += "]}";
   }
   body += '\n';
-  SetDecisionFields(res, decisions[BindingDecision(decisions)]);
+  SetFields(res, RateLimitFieldsFor(binding));
   SetDegraded(res, decisions);
   return res;
 }

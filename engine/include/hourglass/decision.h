@@ -53,6 +53,7 @@ struct LimitOutcome {
   std::optional<Seconds> retry_after = Seconds{0};
   bool exact = true;
   uint64_t count_min = 0;  // equals count when exact
+  bool operator==(const LimitOutcome&) const = default;
 };
 
 struct Decision {
@@ -82,6 +83,7 @@ struct Decision {
   // nor written (Engine::LocalScope::kAnyBindingDenial). `allowed` and `recorded` are false,
   // `limits` is empty, `retry_after` 0: its counts are unknown, not exceeded.
   bool unread = false;
+  bool operator==(const Decision&) const = default;
 };
 
 }  // namespace hourglass

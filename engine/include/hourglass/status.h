@@ -38,6 +38,7 @@ class Error {
   const std::string& message() const { return message_; }
   // "unavailable: memcached 127.0.0.1:11211: connection refused"
   std::string ToString() const;
+  bool operator==(const Error&) const = default;
 
  private:
   ErrorCode code_;

@@ -44,6 +44,7 @@
 #include "hourglass/api_route.h"
 #include "hourglass/check_front_end.h"
 #include "hourglass/client_address.h"
+#include "hourglass/denial_answers.h"
 #include "hourglass/engine.h"
 #include "hourglass/http_server.h"
 #include "hourglass/policy_source.h"
@@ -163,6 +164,8 @@ class DecisionApi {
   DecisionApiOptions options_;
   mutable std::mutex mu_;
   std::shared_ptr<const PolicySource> policies_;  // guarded by mu_
+  // Denials' answers, rendered once for a client denied again in the same second.
+  mutable DenialAnswers denials_;
   // Last: destroyed first, it waits for the requests in flight, whose answers use the above.
   std::unique_ptr<CheckFrontEnd> own_front_end_;  // when options_.front_end is null
   CheckFrontEnd& front_end_;
