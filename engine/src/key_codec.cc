@@ -20,6 +20,26 @@ int HexValue(char c) {
 
 constexpr char kHex[] = "0123456789ABCDEF";
 
+// The length of EncodeField(raw).
+size_t EncodedSize(std::string_view raw) {
+  size_t n = raw.size();
+  for (unsigned char c : raw) n += PassesRaw(c) ? 0 : 2;
+  return n;
+}
+
+// Appends EncodeField(raw) to `out`.
+void AppendEncoded(std::string_view raw, std::string& out) {
+  for (unsigned char c : raw) {
+    if (PassesRaw(c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+}
+
 }  // namespace
 
 Result<KeyCodec> KeyCodec::Create(std::string name_space) {
@@ -38,16 +58,8 @@ Result<KeyCodec> KeyCodec::Create(std::string name_space) {
 
 std::string KeyCodec::EncodeField(std::string_view raw) {
   std::string out;
-  out.reserve(raw.size());
-  for (unsigned char c : raw) {
-    if (PassesRaw(c)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
+  out.reserve(EncodedSize(raw));
+  AppendEncoded(raw, out);
   return out;
 }
 
@@ -99,6 +111,18 @@ Status KeyCodec::CheckKey(std::string_view key) {
 }
 
 std::string KeyCodec::GroupKey(std::string_view event, std::string_view feature) const {
+  // On the hot path (one per check): the usual key, short enough whole, in one allocation.
+  if (const size_t length = ns_.size() + 1 + EncodedSize(event) + 1 + EncodedSize(feature);
+      length <= kMaxGroupLength) {
+    std::string key;
+    key.reserve(length);
+    key += ns_;
+    key += ':';
+    AppendEncoded(event, key);
+    key += ':';
+    AppendEncoded(feature, key);
+    return key;
+  }
   std::string ev = EncodeField(event);
   std::string ft = EncodeField(feature);
   const auto length = [&] { return ns_.size() + 1 + ev.size() + 1 + ft.size(); };
