@@ -26,11 +26,18 @@ std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
     return latest ? p.span.last : p.span.first;
   };
   const uint64_t must_leave = SaturatingAdd(count, cost) - limit.max_hits;
-  std::vector<CountedSpan> sorted(pieces.begin(), pieces.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [&](const CountedSpan& a, const CountedSpan& b) { return leaves(a) < leaves(b); });
+  const auto earlier = [&](const CountedSpan& a, const CountedSpan& b) {
+    return leaves(a) < leaves(b);
+  };
+  // Pieces usually come in time order already: then they are not copied.
+  std::vector<CountedSpan> sorted;
+  if (!std::is_sorted(pieces.begin(), pieces.end(), earlier)) {
+    sorted.assign(pieces.begin(), pieces.end());
+    std::sort(sorted.begin(), sorted.end(), earlier);
+    pieces = sorted;
+  }
   uint64_t left = 0;
-  for (const CountedSpan& piece : sorted) {
+  for (const CountedSpan& piece : pieces) {
     left = SaturatingAdd(left, piece.hits);
     if (left >= must_leave) {
       return Seconds{
