@@ -15,6 +15,16 @@ const std::string* FindIn(const std::vector<HttpField>& fields, std::string_view
   return nullptr;
 }
 
+// Whether `target` is a path of unreserved characters (RFC 3986 2.3) and '/' alone, starting with
+// '/': an origin form with nothing to decode and no query, the path being the target itself.
+bool PlainPath(std::string_view target) {
+  if (target.empty() || target.front() != '/') return false;
+  return std::all_of(target.begin(), target.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+  });
+}
+
 }  // namespace
 
 std::string_view MethodName(HttpMethod method) {
@@ -47,6 +57,7 @@ bool SameFieldName(std::string_view a, std::string_view b) {
 }
 
 Result<RequestTarget> ParseTarget(std::string_view target) {
+  if (PlainPath(target)) return RequestTarget{std::string(target), {}};  // every check's
   boost::system::result<boost::urls::url_view> url = boost::urls::parse_origin_form(target);
   if (!url) return InvalidArgument("malformed request target");
   RequestTarget out;

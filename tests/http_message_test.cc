@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/url/parse.hpp>
+#include <random>
+
 namespace hourglass {
 namespace {
 
@@ -45,6 +48,33 @@ TEST(ParseTarget, SplitsThePathFromDecodedParametersInOrder) {
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(r.error().message(), "malformed request target");
   }
+}
+
+// A plain path is read without Boost.URL: the same as Boost.URL reads it, on random targets.
+TEST(ParseTarget, ReadsEveryTargetAsBoostUrlDoes) {
+  const std::string alphabet = "/aZ09-._~%2f?=&# +:@!$'()*,;[]\x7f\x01";
+  std::mt19937_64 rng(5);
+  int plain = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string target = rng() % 4 == 0 ? "" : "/";
+    for (size_t n = rng() % 12, i = 0; i < n; ++i) {
+      target += alphabet[rng() % (rng() % 3 == 0 ? alphabet.size() : 9)];
+    }
+    const auto url = boost::urls::parse_origin_form(target);
+    const Result<RequestTarget> got = ParseTarget(target);
+    ASSERT_EQ(got.ok(), url.has_value()) << target;
+    if (!got.ok()) continue;
+    ASSERT_EQ(got->path, std::string(url->path())) << target;
+    std::vector<QueryParam> want;
+    for (const auto& p : url->params()) want.push_back({p.key, p.value});
+    ASSERT_EQ(got->params.size(), want.size()) << target;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got->params[i].key, want[i].key) << target;
+      EXPECT_EQ(got->params[i].value, want[i].value) << target;
+    }
+    plain += want.empty() && target.find_first_of("%?") == std::string::npos;
+  }
+  EXPECT_GT(plain, 1000) << "plain paths were tried";
 }
 
 }  // namespace
