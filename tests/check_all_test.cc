@@ -213,6 +213,63 @@ TEST_P(CheckAllTest, ARequestOneCheckOfWhichIsKnownDeniedIsDeniedWithoutTheStore
   EXPECT_EQ(counting.applies + counting.apply_manys, counted) << "nothing read when not decided";
 }
 
+// A request of one check is answered without the store exactly when that check is known denied:
+// as the store's answer denied it, attempts mode recording the attempt, a shadow's denial
+// denying nothing.
+TEST_P(CheckAllTest, AOneCheckRequestKnownDeniedIsAnsweredAsTheStoreDeniedIt) {
+  testing::CountingStore counting(harness_->store());
+  EngineOptions options;
+  options.hot_path = HotPathOptions::LongRunning(1024);
+  const Engine engine = *Engine::Create(counting, harness_->clock(), std::move(options));
+  const Policy one{*ParseLimits("1/m, 5/h"), CountingMode::kAdmitted};
+  std::vector<Engine::CheckRequest> request = {{"per_ip", "10.0.0.1", one}};
+  EXPECT_FALSE(engine.CheckAllIfBlocked(request).has_value()) << "never seen: not known denied";
+  ASSERT_TRUE(engine.CheckAll(request)->allowed);
+  const Engine::RequestDecision stored = *engine.CheckAll(request);
+  ASSERT_FALSE(stored.allowed) << "1/m used: denied and remembered";
+
+  const int applies = counting.applies + counting.apply_manys;
+  const size_t sends = counting.sends().size();
+  std::optional<Engine::RequestDecision> local = engine.CheckAllIfBlocked(request);
+  ASSERT_TRUE(local.has_value());
+  EXPECT_FALSE(local->allowed);
+  ASSERT_EQ(local->decisions.size(), 1u);
+  const Decision& d = local->decisions[0];
+  EXPECT_FALSE(d.allowed);
+  EXPECT_FALSE(d.recorded);
+  EXPECT_EQ(d.cost.blocked_hits, 1u);
+  EXPECT_EQ(d.retry_after, stored.decisions[0].retry_after);
+  ASSERT_EQ(d.limits.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(d.limits[i].count, stored.decisions[0].limits[i].count) << i;
+    EXPECT_EQ(d.limits[i].exceeded, stored.decisions[0].limits[i].exceeded) << i;
+  }
+  EXPECT_EQ(counting.applies + counting.apply_manys, applies) << "nothing read";
+  EXPECT_EQ(counting.sends().size(), sends) << "nothing written";
+
+  request[0].binding = false;  // a shadow's denial
+  local = engine.CheckAllIfBlocked(request);
+  ASSERT_TRUE(local.has_value());
+  EXPECT_TRUE(local->allowed);
+  EXPECT_FALSE(local->decisions[0].allowed);
+  request[0].binding = true;
+  request[0].at = harness_->clock().Now() - Seconds{1};  // not now: the store decides
+  EXPECT_FALSE(engine.CheckAllIfBlocked(request).has_value());
+
+  // Attempts mode: the blocked attempt is written, not read.
+  const Policy attempts{*ParseLimits("1/m"), CountingMode::kAttempts};
+  request = {{"login", "ann", attempts}};
+  ASSERT_TRUE(engine.CheckAll(request)->allowed);
+  ASSERT_FALSE(engine.CheckAll(request)->allowed);
+  const int read = counting.applies + counting.apply_manys;
+  local = engine.CheckAllIfBlocked(request);
+  ASSERT_TRUE(local.has_value());
+  EXPECT_FALSE(local->allowed);
+  EXPECT_TRUE(local->decisions[0].recorded);
+  EXPECT_EQ(counting.applies + counting.apply_manys, read) << "nothing read";
+  EXPECT_EQ(CountOf("login", "ann", Seconds{60}, harness_->clock().Now()), 3u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, CheckAllTest,
                          ::testing::Values("memory", "memcached", "memcached_packed", "redis",
                                            "lmdb"),

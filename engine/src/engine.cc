@@ -421,6 +421,22 @@ std::optional<Engine::RequestDecision> Engine::CheckAllIfBlocked(
     std::span<const CheckRequest> checks, LocalScope scope) const {
   if (core_->blocked == nullptr || checks.empty()) return std::nullopt;
   const Instant now = core_->clock->Now();
+  if (checks.size() == 1) {
+    // One check is answerable exactly when it is blocked, whatever the scope: decided alone,
+    // without a request's bookkeeping. A blocked check takes nothing back.
+    const CheckRequest& check = checks.front();
+    if (check.at && *check.at != now) return std::nullopt;
+    Result<std::string> group = ValidateCheck(check, now);
+    if (!group.ok()) return std::nullopt;
+    internal::CheckRun run(*core_, std::move(*group), *check.policy, check.hits, now, now,
+                           check.record);
+    if (!run.AnswerBlocked()) return std::nullopt;
+    Decision decision = internal::RequestRuns::DecideAlone(*core_, run, now);
+    const bool allowed = decision.allowed || !check.binding;
+    RequestDecision out{allowed, {}};
+    out.decisions.push_back(std::move(decision));
+    return out;
+  }
   std::vector<std::string> groups;
   for (const CheckRequest& check : checks) {
     if (check.at && *check.at != now) return std::nullopt;
