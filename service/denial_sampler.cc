@@ -28,7 +28,9 @@ std::optional<std::string> DenialSampler::Offer(std::string_view event, std::str
     Seen& seen = it->second;
     ++seen.since;
     if (seen.logged_at != Instant{} && at - seen.logged_at < every_) {
-      seen.last_feature = Printable(feature);
+      // Kept as it came (one byte past Printable's cut, so that it still shows the cut), and
+      // made printable only if a line names it: most are replaced before any line does.
+      seen.last_feature.assign(feature.substr(0, kPrintableMax + 1));
       return std::nullopt;
     }
     stands_for = seen.since;
@@ -42,7 +44,7 @@ std::vector<std::string> DenialSampler::Flush(Instant now) {
   std::lock_guard lock(mu_);
   for (auto& [event, seen] : events_) {
     if (seen.since == 0 || now - seen.logged_at < every_) continue;
-    lines.push_back(Line(event, seen.last_feature, seen.since));
+    lines.push_back(Line(event, Printable(seen.last_feature), seen.since));
     seen = Seen{now, 0, {}};
   }
   return lines;

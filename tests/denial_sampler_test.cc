@@ -49,6 +49,14 @@ TEST(DenialSampler, HostileFeaturesCannotForgeALine) {
       sampler.Offer("e", "x\n2026-11-25T00:00:00.000Z error forged", FromUnix(1));
   ASSERT_TRUE(line.has_value());
   EXPECT_EQ(line->find('\n'), std::string::npos) << *line;
+  // A long hostile feature that only a flush names: escaped and cut alike.
+  EXPECT_FALSE(sampler.Offer("e", std::string(300, '\n'), FromUnix(1)).has_value());
+  const std::vector<std::string> flushed = sampler.Flush(FromUnix(2));
+  ASSERT_EQ(flushed.size(), 1u);
+  std::string escaped;
+  for (int i = 0; i < 128; ++i) escaped += "\\x0a";
+  EXPECT_EQ(flushed[0],
+            "denied: e \"" + escaped + "...\" (1 denial of e since the last such line)");
 }
 
 TEST(DenialSampler, ThreadsOfferingAtOnceLoseNoDenial) {

@@ -43,7 +43,7 @@ class DenialSampler {
   struct Seen {
     Instant logged_at{};
     uint64_t since = 0;        // denials since that line
-    std::string last_feature;  // the latest of them, Printable
+    std::string last_feature;  // the latest of them, raw, at most kPrintableMax + 1 bytes
   };
   static std::string Line(std::string_view event, std::string_view printable_feature,
                           uint64_t stands_for);
@@ -53,6 +53,7 @@ class DenialSampler {
 };
 
 // `text` with bytes below 0x20, 0x7f and above, '"' and '\\' as \xNN, cut at `max` bytes ("...").
-std::string Printable(std::string_view text, size_t max = 128);
+constexpr size_t kPrintableMax = 128;
+std::string Printable(std::string_view text, size_t max = kPrintableMax);
 
 }  // namespace hourglass
