@@ -50,18 +50,29 @@ CheckFrontEnd::CheckFrontEnd(const Engine& engine, ServiceMetrics* metrics, Deci
 CheckFrontEnd::~CheckFrontEnd() = default;
 
 void CheckFrontEnd::Submit(std::vector<OwnedCheck> checks, Done done, Engine::LocalScope local) {
-  if (checks.empty()) return done(std::move(checks), Engine::RequestDecision{true, {}});
+  if (std::optional<Engine::RequestDecision> decided = DecideAtOnce(checks, local)) {
+    return done(std::move(checks), std::move(*decided));
+  }
+  SubmitToStore(std::move(checks), std::move(done), local);
+}
+
+std::optional<Engine::RequestDecision> CheckFrontEnd::DecideAtOnce(
+    const std::vector<OwnedCheck>& checks, Engine::LocalScope local) {
+  if (checks.empty()) return Engine::RequestDecision{true, {}};  // nothing decided: no sink
+  std::optional<Engine::RequestDecision> decided =
+      impl_->engine.CheckAllIfBlocked(RequestsOf(checks), local);  // denied moments ago
+  if (decided && impl_->sink) impl_->sink(checks, *decided);
+  return decided;
+}
+
+void CheckFrontEnd::SubmitToStore(std::vector<OwnedCheck> checks, Done done,
+                                  Engine::LocalScope local) {
   if (impl_->sink) {
     done = [sink = &impl_->sink, done = std::move(done)](std::vector<OwnedCheck> decided_checks,
                                                          Result<Engine::RequestDecision> decided) {
       if (decided.ok()) (*sink)(decided_checks, *decided);
       done(std::move(decided_checks), std::move(decided));
     };
-  }
-  // Clients denied moments ago are answered at once.
-  if (std::optional<Engine::RequestDecision> decided =
-          impl_->engine.CheckAllIfBlocked(RequestsOf(checks), local)) {
-    return done(std::move(checks), std::move(*decided));
   }
   impl_->in_flight.fetch_add(1, std::memory_order_relaxed);
   CheckJob job{std::move(checks), nullptr, local};

@@ -188,18 +188,25 @@ void DecisionApi::HandleAsync(HttpRequest request, HttpResponder respond) {
       answer(Handle(request, answer.peer()));
     });
   }
-  auto pending = std::make_shared<PendingChecks>();
+  PendingChecks prepared;
   if (std::optional<HttpResponse> refused =
-          PrepareChecks(request, respond.peer(), route.auth_event, *pending)) {
+          PrepareChecks(request, respond.peer(), route.auth_event, prepared)) {
     ObserveRequest(route, start);
     return respond(std::move(*refused));
   }
-  std::vector<OwnedCheck> checks = std::move(pending->checks);
+  // A client denied moments ago is answered here and now, with nothing to carry to another thread.
+  if (std::optional<Engine::RequestDecision> decided = front_end_.DecideAtOnce(prepared.checks)) {
+    HttpResponse response = Decided(prepared, prepared.checks, std::move(*decided));
+    ObserveRequest(route, start);
+    return respond(std::move(response));
+  }
+  std::vector<OwnedCheck> checks = std::move(prepared.checks);
+  auto pending = std::make_shared<PendingChecks>(std::move(prepared));
   // The front end's threads send it: the connection's thread goes on with its other connections.
   CheckFrontEnd::Gather hand_over(front_end_, /*hand_over=*/true);
-  front_end_.Submit(std::move(checks), [this, pending, respond = std::move(respond), start, route](
-                                           std::vector<OwnedCheck> decided_checks,
-                                           Result<Engine::RequestDecision> decided) {
+  front_end_.SubmitToStore(std::move(checks), [this, pending, respond = std::move(respond), start,
+                                               route](std::vector<OwnedCheck> decided_checks,
+                                                      Result<Engine::RequestDecision> decided) {
     HttpResponse response = Decided(*pending, decided_checks, std::move(decided));
     ObserveRequest(route, start);
     respond(std::move(response));

@@ -74,6 +74,42 @@ TEST_F(CheckFrontEndTest, NoChecksAndBlockedClientsAreAnsweredAtOnceWithoutTheSt
   EXPECT_EQ(counting_->applies + counting_->apply_manys, sends) << "nothing read";
 }
 
+// Submit in two steps: DecideAtOnce answers a blocked client (nullopt for any other, which goes
+// to the store by SubmitToStore), and the sink hears of every decided request once either way.
+TEST_F(CheckFrontEndTest, DecideAtOnceThenSubmitToStoreDecideAsSubmitDoes) {
+  std::atomic<int> heard{0};
+  CheckFrontEnd front(*engine_, nullptr,
+                      [&](const std::vector<OwnedCheck>& checks, const Engine::RequestDecision&) {
+                        EXPECT_EQ(checks.size(), 1u);
+                        ++heard;
+                      });
+  const Policy one{*ParseLimits("1/m")};
+  const std::vector<OwnedCheck> request = {{"e", "bob", one, 1}};
+  for (bool admitted : {true, false}) {  // then known as blocked
+    const int reads = counting_->applies + counting_->apply_manys;
+    EXPECT_FALSE(front.DecideAtOnce(request).has_value()) << "not known denied yet";
+    EXPECT_EQ(counting_->applies + counting_->apply_manys, reads) << "nothing read";
+    std::atomic<bool> done{false};
+    front.SubmitToStore(request, [&](std::vector<OwnedCheck>, Result<Engine::RequestDecision> d) {
+      ASSERT_TRUE(d.ok());
+      EXPECT_EQ(d->allowed, admitted);
+      done = true;
+    });
+    while (!done) std::this_thread::yield();
+  }
+  EXPECT_EQ(heard, 2);
+  const int reads = counting_->applies + counting_->apply_manys;
+  std::optional<Engine::RequestDecision> at_once = front.DecideAtOnce(request);
+  ASSERT_TRUE(at_once.has_value());
+  EXPECT_FALSE(at_once->allowed);
+  EXPECT_EQ(at_once->decisions[0].cost.blocked_hits, 1u);
+  EXPECT_EQ(counting_->applies + counting_->apply_manys, reads) << "nothing read";
+  EXPECT_EQ(heard, 3);
+  ASSERT_TRUE(front.DecideAtOnce({}).has_value());
+  EXPECT_TRUE(front.DecideAtOnce({})->allowed);
+  EXPECT_EQ(heard, 3) << "a request without checks decides nothing the sink hears of";
+}
+
 // Requests of one feature are decided one after another, within a batch (a round holds distinct
 // features) and across the front end's two batches at the store (one holds the feature at a time):
 // the shared limit admits exactly its limit, on memcached too, and the store counts exactly what

@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "hourglass/check_batcher.h"
@@ -50,6 +51,14 @@ class CheckFrontEnd {
   // requests are answered at once without the store (Engine::CheckAllIfBlocked).
   void Submit(std::vector<OwnedCheck> checks, Done done,
               Engine::LocalScope local = Engine::LocalScope::kEveryCheck);
+  // Submit in two steps, for a caller that answers a request decided at once without building
+  // `done`: the decision when `checks` can be decided at once (the sink told, unless there are no
+  // checks), else nullopt and then SubmitToStore(checks, ...) with the same `local`.
+  std::optional<Engine::RequestDecision> DecideAtOnce(
+      const std::vector<OwnedCheck>& checks,
+      Engine::LocalScope local = Engine::LocalScope::kEveryCheck);
+  void SubmitToStore(std::vector<OwnedCheck> checks, Done done,
+                     Engine::LocalScope local = Engine::LocalScope::kEveryCheck);
 
   // While it lives, the requests this thread submits to `front` (and not decided at once) are
   // held, then handed to the batcher together when it ends: for a protocol that reads many
