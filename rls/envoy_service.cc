@@ -65,17 +65,23 @@ void EnvoyService::ShouldRateLimit(const RateLimitRequest& request,
                                    std::function<void(Result<RateLimitResponse>)> done) {
   Result<EnvoyRequest> made = EnvoyRequest::Make(*Config(), request, options_);
   if (!made.ok()) return done(made.error());
+  // Envoy acts on the denial alone: a request one descriptor of which is known denied needs no
+  // read of the others.
+  const Engine::LocalScope local = Engine::LocalScope::kAnyBindingDenial;
+  if (std::optional<Engine::RequestDecision> decided =
+          front_end_.DecideAtOnce(made->checks(), local)) {  // answered here, nothing carried
+    if (top_ != nullptr) Rank(made->checks(), *decided);
+    return done(made->Answer(std::move(*decided), metrics_));
+  }
   auto plan = std::make_shared<const EnvoyRequest>(std::move(*made));
-  front_end_.Submit(
+  front_end_.SubmitToStore(
       plan->checks(),
       [this, plan, done = std::move(done)](std::vector<OwnedCheck> checks,
                                            Result<Engine::RequestDecision> decided) {
         if (top_ != nullptr && decided.ok()) Rank(checks, *decided);
         done(plan->Answer(decided, metrics_));
       },
-      // Envoy acts on the denial alone: a request one descriptor of which is known
-      // denied needs no read of the others.
-      Engine::LocalScope::kAnyBindingDenial);
+      local);
 }
 
 void EnvoyService::Rank(const std::vector<OwnedCheck>& checks,
