@@ -267,14 +267,29 @@ bool IsMalformed(beast::error_code ec) {
 
 class Session;
 
-// A request being answered: until it is, the server's Run() does not return. Once answered it
-// holds nothing of the server, so a responder kept after answering (even past the server's life)
-// is harmless.
-class PendingAnswer {
+// A request being answered, and where its answer goes: until it is answered, the server's Run()
+// does not return. Once answered it holds nothing of the connection, so a responder kept after
+// answering (even past the server's life) is harmless.
+class PendingAnswer : public HttpResponder::Answerer {
  public:
-  PendingAnswer(net::io_context& ioc, std::shared_ptr<Session> session)
-      : session_(std::move(session)), work_(ioc.get_executor()) {}
+  // `version`, `keep_alive` and `head`: the request's.
+  PendingAnswer(net::io_context& ioc, std::shared_ptr<Session> session,
+                std::shared_ptr<HttpServer::Impl> server, unsigned version, bool keep_alive,
+                bool head)
+      : session_(std::move(session)),
+        server_(std::move(server)),
+        work_(ioc.get_executor()),
+        version_(version),
+        keep_alive_(keep_alive),
+        head_(head) {}
 
+  // The first answer is sent on the connection's thread (at once when called there); later ones
+  // are ignored.
+  void Send(HttpResponse response) override;
+  void Build(HttpResponder::Builder build) override;
+  void RunBlocking(std::function<void()> task) override { server_->RunBlocking(std::move(task)); }
+
+ private:
   // The connection to answer, for the first caller only (null afterwards). The caller must
   // dispatch its answer before calling Answered().
   std::shared_ptr<Session> Take() {
@@ -284,10 +299,12 @@ class PendingAnswer {
   // Releases the server's work: the answer dispatched is work of its own.
   void Answered() { work_.reset(); }
 
- private:
   std::atomic<bool> answered_{false};
   std::shared_ptr<Session> session_;  // written only by the one caller Take() lets through
+  const std::shared_ptr<HttpServer::Impl> server_;  // for RunBlocking
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  const unsigned version_;
+  const bool keep_alive_, head_;
 };
 
 // One connection: wait for a request (idle timeout), read it whole (request timeout), answer,
@@ -347,6 +364,14 @@ class Session : public std::enable_shared_from_this<Session> {
     // A request still arriving is dropped too: the client that sends it so slowly gives way.
     CancelWaiting(/*arriving_too=*/true);
   }
+
+  // Answers the request read last, with `version`, `keep_alive` and `head` as PendingAnswer's.
+  // On the connection's thread.
+  void Answer(HttpResponse response, unsigned version, bool keep_alive, bool head) {
+    const bool keep = keep_alive && response.keep_alive() && !server_->stopping && !leaving_;
+    Write(std::move(response), version, keep, head);
+  }
+  Socket::executor_type executor() { return socket_.get_executor(); }
 
  private:
   // Cancels, on the connection's thread, its wait for a request (and with `arriving_too`, the
@@ -417,29 +442,11 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool head = message.method() == http::verb::head;
     const bool keep_alive = message.keep_alive();
     HttpRequest request = Plain(std::move(message));
-    // The response is built and written on this connection's thread; until then the server's
-    // work is kept alive.
-    auto pending = std::make_shared<PendingAnswer>(context_, shared_from_this());
-    HttpResponder respond(
-        [version, keep_alive, head, pending](HttpResponder::Builder build) {
-          std::shared_ptr<Session> self = pending->Take();
-          if (!self) return;  // a second answer is ignored
-          net::dispatch(self->socket_.get_executor(), [self, version, keep_alive, head,
-                                                       build = std::move(build)] {
-            HttpResponse response;
-            try {
-              response = build();
-            } catch (const std::exception&) {
-              response = ErrorResponse(HttpStatus::kInternalServerError, "internal error");
-            }
-            const bool keep =
-                keep_alive && response.keep_alive() && !self->server_->stopping && !self->leaving_;
-            self->Write(std::move(response), version, keep, head);
-          });
-          pending->Answered();
-        },
-        peer_,
-        [server = server_](std::function<void()> task) { server->RunBlocking(std::move(task)); });
+    // The response is written on this connection's thread; until then the server's work is kept
+    // alive.
+    HttpResponder respond(std::make_shared<PendingAnswer>(context_, shared_from_this(), server_,
+                                                          version, keep_alive, head),
+                          peer_);
     try {
       server_->handler(std::move(request), respond);
     } catch (const std::exception&) {
@@ -491,6 +498,32 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> leaving_{false};            // closed to make room (Leave)
   std::atomic<int64_t> deadline_{kNoDeadline};  // CoarseNow(): Sweep closes it after
 };
+
+void PendingAnswer::Send(HttpResponse response) {
+  std::shared_ptr<Session> self = Take();
+  if (!self) return;  // a second answer is ignored
+  net::dispatch(self->executor(), [self, response = std::move(response), version = version_,
+                                   keep_alive = keep_alive_, head = head_]() mutable {
+    self->Answer(std::move(response), version, keep_alive, head);
+  });
+  Answered();
+}
+
+void PendingAnswer::Build(HttpResponder::Builder build) {
+  std::shared_ptr<Session> self = Take();
+  if (!self) return;  // a second answer is ignored
+  net::dispatch(self->executor(), [self, build = std::move(build), version = version_,
+                                   keep_alive = keep_alive_, head = head_] {
+    HttpResponse response;
+    try {
+      response = build();
+    } catch (const std::exception&) {
+      response = ErrorResponse(HttpStatus::kInternalServerError, "internal error");
+    }
+    self->Answer(std::move(response), version, keep_alive, head);
+  });
+  Answered();
+}
 
 bool OutOfDescriptors(const beast::error_code& ec) {
   return ec == net::error::no_descriptors ||
@@ -627,21 +660,45 @@ bool HttpServer::Impl::RefuseWithReserve() {
   return refused && spare_back;
 }
 
-void HttpResponder::operator()(HttpResponse response) const {
-  auto shared = std::make_shared<HttpResponse>(std::move(response));
-  send_([shared] { return std::move(*shared); });
-}
+namespace {
+
+// Answers given to a function as builders; blocking work run by a runner, or at once.
+class FunctionAnswerer : public HttpResponder::Answerer {
+ public:
+  FunctionAnswerer(std::function<void(HttpResponder::Builder)> send,
+                   HttpResponder::BlockingRunner blocking)
+      : send_(std::move(send)), blocking_(std::move(blocking)) {}
+
+  void Send(HttpResponse response) override {
+    auto shared = std::make_shared<HttpResponse>(std::move(response));
+    send_([shared] { return std::move(*shared); });
+  }
+  void Build(HttpResponder::Builder build) override { send_(std::move(build)); }
+  void RunBlocking(std::function<void()> task) override {
+    if (!blocking_) return task();
+    blocking_(std::move(task));
+  }
+
+ private:
+  const std::function<void(HttpResponder::Builder)> send_;
+  const HttpResponder::BlockingRunner blocking_;
+};
+
+}  // namespace
+
+HttpResponder::HttpResponder(std::function<void(Builder)> send, std::string peer,
+                             BlockingRunner blocking)
+    : HttpResponder(std::make_shared<FunctionAnswerer>(std::move(send), std::move(blocking)),
+                    std::move(peer)) {}
 
 void HttpResponder::Blocking(std::function<void(HttpResponder)> work) const {
-  auto run = [respond = *this, work = std::move(work)] {
+  answerer_->RunBlocking([respond = *this, work = std::move(work)] {
     try {
       work(respond);
     } catch (const std::exception&) {
       respond(ErrorResponse(HttpStatus::kInternalServerError, "internal error"));
     }
-  };
-  if (!blocking_) return run();
-  blocking_(std::move(run));
+  });
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options,

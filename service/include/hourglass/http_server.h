@@ -46,15 +46,29 @@ class HttpResponder {
   using Builder = std::function<HttpResponse()>;
   // Runs a task on a thread that may block; empty: on the caller's.
   using BlockingRunner = std::function<void(std::function<void()>)>;
+  // Where a responder's answer goes: the server's connection (or a test's stand-in). Its calls
+  // may come from any thread.
+  class Answerer {
+   public:
+    virtual ~Answerer() = default;
+    virtual void Send(HttpResponse response) = 0;
+    // Builds the response on the connection's own thread, then sends it.
+    virtual void Build(Builder build) = 0;
+    // Runs `task` on a thread that may block.
+    virtual void RunBlocking(std::function<void()> task) = 0;
+  };
+
+  // Answers through `send`: every answer is given to it as a builder.
   explicit HttpResponder(std::function<void(Builder)> send, std::string peer = "",
-                         BlockingRunner blocking = nullptr)
-      : send_(std::move(send)), peer_(std::move(peer)), blocking_(std::move(blocking)) {}
+                         BlockingRunner blocking = nullptr);
+  HttpResponder(std::shared_ptr<Answerer> answerer, std::string peer)
+      : answerer_(std::move(answerer)), peer_(std::move(peer)) {}
 
   // Sends `response`.
-  void operator()(HttpResponse response) const;
+  void operator()(HttpResponse response) const { answerer_->Send(std::move(response)); }
   // Builds the response on the connection's own thread, then sends it: for a caller whose
   // thread has other work (a thread sending batches for many connections).
-  void Later(Builder build) const { send_(std::move(build)); }
+  void Later(Builder build) const { answerer_->Build(std::move(build)); }
   // Runs `work` on one of the server's threads that may block (on the store), given this
   // responder to answer with: for an asynchronous handler whose request cannot be answered
   // without waiting. A `work` that throws is answered 500.
@@ -63,9 +77,8 @@ class HttpResponder {
   const std::string& peer() const { return peer_; }
 
  private:
-  std::function<void(Builder)> send_;
+  std::shared_ptr<Answerer> answerer_;
   std::string peer_;
-  BlockingRunner blocking_;
 };
 using AsyncHttpHandler = std::function<void(HttpRequest, HttpResponder)>;
 
