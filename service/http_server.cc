@@ -1,10 +1,10 @@
 #include "hourglass/http_server.h"
 
-#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,6 +13,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <limits>
@@ -148,6 +149,14 @@ int64_t CoarseNow() {
 }
 constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 
+// Appends `n` in decimal.
+template <typename Number>
+void AppendDecimal(Number n, std::string& out) {
+  char digits[24];
+  const char* end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  out.append(digits, static_cast<size_t>(end - digits));
+}
+
 // A 503 with Retry-After for a connection that cannot be served, then the connection closes.
 const std::string& BusyResponse() {
   static const std::string busy = [] {
@@ -209,40 +218,57 @@ HttpRequest Plain(BeastRequest&& message) {
   return request;
 }
 
-// The response's bytes in HTTP/1.`version`, closing unless `keep_alive`, as Beast's
-// prepare_payload() frames them: the handler's fields, then Connection where it is not the
-// version's default, then Content-Length (none, and no body, for 1xx, 204 and 304), then the
-// body unless the request was a HEAD (RFC 9110 9.3.2: the length is told, the content is not). A
-// field value cannot end the header early: CR and LF in it are sent as spaces.
-std::string Wire(HttpResponse&& response, unsigned version, bool keep_alive, bool head) {
+// A response as sent: its status line and fields, then its body (empty for a HEAD, a 1xx, a 204
+// or a 304), written together in one call.
+struct WireResponse {
+  std::string head;
+  std::string body;
+  std::array<net::const_buffer, 2> Buffers() const {
+    return {net::buffer(head), net::buffer(body)};
+  }
+};
+
+// The response in HTTP/1.`version`, closing unless `keep_alive`, as Beast's prepare_payload()
+// frames it: the handler's fields, then Connection where it is not the version's default, then
+// Content-Length (none, and no body, for 1xx, 204 and 304), then the body unless the request was a
+// HEAD (RFC 9110 9.3.2: the length is told, the content is not). A field value cannot end the
+// header early: CR and LF in it are sent as spaces.
+WireResponse Wire(HttpResponse&& response, unsigned version, bool keep_alive, bool head) {
   const int code = static_cast<int>(response.status());
   const bool bodiless = (code >= 100 && code < 200) || code == 204 || code == 304;
-  size_t size = 96 + response.body().size();  // the status line, framing fields and body
+  size_t size = 96;  // the status line and framing fields
   for (const HttpField& field : response.fields())
     size += field.name.size() + field.value.size() + 4;
-  std::string out;
-  out.reserve(size);
-  fmt::format_to(std::back_inserter(out), FMT_COMPILE("HTTP/1.{} {} "), version == 10 ? 0 : 1,
-                 code);
-  out += http::obsolete_reason(static_cast<http::status>(code));
-  out += "\r\n";
+  WireResponse out;
+  std::string& h = out.head;
+  h.reserve(size);
+  h += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  AppendDecimal(code, h);
+  h += ' ';
+  h += http::obsolete_reason(static_cast<http::status>(code));
+  h += "\r\n";
   for (const HttpField& field : response.fields()) {
-    out += field.name;
-    out += ": ";
-    const size_t value_at = out.size();
-    out += field.value;
+    h += field.name;
+    h += ": ";
+    const size_t value_at = h.size();
+    h += field.value;
     // A line break in a value would end the header: each is sent as a space.
-    std::replace_if(
-        out.begin() + static_cast<std::ptrdiff_t>(value_at), out.end(),
-        [](char c) { return c == '\r' || c == '\n'; }, ' ');
-    out += "\r\n";
+    if (field.value.find_first_of("\r\n") != std::string::npos) {
+      std::replace_if(
+          h.begin() + static_cast<std::ptrdiff_t>(value_at), h.end(),
+          [](char c) { return c == '\r' || c == '\n'; }, ' ');
+    }
+    h += "\r\n";
   }
-  if (version == 10 && keep_alive) out += "Connection: keep-alive\r\n";
-  if (version != 10 && !keep_alive) out += "Connection: close\r\n";
-  if (!bodiless)
-    fmt::format_to(std::back_inserter(out), "Content-Length: {}\r\n", response.body().size());
-  out += "\r\n";
-  if (!bodiless && !head) out += response.body();
+  if (version == 10 && keep_alive) h += "Connection: keep-alive\r\n";
+  if (version != 10 && !keep_alive) h += "Connection: close\r\n";
+  if (!bodiless) {
+    h += "Content-Length: ";
+    AppendDecimal(response.body().size(), h);
+    h += "\r\n";
+  }
+  h += "\r\n";
+  if (!bodiless && !head) out.body = std::move(response.body());
   return out;
 }
 
@@ -461,10 +487,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(HttpResponse response, unsigned version = 11, bool keep_alive = false,
              bool head = false) {
     auto bytes =
-        std::make_shared<std::string>(Wire(std::move(response), version, keep_alive, head));
+        std::make_shared<WireResponse>(Wire(std::move(response), version, keep_alive, head));
     net::post(socket_.get_executor(), [self = shared_from_this(), bytes, keep_alive] {
       self->SetDeadline(self->server_->options.request_timeout);
-      net::async_write(self->socket_, net::buffer(*bytes),
+      net::async_write(self->socket_, bytes->Buffers(),
                        [self, bytes, keep_alive](beast::error_code ec, size_t) {
                          if (ec || !keep_alive) return self->Close();
                          self->answered_ = true;
