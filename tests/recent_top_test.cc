@@ -32,27 +32,34 @@ std::map<std::string, uint64_t> Truth(const std::vector<Hit>& hits, int64_t from
   return truth;
 }
 
-TEST(RecentTop, MergedMinutesBracketTheTruthAndListEveryFeatureAboveTheBound) {
+// A skewed stream of about 25 minutes of "signup" hits, recorded into `top` (whose last hit is at
+// the stream's last .at).
+std::vector<Hit> Stream(uint32_t seed, RecentTop& top) {
   constexpr int64_t kStart = 1'800'000'000 - 1'800'000'000 % 60;
+  std::mt19937 rng(seed);
+  std::vector<double> weights;
+  for (int r = 1; r <= 3000; ++r) weights.push_back(1.0 / std::pow(r, 0.9));
+  std::discrete_distribution<int> feature(weights.begin(), weights.end());
+  std::uniform_int_distribution<int64_t> gap(0, 1);
+  std::bernoulli_distribution denied(0.3);
+  std::vector<Hit> hits;
+  int64_t at = kStart;
+  for (int i = 0; i < 30000; ++i) {  // about 25 minutes
+    at += i % 20 == 0 ? gap(rng) : 0;
+    const int f = feature(rng);
+    // The heavy features are denied more, as a limiter would.
+    hits.push_back({at, "f" + std::to_string(f), 1 + static_cast<uint64_t>(i % 3 == 0),
+                    !(denied(rng) || (f < 5 && i % 2 == 0))});
+    top.Record("signup", hits.back().feature, hits.back().cost, hits.back().allowed, FromUnix(at));
+  }
+  return hits;
+}
+
+TEST(RecentTop, MergedMinutesBracketTheTruthAndListEveryFeatureAboveTheBound) {
   for (uint32_t seed = 1; seed <= 6; ++seed) {
-    std::mt19937 rng(seed);
-    std::vector<double> weights;
-    for (int r = 1; r <= 3000; ++r) weights.push_back(1.0 / std::pow(r, 0.9));
-    std::discrete_distribution<int> feature(weights.begin(), weights.end());
-    std::uniform_int_distribution<int64_t> gap(0, 1);
-    std::bernoulli_distribution denied(0.3);
     RecentTop top(32);
-    std::vector<Hit> hits;
-    int64_t at = kStart;
-    for (int i = 0; i < 30000; ++i) {  // about 25 minutes
-      at += i % 20 == 0 ? gap(rng) : 0;
-      const int f = feature(rng);
-      // The heavy features are denied more, as a limiter would.
-      hits.push_back({at, "f" + std::to_string(f), 1 + static_cast<uint64_t>(i % 3 == 0),
-                      !(denied(rng) || (f < 5 && i % 2 == 0))});
-      top.Record("signup", hits.back().feature, hits.back().cost, hits.back().allowed,
-                 FromUnix(at));
-    }
+    const std::vector<Hit> hits = Stream(seed, top);
+    const int64_t at = hits.back().at;
     for (int minutes : {1, 5, 15}) {
       for (TopBy by : {TopBy::kHits, TopBy::kDenied}) {
         const TopAnswer a = top.Query("signup", minutes, by, 1'000'000, FromUnix(at));
@@ -79,6 +86,31 @@ TEST(RecentTop, MergedMinutesBracketTheTruthAndListEveryFeatureAboveTheBound) {
         const auto heaviest = std::max_element(
             truth.begin(), truth.end(), [](auto& x, auto& y) { return x.second < y.second; });
         EXPECT_EQ(a.rows.front().feature, heaviest->first) << TopByName(by) << " " << minutes;
+      }
+    }
+  }
+}
+
+// What a process saves, a new one restores to the same answers.
+TEST(RecentTop, ARestoredTopAnswersAsTheSavedOneDid) {
+  for (size_t capacity : {32, 256}) {
+    RecentTop top(capacity);
+    const std::vector<Hit> hits = Stream(9, top);
+    const Instant now = FromUnix(hits.back().at);
+    RecentTop restored(capacity);
+    restored.Restore(top.Save(), now);
+    for (int minutes : {1, 5, 15}) {
+      for (TopBy by : {TopBy::kHits, TopBy::kDenied}) {
+        const TopAnswer a = top.Query("signup", minutes, by, 50, now);
+        const TopAnswer b = restored.Query("signup", minutes, by, 50, now);
+        EXPECT_EQ(b.total, a.total) << capacity << " " << minutes;
+        EXPECT_EQ(b.bound, a.bound) << capacity << " " << minutes;
+        ASSERT_EQ(b.rows.size(), a.rows.size());
+        for (size_t i = 0; i < a.rows.size(); ++i) {
+          EXPECT_EQ(b.rows[i].feature, a.rows[i].feature) << capacity << " row " << i;
+          EXPECT_EQ(b.rows[i].estimate, a.rows[i].estimate) << capacity << " row " << i;
+          EXPECT_EQ(b.rows[i].error, a.rows[i].error) << capacity << " row " << i;
+        }
       }
     }
   }
