@@ -311,13 +311,26 @@ TEST_F(MemcachedPackBasesTest, ABusyHourGoesToABaseThatAReaderReadsOnce) {
   EXPECT_GE(base_bytes, static_cast<long long>(packed::kBaseAfterBytes));
   EXPECT_LT(base_bytes, 4 + 1300);
 
-  std::unique_ptr<MemcachedStore> reader = Reader();
-  long long first = BytesSentFor([&] { EXPECT_EQ(Read(*reader), Read(store())); });
-  long long again = BytesSentFor([&] {
-    EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800}));
-  });
+  // memcached's bytes_written can lag the replies a client already holds: on a busy machine a
+  // first read once measured 94 bytes and the read after it 4,517, the first's bytes counted in
+  // the second's window. A late count lowers the window it belongs to and raises a later one, so
+  // each read is measured three times, with a fresh reader each: the most bytes any first read
+  // cost, the least any read after it did.
+  long long first = 0;
+  long long again = std::numeric_limits<long long>::max();
+  for (int trial = 0; trial < 3; ++trial) {
+    std::unique_ptr<MemcachedStore> reader = Reader();
+    first = std::max(first, BytesSentFor([&] {
+                       EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800}));
+                     }));
+    again = std::min(again, BytesSentFor([&] {
+                       EXPECT_EQ(Read(*reader), (std::vector<uint64_t>{2, 120, 4800}));
+                     }));
+  }
   EXPECT_GE(first - again, base_bytes) << "the base is read once";
   EXPECT_LT(again, 100) << "a read of the pack alone: its header and the base's name";
+  std::unique_ptr<MemcachedStore> reader = Reader();
+  EXPECT_EQ(Read(*reader), Read(store()));
 
   // Hits appended after the base are read on top of it, by every reader.
   ASSERT_NO_FATAL_FAILURE(HitSeconds(store(), kHourStart + 5, 1, 3));
