@@ -71,6 +71,16 @@ Engine::CheckRequest OneCheck(std::string_view event, std::string_view feature,
   return check;
 }
 
+// `check` (of group `group`, at `now`) decided from the blocked-client cache alone, or nullopt when
+// its client is not known denied. A blocked check takes nothing back.
+std::optional<Decision> DecideIfBlocked(const internal::EngineCore& core,
+                                        const Engine::CheckRequest& check, std::string group,
+                                        Instant now) {
+  internal::CheckRun run(core, std::move(group), *check.policy, check.hits, now, now, check.record);
+  if (!run.AnswerBlocked()) return std::nullopt;
+  return internal::RequestRuns::DecideAlone(core, run, now);
+}
+
 uint64_t NextEngineId() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
@@ -356,12 +366,10 @@ std::optional<Decision> Engine::CheckIfBlocked(std::string_view event, std::stri
                                                const Policy& policy, uint64_t hits) const {
   if (core_->blocked == nullptr) return std::nullopt;
   const Instant now = core_->clock->Now();
-  Result<std::string> group =
-      ValidateCheck(OneCheck(event, feature, policy, hits, std::nullopt, true), now);
+  const CheckRequest check = OneCheck(event, feature, policy, hits, std::nullopt, true);
+  Result<std::string> group = ValidateCheck(check, now);
   if (!group.ok()) return std::nullopt;
-  internal::CheckRun run(*core_, std::move(*group), policy, hits, now, now);
-  if (!run.AnswerBlocked()) return std::nullopt;
-  return internal::RequestRuns::DecideAlone(*core_, run, now);
+  return DecideIfBlocked(*core_, check, std::move(*group), now);
 }
 
 std::vector<Result<Decision>> Engine::CheckMany(std::span<const CheckRequest> checks) const {
@@ -421,28 +429,22 @@ std::optional<Engine::RequestDecision> Engine::CheckAllIfBlocked(
     std::span<const CheckRequest> checks, LocalScope scope) const {
   if (core_->blocked == nullptr || checks.empty()) return std::nullopt;
   const Instant now = core_->clock->Now();
-  if (checks.size() == 1) {
-    // One check is answerable exactly when it is blocked, whatever the scope: decided alone,
-    // without a request's bookkeeping. A blocked check takes nothing back.
-    const CheckRequest& check = checks.front();
-    if (check.at && *check.at != now) return std::nullopt;
-    Result<std::string> group = ValidateCheck(check, now);
-    if (!group.ok()) return std::nullopt;
-    internal::CheckRun run(*core_, std::move(*group), *check.policy, check.hits, now, now,
-                           check.record);
-    if (!run.AnswerBlocked()) return std::nullopt;
-    Decision decision = internal::RequestRuns::DecideAlone(*core_, run, now);
-    const bool allowed = decision.allowed || !check.binding;
-    RequestDecision out{allowed, {}};
-    out.decisions.push_back(std::move(decision));
-    return out;
-  }
   std::vector<std::string> groups;
   for (const CheckRequest& check : checks) {
     if (check.at && *check.at != now) return std::nullopt;
     Result<std::string> group = ValidateCheck(check, now);
     if (!group.ok()) return std::nullopt;
     groups.push_back(std::move(*group));
+  }
+  if (checks.size() == 1) {
+    // One check is answerable exactly when it is blocked, whatever the scope: decided alone,
+    // without a request's bookkeeping.
+    std::optional<Decision> decision =
+        DecideIfBlocked(*core_, checks.front(), std::move(groups.front()), now);
+    if (!decision) return std::nullopt;
+    RequestDecision out{decision->allowed || !checks.front().binding, {}};
+    out.decisions.push_back(std::move(*decision));
+    return out;
   }
   internal::RequestRuns runs(*core_, now);
   runs.Add(checks, std::move(groups));
