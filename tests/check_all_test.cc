@@ -41,10 +41,14 @@ class CheckAllTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     harness_ = testing::MakeHarness(GetParam());
     ASSERT_NE(harness_, nullptr);
+    engine_ = std::make_unique<Engine>(EngineOn(harness_->store()));
+  }
+  // An engine with the hot-path caches of a long-running service, on `store` and the harness's
+  // clock.
+  Engine EngineOn(Store& store) {
     EngineOptions options;
     options.hot_path = HotPathOptions::LongRunning(1024);
-    engine_ = std::make_unique<Engine>(
-        *Engine::Create(harness_->store(), harness_->clock(), std::move(options)));
+    return *Engine::Create(store, harness_->clock(), std::move(options));
   }
   uint64_t CountOf(const std::string& event, const std::string& feature, Seconds w, Instant at) {
     const Window window = *Window::Sliding(w);
@@ -172,9 +176,7 @@ TEST_P(CheckAllTest, AShadowMemberDeniedDoesNotDenyTheRequest) {
 // unread, the store sees nothing of the request, and its counts are what CheckAll would leave.
 TEST_P(CheckAllTest, ARequestOneCheckOfWhichIsKnownDeniedIsDeniedWithoutTheStore) {
   testing::CountingStore counting(harness_->store());
-  EngineOptions options;
-  options.hot_path = HotPathOptions::LongRunning(1024);
-  const Engine engine = *Engine::Create(counting, harness_->clock(), std::move(options));
+  const Engine engine = EngineOn(counting);
   const Policy one{*ParseLimits("1/m"), CountingMode::kAdmitted};
   std::vector<Engine::CheckRequest> request = {{"per_ip", "10.0.0.1", one},
                                                {"per_account", "ann", kAdmitted}};
@@ -218,9 +220,7 @@ TEST_P(CheckAllTest, ARequestOneCheckOfWhichIsKnownDeniedIsDeniedWithoutTheStore
 // denying nothing.
 TEST_P(CheckAllTest, AOneCheckRequestKnownDeniedIsAnsweredAsTheStoreDeniedIt) {
   testing::CountingStore counting(harness_->store());
-  EngineOptions options;
-  options.hot_path = HotPathOptions::LongRunning(1024);
-  const Engine engine = *Engine::Create(counting, harness_->clock(), std::move(options));
+  const Engine engine = EngineOn(counting);
   const Policy one{*ParseLimits("1/m, 5/h"), CountingMode::kAdmitted};
   std::vector<Engine::CheckRequest> request = {{"per_ip", "10.0.0.1", one}};
   EXPECT_FALSE(engine.CheckAllIfBlocked(request).has_value()) << "never seen: not known denied";
