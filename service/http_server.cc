@@ -424,19 +424,51 @@ class Session : public std::enable_shared_from_this<Session> {
                               }
                               self->buffer_.commit(n);
                               self->ReadRequest();
-                              self->idle_ = false;  // reading_ set first: never neither
                             });
   }
 
   void ReadRequest() {
     reading_ = true;
+    idle_ = false;  // reading_ set first: never neither
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
     SetDeadline(server_->options.request_timeout);
-    http::async_read(
-        socket_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
+    ParseRequest();
+  }
+
+  // Parses what the buffer holds, and reads more until the request is whole (or wrong). A request
+  // that arrived whole is answered here and now, not from a completion queued for later.
+  void ParseRequest() {
+    while (!parser_->is_done()) {
+      if (buffer_.size() == 0) return ReadMore();
+      beast::error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more || (!ec && used == 0)) return ReadMore();
+      if (ec) return OnRequest(ec);
+    }
+    OnRequest({});
+  }
+
+  // The rest of a request: the buffer full (at its limit) is an overflow; the client closing
+  // before the request is whole, a partial message (or nothing at all, an end of stream).
+  void ReadMore() {
+    const size_t room = beast::read_size(buffer_, 65536);
+    if (room == 0) return OnRequest(http::error::buffer_overflow);
+    socket_.async_read_some(buffer_.prepare(room),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec == net::error::eof) {
+                                if (self->parser_->got_some()) {
+                                  self->parser_->put_eof(ec);
+                                } else {
+                                  ec = http::error::end_of_stream;
+                                }
+                              }
+                              if (ec) return self->OnRequest(ec);
+                              self->ParseRequest();
+                            });
   }
 
   void OnRequest(beast::error_code ec) {

@@ -515,6 +515,56 @@ TEST_F(HttpServerTest, AResponseIsFramedByItsStatusAndRequestAndAFieldCannotEndT
   EXPECT_NE(old.find("\r\nConnection: keep-alive\r\n"), std::string::npos) << old;
 }
 
+TEST_F(HttpServerTest, ARequestIsReadWholeHoweverItArrivesAndPipelinedOnesInTurn) {
+  std::atomic<int> calls{0};
+  Start(HttpServerOptions{}, [&](HttpRequest request, HttpResponder respond) {
+    ++calls;
+    respond(HttpResponse(HttpStatus::kOk, std::string(request.target()) + ":" + request.body()));
+  });
+  const auto post = [](const std::string& target, const std::string& body, bool close = false) {
+    return "POST " + target +
+           " HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
+           (close ? "\r\nConnection: close" : "") + "\r\n\r\n" + body;
+  };
+  // In pieces: the header cut in its middle, the body in two parts. Whether the pieces arrive
+  // together or apart, the request is the same.
+  const std::string whole = post("/pieces", "first half|second half", /*close=*/true);
+  RawClient pieces(port());
+  size_t from = 0;
+  for (const size_t cut :
+       {size_t{10}, whole.find("\r\n\r\n") + 4, whole.size() - 7, whole.size()}) {
+    ASSERT_TRUE(pieces.Send(whole.substr(from, cut - from)));
+    from = cut;
+    std::this_thread::sleep_for(milliseconds{20});  // apart, most likely; together is fine too
+  }
+  const std::string got = pieces.ReadUntilClosed();
+  EXPECT_NE(got.find("\r\n\r\n/pieces:first half|second half"), std::string::npos) << got;
+  // Three requests in one write: three answers, in turn, then the close the last asked for.
+  RawClient pipelined(port());
+  ASSERT_TRUE(pipelined.Send(post("/1", "a") + post("/2", "bb") + post("/3", "ccc", true)));
+  const std::string answers = pipelined.ReadUntilClosed();
+  EXPECT_TRUE(pipelined.closed());
+  const size_t one = answers.find("/1:a"), two = answers.find("/2:bb"),
+               three = answers.find("/3:ccc");
+  ASSERT_NE(three, std::string::npos) << answers;
+  EXPECT_LT(one, two) << answers;
+  EXPECT_LT(two, three) << answers;
+  // A client gone before its body is whole is answered nothing, and no handler ran for it.
+  const int before = calls;
+  RawClient gone(port());
+  ASSERT_TRUE(gone.Send(post("/gone", "never all of it").substr(0, 60)));
+  shutdown(gone.fd(), SHUT_WR);
+  EXPECT_EQ(gone.ReadUntilClosed(), "");
+  EXPECT_TRUE(gone.closed());
+  EXPECT_EQ(calls, before);
+  // A header over the limit, sent in pieces, is still refused.
+  RawClient big(port());
+  ASSERT_TRUE(big.Send("GET /x HTTP/1.1\r\nHost: t\r\nX-Big: "));
+  for (int i = 0; i < 9 && big.Send(std::string(1024, 'a')); ++i) {
+  }
+  EXPECT_NE(big.ReadUntilClosed().find("431"), std::string::npos);
+}
+
 TEST_F(HttpServerTest, ARequestWhoseFramingCanBeReadTwoWaysIsRefusedAndClosed) {
   std::atomic<int> calls{0};
   Start(HttpServerOptions{}, [&](HttpRequest, HttpResponder respond) {
