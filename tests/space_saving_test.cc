@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -57,6 +58,36 @@ TEST(SpaceSaving, EveryEntryBracketsTheTruthAndEveryHeavyKeyIsMonitored) {
       if (count <= summary.min_count()) continue;
       EXPECT_NE(summary.Find(key), nullptr)
           << key << " weighs " << count << " > min " << summary.min_count() << " seed " << seed;
+    }
+  }
+}
+
+// Weights far apart move a count past many others at once: the bounds hold all the same, and
+// the least count is the least of the entries' counts.
+TEST(SpaceSaving, TheBoundsHoldWhenWeightsJumpPastOtherCounts) {
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    SkewedKeys keys(500, 0.9, seed);
+    const uint64_t weights[] = {1, 1, 1, 2, 5, 100, 1000};
+    std::uniform_int_distribution<size_t> pick(0, std::size(weights) - 1);
+    SpaceSaving summary(16);
+    std::map<std::string, uint64_t> truth;
+    for (int i = 0; i < 5000; ++i) {
+      const std::string key = keys.Next();
+      const uint64_t w = weights[pick(keys.rng())];
+      summary.Add(key, w, {});
+      truth[key] += w;
+      if (i % 250 != 249) continue;
+      const std::vector<SpaceSaving::Entry> entries = summary.Entries();
+      ASSERT_EQ(entries.size(), std::min<size_t>(16, truth.size()));
+      EXPECT_EQ(summary.min_count(), entries.size() < 16 ? 0 : entries.back().count);
+      for (const SpaceSaving::Entry& e : entries) {
+        EXPECT_LE(truth[e.key], e.count) << e.key << " seed " << seed;
+        EXPECT_GE(truth[e.key], e.count - e.error) << e.key << " seed " << seed;
+      }
+      for (const auto& [heavy, count] : truth) {
+        if (count <= summary.min_count()) continue;
+        EXPECT_NE(summary.Find(heavy), nullptr) << heavy << " seed " << seed;
+      }
     }
   }
 }

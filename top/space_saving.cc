@@ -10,39 +10,85 @@ namespace hourglass {
 SpaceSaving::SpaceSaving(size_t capacity) : capacity_(capacity) {
   if (capacity_ == 0) throw std::invalid_argument("SpaceSaving needs at least one counter");
   slots_.reserve(capacity_);
-  heap_.reserve(capacity_);
-  position_.reserve(capacity_);
   hashes_.reserve(capacity_);
+  links_.reserve(capacity_);
+  groups_.reserve(capacity_);
   index_.assign(std::bit_ceil(2 * capacity_), kNone);
 }
 
 void SpaceSaving::Add(std::string_view key, size_t hash, uint64_t weight, LastDecision last) {
   total_ += weight;
   if (const uint32_t slot = SlotOf(key, hash); slot != kNone) {
-    Entry& e = slots_[slot];
-    e.count += weight;
-    e.last = last;
-    SiftDown(position_[slot]);
-    return;
+    slots_[slot].last = last;
+    return Place(slot, slots_[slot].count + weight);
   }
   if (slots_.size() < capacity_) {
-    slots_.push_back({std::string(key), weight, 0, last});
+    slots_.push_back({std::string(key), 0, 0, last});
     hashes_.push_back(hash);
+    links_.emplace_back();
     const auto slot = static_cast<uint32_t>(slots_.size() - 1);
     Index(slot);
-    return Push(slot);
+    return Place(slot, weight);
   }
   // The least-counted key gives its counter up; the new key inherits its count as error.
-  const uint32_t slot = heap_.front();
+  const uint32_t slot = groups_[least_].first;
   Unindex(slot);
   Entry& least = slots_[slot];
   least.key.assign(key);
   hashes_[slot] = hash;
   Index(slot);
   least.error = least.count;
-  least.count += weight;
   least.last = last;
-  SiftDown(0);
+  Place(slot, least.count + weight);
+}
+
+void SpaceSaving::Place(uint32_t slot, uint64_t count) {
+  const uint32_t from = links_[slot].group;
+  slots_[slot].count = count;
+  // Alone in its group, with no group in the way: the group takes the new count.
+  if (from != kNone && links_[slot].next == kNone && groups_[from].first == slot &&
+      (groups_[from].next == kNone || groups_[groups_[from].next].count > count)) {
+    groups_[from].count = count;
+    return;
+  }
+  uint32_t before = from == kNone ? kNone : from;
+  uint32_t at = from == kNone ? least_ : groups_[from].next;
+  while (at != kNone && groups_[at].count < count) {
+    before = at;
+    at = groups_[at].next;
+  }
+  const uint32_t to = at != kNone && groups_[at].count == count ? at : NewGroup(count, before, at);
+  if (from != kNone) Unlink(slot);
+  Link& link = links_[slot];
+  link = {.group = to, .prev = kNone, .next = groups_[to].first};
+  if (link.next != kNone) links_[link.next].prev = slot;
+  groups_[to].first = slot;
+}
+
+uint32_t SpaceSaving::NewGroup(uint64_t count, uint32_t prev, uint32_t next) {
+  uint32_t g;
+  if (!unused_.empty()) {
+    g = unused_.back();
+    unused_.pop_back();
+  } else {
+    g = static_cast<uint32_t>(groups_.size());
+    groups_.emplace_back();
+  }
+  groups_[g] = {.count = count, .first = kNone, .prev = prev, .next = next};
+  (prev == kNone ? least_ : groups_[prev].next) = g;
+  if (next != kNone) groups_[next].prev = g;
+  return g;
+}
+
+void SpaceSaving::Unlink(uint32_t slot) {
+  const Link link = links_[slot];
+  Group& group = groups_[link.group];
+  (link.prev == kNone ? group.first : links_[link.prev].next) = link.next;
+  if (link.next != kNone) links_[link.next].prev = link.prev;
+  if (group.first != kNone) return;
+  (group.prev == kNone ? least_ : groups_[group.prev].next) = group.next;
+  if (group.next != kNone) groups_[group.next].prev = group.prev;
+  unused_.push_back(link.group);
 }
 
 uint32_t SpaceSaving::SlotOf(std::string_view key, size_t hash) const {
@@ -88,14 +134,13 @@ SpaceSaving SpaceSaving::Restored(size_t capacity, std::vector<Entry> entries, u
     e.error = std::min(e.error, e.count);
     counted += e.count - e.error;
     const auto slot = static_cast<uint32_t>(s.slots_.size());
+    const uint64_t count = e.count;
     s.slots_.push_back(std::move(e));
     s.hashes_.push_back(hash);
+    s.links_.emplace_back();
     s.Index(slot);
-    s.heap_.push_back(slot);
-    s.position_.push_back(slot);
+    s.Place(slot, count);
   }
-  // A min-heap by count: sifting down from the last parent to the root makes one.
-  for (size_t i = s.heap_.size() / 2; i-- > 0;) s.SiftDown(i);
   s.total_ = std::max(total, counted);
   return s;
 }
@@ -113,46 +158,19 @@ const SpaceSaving::Entry* SpaceSaving::Find(std::string_view key) const {
   return slot == kNone ? nullptr : &slots_[slot];
 }
 
-uint64_t SpaceSaving::min_count() const { return slots_.size() < capacity_ ? 0 : CountAt(0); }
+uint64_t SpaceSaving::min_count() const {
+  return slots_.size() < capacity_ ? 0 : groups_[least_].count;
+}
 
 void SpaceSaving::Clear() {
   slots_.clear();
-  heap_.clear();
-  position_.clear();
   hashes_.clear();
+  links_.clear();
+  groups_.clear();
+  unused_.clear();
+  least_ = kNone;
   std::fill(index_.begin(), index_.end(), kNone);
   total_ = 0;
-}
-
-void SpaceSaving::Push(uint32_t slot) {
-  heap_.push_back(slot);
-  position_.push_back(static_cast<uint32_t>(heap_.size() - 1));
-  SiftUp(heap_.size() - 1);
-}
-
-void SpaceSaving::SiftUp(size_t position) {
-  while (position > 0 && CountAt((position - 1) / 2) > CountAt(position)) {
-    Swap(position, (position - 1) / 2);
-    position = (position - 1) / 2;
-  }
-}
-
-void SpaceSaving::SiftDown(size_t position) {
-  for (;;) {
-    size_t least = position;
-    for (size_t child : {2 * position + 1, 2 * position + 2}) {
-      if (child < heap_.size() && CountAt(child) < CountAt(least)) least = child;
-    }
-    if (least == position) return;
-    Swap(position, least);
-    position = least;
-  }
-}
-
-void SpaceSaving::Swap(size_t a, size_t b) {
-  std::swap(heap_[a], heap_[b]);
-  position_[heap_[a]] = static_cast<uint32_t>(a);
-  position_[heap_[b]] = static_cast<uint32_t>(b);
 }
 
 }  // namespace hourglass

@@ -70,23 +70,38 @@ class SpaceSaving {
   void Index(uint32_t slot);
   // Removes slots_[slot] from the index.
   void Unindex(uint32_t slot);
-  uint64_t CountAt(size_t position) const { return slots_[heap_[position]].count; }
-  void SiftUp(size_t position);
-  void SiftDown(size_t position);
-  void Swap(size_t a, size_t b);
-  // Makes slots_[slot] the newest heap leaf and sifts it up.
-  void Push(uint32_t slot);
+  // Moves slots_[slot], of a group or (a new slot) of none, into the group of `count`, made if
+  // need be after the groups of smaller counts; sets its count.
+  void Place(uint32_t slot, uint64_t count);
+  // A new group of `count` between groups `prev` and `next` (kNone: none that side).
+  uint32_t NewGroup(uint64_t count, uint32_t prev, uint32_t next);
+  // Takes slots_[slot] out of its group, and drops the group if that left it empty.
+  void Unlink(uint32_t slot);
 
   size_t capacity_;
   uint64_t total_ = 0;
-  // Entries stay in their slot for as long as they are monitored: the heap moves indices only.
+  // Entries stay in their slot for as long as they are monitored.
   std::vector<Entry> slots_;
-  std::vector<uint32_t> heap_;      // slot indices, a min-heap by count
-  std::vector<uint32_t> position_;  // slot -> its index in heap_
-  std::vector<size_t> hashes_;      // slot -> HashOf(its key)
+  std::vector<size_t> hashes_;  // slot -> HashOf(its key)
   // The index from keys to slots: open addressing, linear probing, a power of two at least twice
   // the capacity long (so at most half full); each cell a slot, or kNone.
   std::vector<uint32_t> index_;
+  // The Stream-Summary of the paper: the slots grouped by count, the groups in a list by
+  // ascending count. The least-counted key is any of the first group, and a count raised by w
+  // moves its slot to a group at most w counts on: unit weights cost O(1), not a heap's O(log).
+  struct Group {
+    uint64_t count = 0;
+    uint32_t first = kNone;               // a slot of this count; the others follow in `links_`
+    uint32_t prev = kNone, next = kNone;  // the groups of the next smaller and larger counts
+  };
+  struct Link {
+    uint32_t group = kNone;               // the slot's group
+    uint32_t prev = kNone, next = kNone;  // the other slots of its group
+  };
+  std::vector<Link> links_;       // slot -> its place among the groups
+  std::vector<Group> groups_;     // groups in use and free ones
+  std::vector<uint32_t> unused_;  // groups_ free for reuse
+  uint32_t least_ = kNone;        // the group of the least count, kNone while empty
 };
 
 }  // namespace hourglass
