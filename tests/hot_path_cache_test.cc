@@ -113,7 +113,7 @@ TEST(BucketCache, AFullFeatureKeepsTheBucketsThatEndLastWhateverTheirLevel) {
 }
 
 BlockedCache::Entry Blocked(Instant at, Instant until, uint64_t hits) {
-  return BlockedCache::Entry{at, until, hits, Decision{}, {}};
+  return BlockedCache::Entry{at, until, hits, Decision{}, {}, {}};
 }
 
 TEST(BlockedCache, DeniesUntilTheEarliestRetryOnly) {

@@ -88,5 +88,36 @@ TEST(RetryAfterProperty, NeverTooEarlyAndTightToTheBucket) {
   }
 }
 
+// A plan made once answers at every later instant as RetryAfter does, on every kind of window,
+// with pieces in time order or not, whether the hit fits, never fits or waits.
+TEST(RetryPlanProperty, AnswersAtEveryLaterInstantAsRetryAfterDoes) {
+  std::mt19937_64 rng(11);
+  const std::vector<Window> windows = {*Window::Sliding(Seconds{1}),
+                                       *Window::Sliding(Seconds{60}),
+                                       *Window::Sliding(Seconds{86400}),
+                                       *Window::Fixed(Seconds{60}),
+                                       *Window::Calendar(CalendarUnit::kDay),
+                                       *Window::Calendar(CalendarUnit::kMonth, Seconds{3600})};
+  for (int round = 0; round < 3000; ++round) {
+    const Window& window = windows[rng() % windows.size()];
+    const Limit limit{window, rng() % 12};
+    const int64_t now = 1'700'000'000 + static_cast<int64_t>(rng() % 100000);
+    const int64_t w = window.length().count();
+    std::vector<CountedSpan> pieces;
+    for (int i = static_cast<int>(rng() % 6); i > 0; --i) {
+      const int64_t first = now - static_cast<int64_t>(rng() % static_cast<uint64_t>(w));
+      const int64_t last = std::min(now, first + static_cast<int64_t>(rng() % 30));
+      pieces.push_back({Span{first, last}, rng() % 5});
+    }
+    const uint64_t cost = rng() % 4;
+    const RetryPlan plan(limit, FromUnix(now), cost, pieces);
+    for (const int64_t later : {int64_t{0}, int64_t{1}, w / 2, w, 2 * w + 7}) {
+      const Instant t = FromUnix(now + later);
+      EXPECT_EQ(plan.At(limit, t, cost, pieces), RetryAfter(limit, t, cost, pieces))
+          << limit.ToString() << " cost " << cost << " at +" << later << " s, round " << round;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -220,6 +220,9 @@ Decision CheckRun::FinishBlocked() {
   }
   const std::vector<std::vector<CountedSpan>>& pieces =
       decision.recorded ? with_attempt : entry.pieces;
+  // The cached pieces, for the cost they were planned for: each wait is known already.
+  const bool planned = !decision.recorded && hits_ == entry.hits &&
+                       entry.retry_plans.size() == decision.limits.size();
   // Counts are those of the decision that blocked the client, plus the attempts recorded since:
   // an upper bound now (hits may have left the windows since).
   decision.retry_after = Seconds{0};
@@ -229,7 +232,8 @@ Decision CheckRun::FinishBlocked() {
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
-    o.retry_after = RetryAfter(o.limit, t_, hits_, pieces[i]);
+    o.retry_after = planned ? entry.retry_plans[i].At(o.limit, t_, hits_, pieces[i])
+                            : RetryAfter(o.limit, t_, hits_, pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
   if (decision.blocked_until && *decision.blocked_until > t_) {
@@ -238,8 +242,8 @@ Decision CheckRun::FinishBlocked() {
     decision.blocked_until.reset();
   }
   if (decision.recorded) {
-    BlockedCache::Entry updated{entry.decided_at, entry.until, entry.hits, decision,
-                                std::move(with_attempt)};
+    BlockedCache::Entry updated{entry.decided_at,        entry.until, entry.hits, decision,
+                                std::move(with_attempt), {}};
     updated.decision.cost = Cost{};
     core_.blocked->Put(blocked_key_, std::move(updated), *blocked_epoch_);
   }
@@ -619,9 +623,11 @@ void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
   }
   // Never fits: re-check after blocked_max_age.
   const Instant until = earliest ? t_ + *earliest : t_ + core_.options.hot_path.blocked_max_age;
-  core_.blocked->Put(blocked_key_,
-                     BlockedCache::Entry{t_, until, hits_, decision_, tally_.upper_pieces},
-                     *blocked_epoch_);
+  BlockedCache::Entry entry{t_, until, hits_, decision_, tally_.upper_pieces, {}};
+  for (size_t i = 0; i < entry.pieces.size() && i < decision_.limits.size(); ++i) {
+    entry.retry_plans.emplace_back(decision_.limits[i].limit, t_, hits_, entry.pieces[i]);
+  }
+  core_.blocked->Put(blocked_key_, std::move(entry), *blocked_epoch_);
 }
 
 }  // namespace hourglass::internal

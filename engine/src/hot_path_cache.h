@@ -18,6 +18,7 @@
 
 #include "hourglass/decision.h"
 #include "hourglass/ladder.h"
+#include "hourglass/retry_after.h"
 
 namespace hourglass::internal {
 
@@ -87,6 +88,8 @@ class BlockedCache {
     // Per limit, the hits that stay recorded (as RetryAfter reads them). Attempts counted while
     // blocked are added here, so the client-facing retry time follows them.
     std::vector<std::vector<CountedSpan>> pieces;
+    // Per limit, RetryAfter for a check worth `hits` on `pieces`, worked out once; empty: none.
+    std::vector<RetryPlan> retry_plans;
   };
   // The entry for `key` if a check worth `hits` at `now` is certainly denied; shared, never
   // changed (Put replaces it), so that a local denial copies nothing.

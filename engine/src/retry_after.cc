@@ -9,19 +9,12 @@ namespace hourglass {
 
 namespace {
 
-// When a hit of `cost` fits under `limit` again, counting each piece's hits as leaving the
-// sliding window when its `latest ? last : first` second does.
-std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
-                             std::span<const CountedSpan> pieces, bool latest) {
-  if (cost > limit.max_hits) return std::nullopt;
-  const uint64_t count =
-      std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
-                      [](uint64_t a, const CountedSpan& p) { return SaturatingAdd(a, p.hits); });
-  if (SaturatingAdd(count, cost) <= limit.max_hits) return Seconds{0};
-  if (std::optional<Instant> next = limit.window.NextStart(t)) {
-    return *next - t;  // the next window starts empty, and cost <= max_hits
-  }
-  // Sliding: the window at s starts at s - W + 1, so a hit at second h has left once s >= h + W.
+// The Unix second from which a hit of `cost` fits under the sliding `limit` again, counting each
+// piece's hits as leaving the window when its `latest ? last : first` second does; the pieces
+// hold more than the limit leaves room for.
+int64_t FitsFrom(const Limit& limit, uint64_t count, uint64_t cost,
+                 std::span<const CountedSpan> pieces, bool latest) {
+  // The window at s starts at s - W + 1, so a hit at second h has left once s >= h + W.
   const auto leaves = [latest](const CountedSpan& p) {
     return latest ? p.span.last : p.span.first;
   };
@@ -39,15 +32,57 @@ std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
   uint64_t left = 0;
   for (const CountedSpan& piece : pieces) {
     left = SaturatingAdd(left, piece.hits);
-    if (left >= must_leave) {
-      return Seconds{
-          std::max<int64_t>(0, leaves(piece) + limit.window.length().count() - ToUnix(t))};
-    }
+    if (left >= must_leave) return leaves(piece) + limit.window.length().count();
   }
-  return Seconds{limit.window.length()};  // unreachable: all pieces leave by then
+  return pieces.back().span.last + limit.window.length().count();  // unreachable: all have left
+}
+
+uint64_t CountOf(std::span<const CountedSpan> pieces) {
+  return std::accumulate(pieces.begin(), pieces.end(), uint64_t{0},
+                         [](uint64_t a, const CountedSpan& p) { return SaturatingAdd(a, p.hits); });
+}
+
+// When a hit of `cost` fits under `limit` again, counting each piece's hits as leaving the
+// sliding window when its `latest ? last : first` second does.
+std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
+                             std::span<const CountedSpan> pieces, bool latest) {
+  if (cost > limit.max_hits) return std::nullopt;
+  const uint64_t count = CountOf(pieces);
+  if (SaturatingAdd(count, cost) <= limit.max_hits) return Seconds{0};
+  if (std::optional<Instant> next = limit.window.NextStart(t)) {
+    return *next - t;  // the next window starts empty, and cost <= max_hits
+  }
+  return Seconds{std::max<int64_t>(0, FitsFrom(limit, count, cost, pieces, latest) - ToUnix(t))};
 }
 
 }  // namespace
+
+RetryPlan::RetryPlan(const Limit& limit, Instant t, uint64_t cost,
+                     std::span<const CountedSpan> pieces) {
+  if (cost > limit.max_hits) {
+    kind_ = Kind::kNever;
+  } else if (const uint64_t count = CountOf(pieces); SaturatingAdd(count, cost) <= limit.max_hits) {
+    kind_ = Kind::kNow;
+  } else if (!limit.window.NextStart(t)) {
+    kind_ = Kind::kAtSecond;
+    second_ = FitsFrom(limit, count, cost, pieces, /*latest=*/true);
+  }
+}
+
+std::optional<Seconds> RetryPlan::At(const Limit& limit, Instant t, uint64_t cost,
+                                     std::span<const CountedSpan> pieces) const {
+  switch (kind_) {
+    case Kind::kNow:
+      return Seconds{0};
+    case Kind::kNever:
+      return std::nullopt;
+    case Kind::kAtSecond:
+      return Seconds{std::max<int64_t>(0, second_ - ToUnix(t))};
+    case Kind::kAskAgain:
+      break;
+  }
+  return RetryAfter(limit, t, cost, pieces);
+}
 
 std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
                                   std::span<const CountedSpan> pieces) {

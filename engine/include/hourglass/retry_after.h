@@ -23,6 +23,22 @@ namespace hourglass {
 std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
                                   std::span<const CountedSpan> pieces);
 
+// RetryAfter's answer worked out once for every later instant alike, while the hit's cost and
+// the pieces stay the same: for a sliding window, the second at which the hits that must leave
+// have left does not move with `t`. A client denied again and again is answered from it.
+class RetryPlan {
+ public:
+  RetryPlan(const Limit& limit, Instant t, uint64_t cost, std::span<const CountedSpan> pieces);
+  // RetryAfter(limit, t, cost, pieces) for the limit, cost and pieces of the plan, at any `t`.
+  std::optional<Seconds> At(const Limit& limit, Instant t, uint64_t cost,
+                            std::span<const CountedSpan> pieces) const;
+
+ private:
+  enum class Kind { kNow, kNever, kAtSecond, kAskAgain };  // kAskAgain: a calendar window
+  Kind kind_ = Kind::kAskAgain;
+  int64_t second_ = 0;  // kAtSecond: the Unix second from which the hit fits
+};
+
 // The other side: seconds from `t` before which a hit of `cost` certainly does not fit, if
 // nothing else happens (a hit in a piece may leave as early as the piece's first second does).
 // `pieces` may under-count. Never later than the truth: a client denied locally until then is
