@@ -7,7 +7,9 @@
 # first; each round asks for clients of its own (addresses prefixed r<round>.), so no round
 # starts from the counts of the one before. A third server is nginx answering every request with a
 # denied client's answer as hourglass gives it, limiting nothing: what HTTP alone costs, the most
-# any limiter could answer over HTTP on this machine. Each server runs at each thread (worker)
+# any limiter could answer over HTTP on this machine. A fourth is hourglass's own HTTP server
+# answering the same bytes (bench/serve_floor.cc --answer-head/--answer-body): what its HTTP stack
+# alone costs, beside nginx's. Each server runs at each thread (worker)
 # count of THREADS, every round; the ratio compares each at its best count in the round: wrk
 # shares the cores, and how many threads serve beside it changes how often each side waits.
 # Writes bench/results/http_peers.md.
@@ -67,6 +69,14 @@ for threads in $counts; do
   pid[nginx-$threads]=$!
   pids+=("${pid[nginx-$threads]}")
 done
+# hourglass's HTTP server (the service's I/O threads, no engine, no store) answering the same.
+for threads in $counts; do
+  port[stack-$threads]=$(free_port)
+  "$build/bench/serve_floor" --listen-port "${port[stack-$threads]}" --threads "$threads" \
+    --answer-head "$tmp/nginx.head" --answer-body "$tmp/nginx.body" 2>"$tmp/stack-$threads.log" &
+  pid[stack-$threads]=$!
+  pids+=("${pid[stack-$threads]}")
+done
 sleep 1
 # The process's and its children's (Node's workers) CPU so far, in clock ticks.
 tree_ticks() {
@@ -93,7 +103,8 @@ r["driver_cpu_us"]=spent*1e6/n; print(json.dumps(r))' \
     "$result" "$1" "$2" "$before" "$after" "$hz" "$3"
 }
 for round in $(seq "$rounds"); do
-  if [ $((round % 2)) = 1 ]; then order="node hourglass nginx"; else order="nginx hourglass node"; fi
+  if [ $((round % 2)) = 1 ]; then order="node hourglass nginx stack"
+  else order="stack nginx hourglass node"; fi
   for server in $order; do
     for threads in $counts; do run "$round" "$server" "$threads"; done
   done
@@ -110,7 +121,9 @@ rlf_version=$(node -p "require('./bench/peers/node_modules/rate-limiter-flexible
   echo "order swapped each round. CPU: the server's user + system time per request (Node: its"
   echo "workers' too); wrk's own CPU is the same work for both. Denied: the 429s. nginx (as many"
   echo "workers) answers every request with the bytes hourglass answers a denied client, limiting"
-  echo "nothing: what HTTP alone costs here."
+  echo "nothing: what HTTP alone costs here. stack: hourglass's own HTTP server answering the"
+  echo "same bytes on its I/O threads (bench/serve_floor.cc, no engine, no store): what its HTTP"
+  echo "stack alone costs."
   echo
   python3 - "$tmp/runs.jsonl" "$(nproc)" <<'PY'
 import json, sys
@@ -126,14 +139,15 @@ print()
 print("hourglass against rate-limiter-flexible in the same round, each at its best thread count")
 print("in the round (requests/s; p99 hourglass/peer), then at each count alike. HTTP alone: nginx's")
 print("best requests/s over the peer's best, the most a limiter answering over HTTP here could")
-print("reach. Ceiling: the ratio a server costing no CPU at all would reach, wrk alone filling the")
+print("reach; stack: hourglass's HTTP server alone over the peer (hourglass at what share of it).")
+print("Ceiling: the ratio a server costing no CPU at all would reach, wrk alone filling the")
 print(f"{cores} cores at its CPU per request against hourglass at its best:")
 for n in sorted({r["round"] for r in rows}):
     best = {}
     for r in rows:
         if r["round"] == n and (r["server"] not in best or r["rps"] > best[r["server"]]["rps"]):
             best[r["server"]] = r
-    h, p, f = best["hourglass"], best["node"], best["nginx"]
+    h, p, f, k = best["hourglass"], best["node"], best["nginx"], best["stack"]
     alike = {(r["server"], r["threads"]): r for r in rows if r["round"] == n}
     same = ", ".join(f"{t}: {alike[('hourglass', t)]['rps'] / alike[('node', t)]['rps']:.2f}x"
                      for t in sorted({t for _, t in alike}))
@@ -141,6 +155,7 @@ for n in sorted({r["round"] for r in rows}):
     print(f"- round {n}: **{h['rps'] / p['rps']:.2f}x** (hourglass at {h['threads']} threads, Node at "
           f"{p['threads']} workers), p99 {h['p99_us'] / max(p['p99_us'], 1):.2f}; alike {same}; "
           f"HTTP alone {f['rps'] / p['rps']:.1f}x (hourglass at {h['rps'] / f['rps']:.0%} of it); "
+          f"stack {k['rps'] / p['rps']:.1f}x ({h['rps'] / k['rps']:.0%}); "
           f"ceiling {ceiling:.1f}x")
 PY
 } | tee "$out"
