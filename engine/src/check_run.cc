@@ -232,8 +232,8 @@ Decision CheckRun::FinishBlocked() {
     o.count_min = 0;
     o.exact = false;
     o.remaining = o.count < o.limit.max_hits ? o.limit.max_hits - o.count : 0;
-    o.retry_after = planned ? entry.retry_plans[i].At(o.limit, t_, hits_, pieces[i])
-                            : RetryAfter(o.limit, t_, hits_, pieces[i]);
+    o.retry_after =
+        planned ? entry.retry_plans[i].At(o.limit, t_) : RetryAfter(o.limit, t_, hits_, pieces[i]);
     decision.retry_after = Later(decision.retry_after, o.retry_after);
   }
   if (decision.blocked_until && *decision.blocked_until > t_) {
@@ -625,7 +625,7 @@ void CheckRun::RememberBlocked(std::optional<Seconds> earliest) {
   const Instant until = earliest ? t_ + *earliest : t_ + core_.options.hot_path.blocked_max_age;
   BlockedCache::Entry entry{t_, until, hits_, decision_, tally_.upper_pieces, {}};
   for (size_t i = 0; i < entry.pieces.size() && i < decision_.limits.size(); ++i) {
-    entry.retry_plans.emplace_back(decision_.limits[i].limit, t_, hits_, entry.pieces[i]);
+    entry.retry_plans.emplace_back(decision_.limits[i].limit, hits_, entry.pieces[i]);
   }
   core_.blocked->Put(blocked_key_, std::move(entry), *blocked_epoch_);
 }

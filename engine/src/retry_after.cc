@@ -57,20 +57,18 @@ std::optional<Seconds> Retry(const Limit& limit, Instant t, uint64_t cost,
 
 }  // namespace
 
-RetryPlan::RetryPlan(const Limit& limit, Instant t, uint64_t cost,
-                     std::span<const CountedSpan> pieces) {
+RetryPlan::RetryPlan(const Limit& limit, uint64_t cost, std::span<const CountedSpan> pieces) {
   if (cost > limit.max_hits) {
     kind_ = Kind::kNever;
   } else if (const uint64_t count = CountOf(pieces); SaturatingAdd(count, cost) <= limit.max_hits) {
     kind_ = Kind::kNow;
-  } else if (!limit.window.NextStart(t)) {
+  } else if (limit.window.kind() == WindowKind::kSliding) {
     kind_ = Kind::kAtSecond;
     second_ = FitsFrom(limit, count, cost, pieces, /*latest=*/true);
   }
 }
 
-std::optional<Seconds> RetryPlan::At(const Limit& limit, Instant t, uint64_t cost,
-                                     std::span<const CountedSpan> pieces) const {
+std::optional<Seconds> RetryPlan::At(const Limit& limit, Instant t) const {
   switch (kind_) {
     case Kind::kNow:
       return Seconds{0};
@@ -78,10 +76,10 @@ std::optional<Seconds> RetryPlan::At(const Limit& limit, Instant t, uint64_t cos
       return std::nullopt;
     case Kind::kAtSecond:
       return Seconds{std::max<int64_t>(0, second_ - ToUnix(t))};
-    case Kind::kAskAgain:
+    case Kind::kNextWindow:
       break;
   }
-  return RetryAfter(limit, t, cost, pieces);
+  return *limit.window.NextStart(t) - t;  // the next window starts empty, and cost <= max_hits
 }
 
 std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,

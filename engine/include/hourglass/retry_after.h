@@ -28,14 +28,14 @@ std::optional<Seconds> RetryAfter(const Limit& limit, Instant t, uint64_t cost,
 // have left does not move with `t`. A client denied again and again is answered from it.
 class RetryPlan {
  public:
-  RetryPlan(const Limit& limit, Instant t, uint64_t cost, std::span<const CountedSpan> pieces);
-  // RetryAfter(limit, t, cost, pieces) for the limit, cost and pieces of the plan, at any `t`.
-  std::optional<Seconds> At(const Limit& limit, Instant t, uint64_t cost,
-                            std::span<const CountedSpan> pieces) const;
+  RetryPlan(const Limit& limit, uint64_t cost, std::span<const CountedSpan> pieces);
+  // RetryAfter(limit, t, cost, pieces) for the cost and pieces of the plan, at any `t`; `limit`
+  // is the plan's (a fixed or calendar window is asked when its next window starts).
+  std::optional<Seconds> At(const Limit& limit, Instant t) const;
 
  private:
-  enum class Kind { kNow, kNever, kAtSecond, kAskAgain };  // kAskAgain: a calendar window
-  Kind kind_ = Kind::kAskAgain;
+  enum class Kind { kNow, kNever, kAtSecond, kNextWindow };
+  Kind kind_ = Kind::kNextWindow;
   int64_t second_ = 0;  // kAtSecond: the Unix second from which the hit fits
 };
 
