@@ -22,14 +22,7 @@ void SpaceSaving::Add(std::string_view key, size_t hash, uint64_t weight, LastDe
     slots_[slot].last = last;
     return Place(slot, slots_[slot].count + weight);
   }
-  if (slots_.size() < capacity_) {
-    slots_.push_back({std::string(key), 0, 0, last});
-    hashes_.push_back(hash);
-    links_.emplace_back();
-    const auto slot = static_cast<uint32_t>(slots_.size() - 1);
-    Index(slot);
-    return Place(slot, weight);
-  }
+  if (slots_.size() < capacity_) return Monitor({std::string(key), weight, 0, last}, hash);
   // The least-counted key gives its counter up; the new key inherits its count as error.
   const uint32_t slot = groups_[least_].first;
   Unindex(slot);
@@ -42,6 +35,16 @@ void SpaceSaving::Add(std::string_view key, size_t hash, uint64_t weight, LastDe
   Place(slot, least.count + weight);
 }
 
+void SpaceSaving::Monitor(Entry entry, size_t hash) {
+  const auto slot = static_cast<uint32_t>(slots_.size());
+  const uint64_t count = entry.count;
+  slots_.push_back(std::move(entry));
+  hashes_.push_back(hash);
+  links_.emplace_back();
+  Index(slot);
+  Place(slot, count);
+}
+
 void SpaceSaving::Place(uint32_t slot, uint64_t count) {
   const uint32_t from = links_[slot].group;
   slots_[slot].count = count;
@@ -51,7 +54,7 @@ void SpaceSaving::Place(uint32_t slot, uint64_t count) {
     groups_[from].count = count;
     return;
   }
-  uint32_t before = from == kNone ? kNone : from;
+  uint32_t before = from;
   uint32_t at = from == kNone ? least_ : groups_[from].next;
   while (at != kNone && groups_[at].count < count) {
     before = at;
@@ -133,13 +136,7 @@ SpaceSaving SpaceSaving::Restored(size_t capacity, std::vector<Entry> entries, u
     if (s.slots_.size() == capacity || s.SlotOf(e.key, hash) != kNone) continue;
     e.error = std::min(e.error, e.count);
     counted += e.count - e.error;
-    const auto slot = static_cast<uint32_t>(s.slots_.size());
-    const uint64_t count = e.count;
-    s.slots_.push_back(std::move(e));
-    s.hashes_.push_back(hash);
-    s.links_.emplace_back();
-    s.Index(slot);
-    s.Place(slot, count);
+    s.Monitor(std::move(e), hash);
   }
   s.total_ = std::max(total, counted);
   return s;

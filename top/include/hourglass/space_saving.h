@@ -70,6 +70,8 @@ class SpaceSaving {
   void Index(uint32_t slot);
   // Removes slots_[slot] from the index.
   void Unindex(uint32_t slot);
+  // Takes a free counter for `entry` (its key hashed to `hash`), at the count it holds.
+  void Monitor(Entry entry, size_t hash);
   // Moves slots_[slot], of a group or (a new slot) of none, into the group of `count`, made if
   // need be after the groups of smaller counts; sets its count.
   void Place(uint32_t slot, uint64_t count);
