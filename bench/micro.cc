@@ -5,6 +5,8 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <utility>
+
 #include "hourglass/engine.h"
 #include "hourglass/key_codec.h"
 #include "hourglass/local_ledger.h"
@@ -138,34 +140,38 @@ void BM_LocalLedgerDecide(benchmark::State& state) {
 }
 BENCHMARK(BM_LocalLedgerDecide)->Iterations(300'000);
 
-// What /v1/top adds to every decision of `hourglass serve`: one RecentTop::Record (capacity 256,
-// 10,000 clients, most checks on few of them, a tenth denied), against the checks above.
-void BM_RecentTopRecord(benchmark::State& state) {
+// `state`'s iterations as RecentTop::Record calls (capacity 256, 50,000 a second) on `clients`
+// clients: the i-th on client pick(i).first, allowed when pick(i).second.
+template <typename Pick>
+void RecordEach(benchmark::State& state, uint64_t clients, Pick pick) {
   RecentTop top(256);
   std::vector<std::string> features;
-  for (int f = 0; f < 10'000; ++f) features.push_back("198.51." + std::to_string(f));
+  for (uint64_t f = 0; f < clients; ++f) features.push_back("198.51." + std::to_string(f));
   uint64_t i = 0;
   for (auto _ : state) {
     ++i;
-    const uint64_t f = (i * 2654435761u) % (i % 2 == 0 ? 10 : 10'000);  // half on 10 hot ones
-    top.Record("url_shorten", features[f], 1, i % 10 != 0,
+    const auto [f, allowed] = pick(i);
+    top.Record("url_shorten", features[f], 1, allowed,
                FromUnix(kNow + static_cast<int64_t>(i / 50'000)));
   }
+}
+
+// What /v1/top adds to every decision of `hourglass serve`: one RecentTop::Record (capacity 256,
+// 10,000 clients, most checks on few of them, a tenth denied), against the checks above.
+void BM_RecentTopRecord(benchmark::State& state) {
+  RecordEach(state, 10'000, [](uint64_t i) {
+    const uint64_t f = (i * 2654435761u) % (i % 2 == 0 ? 10 : 10'000);  // half on 10 hot ones
+    return std::pair{f, i % 10 != 0};
+  });
 }
 BENCHMARK(BM_RecentTopRecord);
 
 // The same with every client as often (2,000 of them, more than the summary's 256 counters: most
 // records take a counter from another client), nine in ten denied: the HTTP load benchmark's mix.
 void BM_RecentTopRecordEvenly(benchmark::State& state) {
-  RecentTop top(256);
-  std::vector<std::string> features;
-  for (int f = 0; f < 2'000; ++f) features.push_back("198.51." + std::to_string(f));
-  uint64_t i = 0;
-  for (auto _ : state) {
-    ++i;
-    top.Record("url_shorten", features[(i * 2654435761u) % 2'000], 1, i % 10 == 0,
-               FromUnix(kNow + static_cast<int64_t>(i / 50'000)));
-  }
+  RecordEach(state, 2'000, [](uint64_t i) {
+    return std::pair{(i * 2654435761u) % 2'000, i % 10 == 0};
+  });
 }
 BENCHMARK(BM_RecentTopRecordEvenly);
 
