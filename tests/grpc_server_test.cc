@@ -38,16 +38,6 @@ using testing::SilentConnections;
 constexpr char kEcho[] = "/test.Echo/Reverse";  // answers the message reversed
 constexpr char kHeld[] = "/test.Echo/Held";     // answered when the test says
 
-// Whether `n` of `connections` are closed by the server within `wait`.
-bool ClosedWithin(SilentConnections& connections, size_t n, milliseconds wait) {
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  while (connections.ClosedByPeer() < n) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds{20});
-  }
-  return true;
-}
-
 struct Answer {
   grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
   std::string message;  // the response, or the status's message
@@ -360,7 +350,7 @@ TEST_F(GrpcServerTest, APeerThatAnswersNoPingIsClosedAndAClientThatDoesStays) {
   auto channel = Channel();
   EXPECT_EQ(hourglass::Call(channel, kEcho, "a").message, "a");
   SilentConnections silent(server_->port(), 3);
-  EXPECT_TRUE(ClosedWithin(silent, 3, milliseconds{10'000}))
+  EXPECT_EQ(silent.ClosedByPeerWithin(3, milliseconds{10'000}), 3u)
       << "silent peers were pinged, then closed";
   // A peer sees its connection closed before the server has forgotten it: wait for that.
   EXPECT_TRUE(ConnectionsFallTo(1)) << server_->connections() << " still counted";
@@ -418,8 +408,8 @@ TEST_F(GrpcServerTest, SilentConnectionsAtTheCapMakeRoomForARealClient) {
   std::this_thread::sleep_for(milliseconds{300});
   EXPECT_EQ(Call(kEcho, "real").message, "laer") << "a real client was locked out";
   EXPECT_TRUE(ConnectionsFallTo(20)) << server_->connections() << " connections over a cap of 20";
-  EXPECT_TRUE(ClosedWithin(flood, 180, milliseconds{2000}))
-      << flood.ClosedByPeer() << " of the flood's 200 connections closed";
+  EXPECT_GE(flood.ClosedByPeerWithin(180, milliseconds{10'000}), 180u)
+      << "of the flood's 200 connections, closed";
   // The flood arrived faster than min_idle: most were refused, and the real client's made room.
   EXPECT_GE(Told(ConnectionEvent::kMadeRoom), 1);
   EXPECT_GE(Told(ConnectionEvent::kMadeRoom) + Told(ConnectionEvent::kRefusedBusy), 180)
@@ -454,7 +444,7 @@ TEST_F(GrpcServerTest, WhenNoConnectionIsSilentLongEnoughANewOneIsClosed) {
     std::this_thread::sleep_for(milliseconds{20});
   }
   SilentConnections third(server_->port(), 1);
-  EXPECT_TRUE(ClosedWithin(third, 1, milliseconds{2000}));
+  EXPECT_EQ(third.ClosedByPeerWithin(1, milliseconds{10'000}), 1u);
   EXPECT_EQ(two.ClosedByPeer(), 0u);
   EXPECT_EQ(server_->connections(), 2u);
   EXPECT_EQ(Told(ConnectionEvent::kRefusedBusy), 1);

@@ -4,7 +4,7 @@
 //
 //   SilentConnections flood(port, 2000);
 //   EXPECT_EQ(flood.opened(), 2000u);
-//   EXPECT_GE(flood.ClosedByPeer(), 1900u);  // the server closed them
+//   EXPECT_GE(flood.ClosedByPeerWithin(1900, std::chrono::seconds{10}), 1900u);
 //
 // Thread-safety: one thread.
 #pragma once
@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
+#include <thread>
 #include <vector>
 
 namespace hourglass::testing {
@@ -61,6 +63,17 @@ class SilentConnections {
       while ((n = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) {
       }
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;
+    }
+    return closed;
+  }
+  // ClosedByPeer() once it reaches `n`, or at the end of `wait`: a server closes connections on
+  // its own threads, so a test waits for it rather than reading the count once.
+  size_t ClosedByPeerWithin(size_t n, std::chrono::milliseconds wait) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    size_t closed = ClosedByPeer();
+    while (closed < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+      closed = ClosedByPeer();
     }
     return closed;
   }
