@@ -11,7 +11,8 @@ CC=clang CXX=clang++ hourglass_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDe
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DHOURGLASS_WERROR=ON \
   -DHOURGLASS_TEST_CODE_FLAGS="-O0;-g1" \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
-cmake --build build-tsan -j"$(nproc)" --target engine_tests store_tests service_tests rls_tests
+cmake --build build-tsan -j"$(nproc)" --target engine_tests store_tests service_tests rls_tests \
+  policy_tests
 cd build-tsan
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/../scripts/tsan.supp"
 # The suites whose code runs on several threads: concurrent checks and exactness under
@@ -24,5 +25,5 @@ suites+="|MemcachedStore[A-Za-z]*|MemcachedPackedLayoutTest|RedisStore[A-Za-z]*|
 suites+="|LmdbStoreTest|NetConnection|TransitionStoreTest|CheckBatcherTest|CheckFrontEndTest"
 suites+="|HttpServerTest"
 suites+="|StoreWatchTest|ClockFollower|DecisionApiTest|EnvoyServiceTest|GrpcServer[A-Za-z]*"
-suites+="|StoreLosses|DataLossTest|ReplicatedFaultTest|Periodic|DenialSampler"
+suites+="|StoreLosses|DataLossTest|ReplicatedFaultTest|Periodic|DenialSampler|RecentTop"
 ctest --output-on-failure -j"$(nproc)" --timeout 900 -R "(^|/)($suites)\\."

@@ -183,5 +183,55 @@ TEST(RecentTop, ThreadsRecordingAtOnceLoseNothing) {
   EXPECT_EQ(top.Query("b", 1, TopBy::kHits, 5, now).total, 40000u);
 }
 
+TEST(RecentTop, AQueryCountsWhatEveryThreadRecordedJustBefore) {
+  // Fewer decisions per thread than a thread keeps before adding them to the summaries: a query,
+  // a save and a restore see them all the same, threads gone or not.
+  RecentTop top(8);
+  const Instant now = FromUnix(1'800'000'000);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 12; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) top.Record("signup", t == 0 ? "heavy" : "light", 2, false, now);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const TopAnswer answer = top.Query("signup", 1, TopBy::kDenied, 1, now);
+  EXPECT_EQ(answer.total, 120u);
+  ASSERT_EQ(answer.rows.size(), 1u);
+  EXPECT_EQ(answer.rows[0].feature, "light");
+  EXPECT_EQ(answer.rows[0].estimate, 110u);
+  EXPECT_EQ(answer.rows[0].error, 0u);
+  top.Record("signup", "heavy", 1, true, now);
+  RecentTop restored(8);
+  restored.Restore(top.Save(), now);
+  EXPECT_EQ(restored.Query("signup", 1, TopBy::kHits, 5, now).total, 121u);
+}
+
+TEST(RecentTop, TwoSummariesInOneThreadKeepTheirOwnCounts) {
+  const Instant now = FromUnix(1'800'000'000);
+  RecentTop first(4), second(4);
+  for (int i = 0; i < 100; ++i) {
+    (i % 3 == 0 ? first : second).Record("signup", "ann", 1, true, now);
+  }
+  EXPECT_EQ(first.Query("signup", 1, TopBy::kHits, 5, now).total, 34u);
+  EXPECT_EQ(second.Query("signup", 1, TopBy::kHits, 5, now).total, 66u);
+  for (int round = 0; round < 3; ++round) {  // a summary made where one was: nothing carried
+    RecentTop fresh(4);
+    fresh.Record("signup", "bob", 1, false, now);
+    EXPECT_EQ(fresh.Query("signup", 1, TopBy::kHits, 5, now).total, 1u);
+  }
+}
+
+TEST(RecentTop, TheLastDecisionIsTheNewestWhicheverThreadAddsItLast) {
+  RecentTop top(4);
+  const Instant at = FromUnix(1'800'000'000);
+  std::thread([&] { top.Record("signup", "ann", 1, false, at + Seconds{20}); }).join();
+  top.Record("signup", "ann", 1, true, at + Seconds{5});
+  const TopAnswer answer = top.Query("signup", 1, TopBy::kHits, 1, at + Seconds{30});
+  ASSERT_EQ(answer.rows.size(), 1u);
+  EXPECT_FALSE(answer.rows[0].last.allowed);
+  EXPECT_EQ(answer.rows[0].last.at, at + Seconds{20});
+}
+
 }  // namespace
 }  // namespace hourglass

@@ -119,6 +119,18 @@ TEST(SpaceSaving, AKeyIsFoundExactlyWhileItIsMonitored) {
   }
 }
 
+TEST(SpaceSaving, AnOlderDecisionAddedLaterIsNotTheLast) {
+  SpaceSaving summary(2);
+  summary.Add("a", 1, {.allowed = false, .at = FromUnix(20)});
+  summary.Add("a", 1, {.allowed = true, .at = FromUnix(15)});
+  ASSERT_NE(summary.Find("a"), nullptr);
+  EXPECT_EQ(summary.Find("a")->count, 2u);
+  EXPECT_FALSE(summary.Find("a")->last.allowed);
+  EXPECT_EQ(summary.Find("a")->last.at, FromUnix(20));
+  summary.Add("a", 1, {.allowed = true, .at = FromUnix(20)});  // as new: the later of equals
+  EXPECT_TRUE(summary.Find("a")->last.allowed);
+}
+
 TEST(SpaceSaving, ExactWhileCountersAreFreeAndKeepsTheLastDecision) {
   SpaceSaving summary(3);
   summary.Add("a", 2, {.allowed = true, .at = FromUnix(10)});

@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <atomic>
 #include <tuple>
 #include <unordered_map>
 
@@ -36,20 +37,40 @@ Result<TopBy> ParseTopBy(std::string_view name) {
 
 std::string_view TopByName(TopBy by) { return by == TopBy::kHits ? "hits" : "denied"; }
 
+RecentTop::RecentTop(size_t capacity) : capacity_(capacity) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+}
+
 RecentTop::EventTop& RecentTop::Of(std::string_view event) {
+  // The event this thread recorded last, and where: events are never dropped, so the pointer
+  // stays good for as long as the RecentTop that `id` names lives.
+  thread_local struct {
+    uint64_t id = 0;
+    std::string event;
+    EventTop* top = nullptr;
+  } last;
+  if (last.id == id_ && last.event == event) return *last.top;
+  EventTop* found = nullptr;
   {
     std::shared_lock lock(mu_);
-    if (auto it = events_.find(event); it != events_.end()) return *it->second;
+    if (auto it = events_.find(event); it != events_.end()) found = it->second.get();
   }
-  std::unique_lock lock(mu_);
-  auto [it, added] = events_.try_emplace(std::string(event), nullptr);
-  if (added) {
-    it->second = std::make_unique<EventTop>();
-    for (int i = 0; i < kMinutes; ++i) {
-      it->second->minutes.push_back({-1, SpaceSaving(capacity_), SpaceSaving(capacity_)});
+  if (found == nullptr) {
+    std::unique_lock lock(mu_);
+    auto [it, added] = events_.try_emplace(std::string(event), nullptr);
+    if (added) {
+      it->second = std::make_unique<EventTop>();
+      for (int i = 0; i < kMinutes; ++i) {
+        it->second->minutes.push_back({-1, SpaceSaving(capacity_), SpaceSaving(capacity_)});
+      }
     }
+    found = it->second.get();
   }
-  return *it->second;
+  last.id = id_;
+  last.event.assign(event);
+  last.top = found;
+  return *found;
 }
 
 const RecentTop::EventTop* RecentTop::Find(std::string_view event) const {
@@ -58,14 +79,8 @@ const RecentTop::EventTop* RecentTop::Find(std::string_view event) const {
   return it == events_.end() ? nullptr : it->second.get();
 }
 
-void RecentTop::Record(std::string_view event, std::string_view feature, uint64_t cost,
-                       bool allowed, Instant at) {
-  EventTop& top = Of(event);
-  const int64_t minute = MinuteOf(at);
-  const std::string cut = feature.size() > kMaxTopKey ? KeyOf(feature) : std::string();
-  const std::string_view key = feature.size() > kMaxTopKey ? std::string_view(cut) : feature;
-  const size_t hash = SpaceSaving::HashOf(key);
-  std::lock_guard lock(top.mu);
+void RecentTop::AddToMinute(const EventTop& top, const Pending& decision) {
+  const int64_t minute = MinuteOf(decision.at);
   Minute& m = top.minutes[static_cast<size_t>(minute % kMinutes)];
   if (m.minute < minute) {  // a minute older than the window: start it afresh
     m.minute = minute;
@@ -74,15 +89,51 @@ void RecentTop::Record(std::string_view event, std::string_view feature, uint64_
   } else if (m.minute > minute) {
     return;  // a decision from a minute already gone round (a clock stepped back)
   }
-  const LastDecision last{allowed, at};
-  m.hits.Add(key, hash, cost, last);
-  if (!allowed) m.denied.Add(key, hash, cost, last);
+  const LastDecision last{decision.allowed, decision.at};
+  m.hits.Add(decision.key, decision.hash, decision.cost, last);
+  if (!decision.allowed) m.denied.Add(decision.key, decision.hash, decision.cost, last);
+}
+
+void RecentTop::AddBuffered(const EventTop& top, Buffer& buffer) {
+  if (buffer.used == 0) return;
+  std::lock_guard lock(top.mu);
+  for (size_t i = 0; i < buffer.used; ++i) AddToMinute(top, buffer.pending[i]);
+  buffer.used = 0;
+}
+
+void RecentTop::AddAllBuffered(const EventTop& top) {
+  for (Buffer& buffer : top.buffers) {
+    std::lock_guard lock(buffer.mu);
+    AddBuffered(top, buffer);
+  }
+}
+
+void RecentTop::Record(std::string_view event, std::string_view feature, uint64_t cost,
+                       bool allowed, Instant at) {
+  static std::atomic<size_t> threads{0};
+  thread_local const size_t thread = threads.fetch_add(1, std::memory_order_relaxed);
+  EventTop& top = Of(event);
+  Buffer& buffer = top.buffers[thread % kBuffers];
+  std::lock_guard lock(buffer.mu);
+  if (buffer.used == buffer.pending.size()) buffer.pending.emplace_back();
+  Pending& decision = buffer.pending[buffer.used++];
+  if (feature.size() > kMaxTopKey) {
+    decision.key = KeyOf(feature);
+  } else {
+    decision.key.assign(feature);
+  }
+  decision.hash = SpaceSaving::HashOf(decision.key);
+  decision.cost = cost;
+  decision.allowed = allowed;
+  decision.at = at;
+  if (buffer.used == kBufferedDecisions) AddBuffered(top, buffer);
 }
 
 RecentTop::State RecentTop::Save() const {
   State state;
   std::shared_lock lock(mu_);
   for (const auto& [event, top] : events_) {
+    AddAllBuffered(*top);
     std::lock_guard minutes_lock(top->mu);
     for (const Minute& m : top->minutes) {
       if (m.minute < 0 || m.hits.total() == 0) continue;
@@ -97,6 +148,7 @@ void RecentTop::Restore(const State& state, Instant now) {
   const int64_t last = MinuteOf(now);
   for (const auto& [event, minutes] : state) {
     EventTop& top = Of(event);
+    AddAllBuffered(top);
     std::lock_guard lock(top.mu);
     for (const MinuteState& saved : minutes) {
       if (saved.minute <= last - kMinutes || saved.minute > last) continue;
@@ -160,6 +212,7 @@ TopAnswer RecentTop::Query(std::string_view event, int minutes, TopBy by, size_t
                    .rows = {}};
   const EventTop* top = Find(event);
   if (top == nullptr) return answer;
+  AddAllBuffered(*top);
   std::lock_guard lock(top->mu);
   std::vector<const Minute*> chosen;
   std::vector<RankingPart> parts;

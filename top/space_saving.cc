@@ -19,7 +19,7 @@ SpaceSaving::SpaceSaving(size_t capacity) : capacity_(capacity) {
 void SpaceSaving::Add(std::string_view key, size_t hash, uint64_t weight, LastDecision last) {
   total_ += weight;
   if (const uint32_t slot = SlotOf(key, hash); slot != kNone) {
-    slots_[slot].last = last;
+    if (last.at >= slots_[slot].last.at) slots_[slot].last = last;
     return Place(slot, slots_[slot].count + weight);
   }
   if (slots_.size() < capacity_) return Monitor({std::string(key), weight, 0, last}, hash);

@@ -1,6 +1,7 @@
 // Who is hit and who is denied most, per event, over the last minutes, in bounded memory: for
 // each event a Space-Saving summary per minute of hits and one of denied hits, the last
-// kMinutes minutes kept. Nothing is kept per feature beyond `capacity` counters per summary.
+// kMinutes minutes kept. Nothing is kept per feature beyond `capacity` counters per summary (and
+// per event, up to 512 decisions recorded but not yet added to the summaries).
 //
 // A query merges the summaries of its minutes. Each row's true weight lies in
 // [estimate - error, estimate]; a feature in no row of an unbounded query (n large enough) has a
@@ -13,6 +14,7 @@
 // Thread-safety: Record and Query may be called from many threads at once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -80,7 +82,7 @@ class RecentTop {
   static constexpr int kMinutes = 15;  // the longest window a query can ask for
 
   // `capacity` >= 1 counters per summary.
-  explicit RecentTop(size_t capacity = 256) : capacity_(capacity) {}
+  explicit RecentTop(size_t capacity = 256);
 
   // A decision on `feature` of `event` at `at`, weighing `cost` hits.
   void Record(std::string_view event, std::string_view feature, uint64_t cost, bool allowed,
@@ -105,20 +107,48 @@ class RecentTop {
   void Restore(const State& state, Instant now);
 
  private:
+  // Threads record into a buffer of their own (kBuffers per event; threads beyond that many share
+  // them) and add a full buffer to the summaries in one go: the summaries and their lock move between cores once
+  // a buffer rather than once a decision. Every read (Query, Save) adds the buffers first, so it
+  // sees every decision recorded before it; one thread's decisions reach a summary in its order.
+  static constexpr size_t kBuffers = 8;
+  static constexpr size_t kBufferedDecisions = 64;
   struct Minute {
     int64_t minute = -1;  // Unix minute it holds, -1: none yet
     SpaceSaving hits;
     SpaceSaving denied;
   };
+  struct Pending {  // a decision recorded, not yet in its minute's summaries
+    std::string key;
+    size_t hash = 0;
+    uint64_t cost = 0;
+    bool allowed = true;
+    Instant at{};
+  };
+  struct alignas(64) Buffer {
+    AdaptiveMutex mu;
+    std::vector<Pending> pending;  // [0, used) recorded; guarded by mu
+    size_t used = 0;               // guarded by mu
+  };
   struct EventTop {
-    // Every decision of the event takes it, on every I/O thread: held for a summary's update.
+    // Taken to add a buffer or to read; after a buffer's lock when both are held.
     mutable AdaptiveMutex mu;
-    std::vector<Minute> minutes;  // by minute % kMinutes; guarded by mu
+    // By minute % kMinutes; guarded by mu. A read adds the buffers to them first: what they hold
+    // together does not change.
+    mutable std::vector<Minute> minutes;
+    mutable std::array<Buffer, kBuffers> buffers;
   };
   EventTop& Of(std::string_view event);
   const EventTop* Find(std::string_view event) const;
+  // Adds `buffer`'s decisions to `top`'s summaries and empties it; the caller holds buffer.mu.
+  static void AddBuffered(const EventTop& top, Buffer& buffer);
+  // Adds every buffer of `top` to its summaries.
+  static void AddAllBuffered(const EventTop& top);
+  // Adds one decision to `top`'s summaries; the caller holds top.mu.
+  static void AddToMinute(const EventTop& top, const Pending& decision);
 
   size_t capacity_;
+  uint64_t id_;  // unique among every RecentTop of the process: keys threads' cached lookups
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<EventTop>, std::less<>> events_;  // guarded by mu_
 };

@@ -36,7 +36,7 @@ class SpaceSaving {
     std::string key;
     uint64_t count = 0;  // >= the key's true weight
     uint64_t error = 0;  // count - error <= the key's true weight
-    LastDecision last;
+    LastDecision last;   // the newest Add's (by `at`; of equal ones, the later Add's)
   };
 
   // `capacity` >= 1 counters.
