@@ -303,10 +303,13 @@ void ServiceMetrics::CountWork(const Decision& d) {
       CountStoreError(*d.store_error);
     }
   }
-  keys_read_.Increment(static_cast<double>(d.cost.keys_read));
-  round_trips_.Increment(static_cast<double>(d.cost.round_trips));
-  local_denials_.Increment(static_cast<double>(d.cost.blocked_hits));
-  failed_take_backs_.Increment(static_cast<double>(d.cost.failed_take_backs));
+  // Each an atomic every thread writes: left alone when there is nothing to add.
+  for (auto [counter, n] : {std::pair{&keys_read_, d.cost.keys_read},
+                            {&round_trips_, d.cost.round_trips},
+                            {&local_denials_, d.cost.blocked_hits},
+                            {&failed_take_backs_, d.cost.failed_take_backs}}) {
+    if (n != 0) counter->Increment(static_cast<double>(n));
+  }
 }
 
 void ServiceMetrics::SyncUnconfirmedFailures(uint64_t total) {

@@ -112,27 +112,44 @@ class MetricIndex {
         add_([&family, args...](const prometheus::Labels& labels) -> Metric& {
           return family.Add(labels, args...);
         }) {}
-  // The metric with these values of the names given at construction, in order.
+  // The metric with these values of the names given at construction, in order. A thread that
+  // found it before finds it again in a map of its own, taking no lock.
   Metric& Get(std::initializer_list<std::string_view> values) {
-    // Built in a buffer each thread keeps, so that finding a metric allocates nothing.
+    // Built in a buffer each thread keeps, so that finding a metric allocates nothing; led by
+    // this index's id, as one thread's map serves every index.
     thread_local std::string key;
-    key.clear();
+    thread_local std::unordered_map<std::string, Metric*> seen;
+    key.assign(reinterpret_cast<const char*>(&id_), sizeof id_);
     for (std::string_view v : values) {
       key.append(v);
       key.push_back('\x1f');
     }
+    if (auto it = seen.find(key); it != seen.end()) return *it->second;
+    Metric& metric = Shared(values, std::string_view(key).substr(sizeof id_));
+    seen.emplace(key, &metric);
+    return metric;
+  }
+
+ private:
+  static uint64_t NextId() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
+  Metric& Shared(std::initializer_list<std::string_view> values, std::string_view key) {
     std::lock_guard lock(mu_);
-    auto it = metrics_.find(key);
+    auto it = metrics_.find(std::string(key));
     if (it != metrics_.end()) return *it->second;
     prometheus::Labels labels;
     size_t i = 0;
     for (std::string_view v : values) labels.emplace(names_[i++], std::string(v));
     Metric& metric = add_(labels);
-    metrics_.emplace(key, &metric);
+    metrics_.emplace(std::string(key), &metric);
     return metric;
   }
 
- private:
+  // Unique among every index of the process (never reused), so that no thread's map can answer
+  // for an index that is gone. The family never drops a metric an index added.
+  const uint64_t id_ = NextId();
   const std::vector<std::string> names_;
   const std::function<Metric&(const prometheus::Labels&)> add_;
   std::mutex mu_;
