@@ -92,7 +92,7 @@ size_t BlockedCache::ShardOf(std::string_view key) const {
 void BlockedCache::Forget(const std::string& group) {
   Shard& shard = shards_[ShardOf(group)];
   std::lock_guard lock(shard.mu);
-  ++shard.forgets;
+  shard.forgets.fetch_add(1, std::memory_order_release);
   for (auto it = shard.entries.begin(); it != shard.entries.end();) {
     const std::string& key = it->first;
     if (key.size() > group.size() && key.starts_with(group) && key[group.size()] == '\x1f') {
@@ -134,15 +134,14 @@ void BlockedCache::Erase(const std::string& key) {
 }
 
 uint64_t BlockedCache::Epoch(const std::string& key) {
-  Shard& shard = shards_[ShardOf(key)];
-  std::lock_guard lock(shard.mu);
-  return shard.forgets;
+  return shards_[ShardOf(key)].forgets.load(std::memory_order_acquire);
 }
 
 void BlockedCache::Put(const std::string& key, Entry entry, uint64_t epoch) {
   Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
-  if (shard.forgets != epoch) return;  // a reset came after the decision began
+  if (shard.forgets.load(std::memory_order_relaxed) != epoch)
+    return;  // a reset came after the decision began
   auto shared = std::make_shared<const Entry>(std::move(entry));
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {  // replaced in place, and the most recent

@@ -117,7 +117,9 @@ class BlockedCache {
                        std::pair<std::shared_ptr<const Entry>, std::list<std::string>::iterator>>
         entries;
     std::list<std::string> lru;
-    uint64_t forgets = 0;  // Forget calls on this shard
+    // Forget calls on this shard: written under mu, read without it (Epoch takes no lock, so
+    // that a decision's threads share no written cache line to learn it).
+    std::atomic<uint64_t> forgets{0};
   };
   size_t max_per_shard_;
   Seconds max_age_;
