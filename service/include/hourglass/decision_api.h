@@ -34,6 +34,7 @@
 // SetPolicies() from any.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -164,6 +165,11 @@ class DecisionApi {
   DecisionApiOptions options_;
   mutable std::mutex mu_;
   std::shared_ptr<const PolicySource> policies_;  // guarded by mu_
+  // Raised (under mu_) each time policies_ changes: a thread that took the policies at this
+  // version still has them, and takes no lock to learn it.
+  std::atomic<uint64_t> policies_version_{0};
+  // Unique among every DecisionApi of the process (never reused): keys threads' copies.
+  const uint64_t id_;
   // Denials' answers, rendered once for a client denied again in the same second.
   mutable DenialAnswers denials_;
   // Last: destroyed first, it waits for the requests in flight, whose answers use the above.
