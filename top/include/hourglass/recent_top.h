@@ -108,9 +108,10 @@ class RecentTop {
 
  private:
   // Threads record into a buffer of their own (kBuffers per event; threads beyond that many share
-  // them) and add a full buffer to the summaries in one go: the summaries and their lock move between cores once
-  // a buffer rather than once a decision. Every read (Query, Save) adds the buffers first, so it
-  // sees every decision recorded before it; one thread's decisions reach a summary in its order.
+  // them) and add a full buffer to the summaries in one go: the summaries and their lock move
+  // between cores once a buffer rather than once a decision. Every read (Query, Save) adds the
+  // buffers first, so it sees every decision recorded before it; one thread's decisions reach a
+  // summary in its order.
   static constexpr size_t kBuffers = 8;
   static constexpr size_t kBufferedDecisions = 64;
   struct Minute {
