@@ -140,8 +140,8 @@ uint64_t BlockedCache::Epoch(const std::string& key) {
 void BlockedCache::Put(const std::string& key, Entry entry, uint64_t epoch) {
   Shard& shard = shards_[ShardOf(key)];
   std::lock_guard lock(shard.mu);
-  if (shard.forgets.load(std::memory_order_relaxed) != epoch)
-    return;  // a reset came after the decision began
+  // A reset came after the decision began: the decision may predate it.
+  if (shard.forgets.load(std::memory_order_relaxed) != epoch) return;
   auto shared = std::make_shared<const Entry>(std::move(entry));
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {  // replaced in place, and the most recent
