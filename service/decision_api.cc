@@ -14,6 +14,7 @@
 #include "hourglass/admin_views.h"
 #include "hourglass/api_route.h"
 #include "hourglass/inspection.h"
+#include "hourglass/instance_id.h"
 #include "hourglass/json.h"
 #include "hourglass/operator_page.h"
 #include "hourglass/ratelimit_headers.h"
@@ -128,11 +129,6 @@ bool BearerTokenMatches(std::string_view authorization, std::string_view token) 
   return differ == 0;
 }
 
-uint64_t NextApiId() {
-  static std::atomic<uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 DecisionApi::DecisionApi(const Engine& engine, std::shared_ptr<const PolicySource> policies,
@@ -140,7 +136,7 @@ DecisionApi::DecisionApi(const Engine& engine, std::shared_ptr<const PolicySourc
     : engine_(engine),
       options_(std::move(options)),
       policies_(std::move(policies)),
-      id_(NextApiId()),
+      id_(NextInstanceId()),
       own_front_end_(options_.front_end != nullptr
                          ? nullptr
                          : std::make_unique<CheckFrontEnd>(engine, options_.metrics)),

@@ -8,6 +8,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "hourglass/instance_id.h"
+
 namespace hourglass {
 namespace {
 
@@ -37,10 +39,7 @@ Result<TopBy> ParseTopBy(std::string_view name) {
 
 std::string_view TopByName(TopBy by) { return by == TopBy::kHits ? "hits" : "denied"; }
 
-RecentTop::RecentTop(size_t capacity) : capacity_(capacity) {
-  static std::atomic<uint64_t> next_id{1};
-  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
-}
+RecentTop::RecentTop(size_t capacity) : capacity_(capacity), id_(NextInstanceId()) {}
 
 RecentTop::EventTop& RecentTop::Of(std::string_view event) {
   // The event this thread recorded last, and where: events are never dropped, so the pointer

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <memory>
 
 #include "day_ledger.h"
 #include "engine_core.h"
+#include "hourglass/instance_id.h"
 #include "hourglass/saturating.h"
 #include "request_runs.h"
 #include "reset.h"
@@ -81,11 +81,6 @@ std::optional<Decision> DecideIfBlocked(const internal::EngineCore& core,
   return internal::RequestRuns::DecideAlone(core, run, now);
 }
 
-uint64_t NextEngineId() {
-  static std::atomic<uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
 // Today's hits (from `today`, a day some of `spans` holds) that the buckets of `read`, read as
 // `plan` says, lack against the day ledger read with them (0 when it was not whole).
 uint64_t MissingToday(const ReadPlan& plan, std::span<const Span> spans,
@@ -116,7 +111,7 @@ EngineCore::EngineCore(Store& s, const Clock& c, EngineOptions o, KeyCodec codec
       clock(&c),
       options(std::move(o)),
       keys(std::move(codec), options.ladder, options.retention, options.settle_margin),
-      id(NextEngineId()) {
+      id(NextInstanceId()) {
   const HotPathOptions& hot = options.hot_path;
   if (hot.bucket_cache_features > 0) {
     // Twice the longest window's cover: a feature's cover moves on every second, and what it

@@ -91,6 +91,7 @@
 #include "hourglass/clock.h"
 #include "hourglass/connection_events.h"
 #include "hourglass/decision.h"
+#include "hourglass/instance_id.h"
 #include "hourglass/local_ledger.h"
 #include "hourglass/store.h"
 #include "hourglass/store_losses.h"
@@ -131,10 +132,6 @@ class MetricIndex {
   }
 
  private:
-  static uint64_t NextId() {
-    static std::atomic<uint64_t> next{1};
-    return next.fetch_add(1, std::memory_order_relaxed);
-  }
   Metric& Shared(std::initializer_list<std::string_view> values, std::string_view key) {
     std::lock_guard lock(mu_);
     auto it = metrics_.find(std::string(key));
@@ -149,7 +146,7 @@ class MetricIndex {
 
   // Unique among every index of the process (never reused), so that no thread's map can answer
   // for an index that is gone. The family never drops a metric an index added.
-  const uint64_t id_ = NextId();
+  const uint64_t id_ = NextInstanceId();
   const std::vector<std::string> names_;
   const std::function<Metric&(const prometheus::Labels&)> add_;
   std::mutex mu_;

@@ -149,7 +149,7 @@ class RecentTop {
   static void AddToMinute(const EventTop& top, const Pending& decision);
 
   size_t capacity_;
-  uint64_t id_;  // unique among every RecentTop of the process: keys threads' cached lookups
+  const uint64_t id_;  // unique among every RecentTop of the process: keys threads' cached lookups
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<EventTop>, std::less<>> events_;  // guarded by mu_
 };
